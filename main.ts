@@ -1,0 +1,69 @@
+// Entry point: read configuration, open the stores, serve, and shut down cleanly on a signal.
+import { join } from "node:path";
+import { createHandler } from "./src/app.ts";
+import { AdminCredentialSource, loadAdminCredentials } from "./src/auth/admin_credentials.ts";
+import { ConfigError, loadConfig } from "./src/config.ts";
+import { log, setLogLevel } from "./src/log.ts";
+import { SqliteMetaStore } from "./src/meta/sqlite.ts";
+import { ObjectLayer } from "./src/object/layer.ts";
+import { BlobStore } from "./src/storage/blob_store.ts";
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`Configuration error: ${err.message}`);
+      Deno.exit(2);
+    }
+    throw err;
+  }
+  setLogLevel(config.logLevel);
+  const startedAt = Date.now();
+  await Deno.mkdir(config.dataDir, { recursive: true });
+  const admin = await loadAdminCredentials(config.dataDir, {
+    user: config.adminUser,
+    password: config.adminPassword,
+  });
+  if (admin.generated) {
+    console.log("Generated administrator credentials (shown once, kept in the data directory):");
+    console.log(`  access key / user:     ${admin.user}`);
+    console.log(`  secret key / password: ${admin.password}`);
+  }
+  const meta = new SqliteMetaStore(join(config.dataDir, "meta.db"));
+  const blobs = new BlobStore(config.dataDir);
+  await blobs.init();
+  const layer = new ObjectLayer(meta, blobs, config.inlineMax);
+  const handler = createHandler({ config, layer, credentials: new AdminCredentialSource(admin) });
+
+  const server = Deno.serve({
+    hostname: config.address,
+    port: config.port,
+    onListen: ({ hostname, port }) => {
+      log("info", "Listening", { url: `http://${hostname}:${port}`, dataDir: config.dataDir });
+    },
+  }, handler);
+
+  const sweep = layer.sweep(startedAt).then(
+    (found) => log("info", "Start-up sweep finished", found),
+    (err) => log("error", "Start-up sweep failed", { error: String(err) }),
+  );
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log("info", "Shutting down", { signal });
+    await server.shutdown();
+    await sweep;
+    await meta.close();
+    log("info", "Stopped");
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
+  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
+  await server.finished;
+}
+
+if (import.meta.main) await main();

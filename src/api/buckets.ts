@@ -1,0 +1,113 @@
+// Bucket operations: ListBuckets, CreateBucket, DeleteBucket, HeadBucket, GetBucketLocation.
+import { S3Error } from "../http/errors.ts";
+import { children, el, leafText, parseXml, text, xmlDocument } from "../http/xml.ts";
+import { validateBucketName } from "./bucket_name.ts";
+import { type Handler, isoDate, xmlResult } from "./context.ts";
+
+const MAX_CONFIG_BODY = 64 * 1024;
+
+export const listBuckets: Handler = async (ctx) => {
+  const buckets = await ctx.layer.meta.listBuckets(ctx.principal.id);
+  const items = buckets.map((b) =>
+    el(
+      "Bucket",
+      text("Name", b.name),
+      text("CreationDate", isoDate(b.createdAt)),
+      text("BucketRegion", b.region),
+    )
+  );
+  const owner = el(
+    "Owner",
+    text("ID", ctx.principal.id),
+    text("DisplayName", ctx.principal.displayName),
+  );
+  return xmlResult(
+    xmlDocument("ListAllMyBucketsResult", ctx.dialect.xmlns, owner + el("Buckets", ...items)),
+  );
+};
+
+async function requestedRegion(ctx: Parameters<Handler>[0]): Promise<string> {
+  const body = await ctx.body.text(MAX_CONFIG_BODY);
+  if (body.trim() === "") return ctx.config.region;
+  const root = parseXml(body, "CreateBucketConfiguration");
+  const location = leafText(root.LocationConstraint, "LocationConstraint");
+  for (const name of Object.keys(root)) {
+    if (!["LocationConstraint", "Location", "Bucket"].includes(name)) {
+      throw new S3Error("MalformedXML", `Unexpected element ${name} in CreateBucketConfiguration.`);
+    }
+  }
+  if (children(root.Location).length > 0 || children(root.Bucket).length > 0) {
+    throw new S3Error("NotImplemented", "Directory buckets are not supported.");
+  }
+  if (location === undefined || location === "") return ctx.config.region;
+  if (location !== ctx.config.region) {
+    throw new S3Error(
+      "IllegalLocationConstraintException",
+      `The ${location} location constraint is incompatible with the region of this server (${ctx.config.region}).`,
+    );
+  }
+  return location;
+}
+
+export const createBucket: Handler = async (ctx) => {
+  validateBucketName(ctx.bucket);
+  const region = await requestedRegion(ctx);
+  const objectLock = ctx.headers.get(ctx.dialect.headerPrefix + "bucket-object-lock-enabled");
+  if (objectLock && objectLock.toLowerCase() === "true") {
+    throw new S3Error("NotImplemented", "Object Lock is not supported yet.");
+  }
+  const acl = ctx.headers.get(ctx.dialect.headerPrefix + "acl");
+  if (acl && acl !== "private") {
+    throw new S3Error("NotImplemented", "Bucket ACLs other than private are not supported yet.");
+  }
+  const outcome = await ctx.layer.meta.createBucket({
+    name: ctx.bucket,
+    owner: ctx.principal.id,
+    createdAt: Date.now(),
+    region,
+    versioning: "",
+    objectLock: false,
+  });
+  if (outcome === "exists") {
+    const existing = await ctx.layer.meta.getBucket(ctx.bucket);
+    if (existing?.owner === ctx.principal.id) {
+      throw new S3Error(
+        "BucketAlreadyOwnedByYou",
+        "Your previous request to create the named bucket succeeded and you already own it.",
+        { details: { BucketName: ctx.bucket } },
+      );
+    }
+    throw new S3Error(
+      "BucketAlreadyExists",
+      "The requested bucket name is not available. Please select a different name and try again.",
+      { details: { BucketName: ctx.bucket } },
+    );
+  }
+  return { status: 200, headers: { location: `/${ctx.bucket}` } };
+};
+
+export const deleteBucket: Handler = async (ctx) => {
+  const outcome = await ctx.layer.meta.deleteBucket(ctx.bucket);
+  if (outcome === "missing") await ctx.layer.requireBucket(ctx.bucket);
+  if (outcome === "not_empty") {
+    throw new S3Error("BucketNotEmpty", "The bucket you tried to delete is not empty.", {
+      details: { BucketName: ctx.bucket },
+    });
+  }
+  return { status: 204 };
+};
+
+export const headBucket: Handler = async (ctx) => {
+  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  return {
+    status: 200,
+    headers: { [ctx.dialect.headerPrefix + "bucket-region"]: bucket.region },
+  };
+};
+
+export const getBucketLocation: Handler = async (ctx) => {
+  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  return xmlResult(
+    `<?xml version="1.0" encoding="UTF-8"?>\n<LocationConstraint xmlns="${ctx.dialect.xmlns}">${bucket.region}</LocationConstraint>`,
+  );
+};

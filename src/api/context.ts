@@ -1,0 +1,43 @@
+// What every operation handler receives and returns.
+import type { Principal } from "../auth/principal.ts";
+import type { Config } from "../config.ts";
+import type { RequestBody } from "../http/body.ts";
+import type { Dialect } from "../http/dialect.ts";
+import type { ObjectLayer } from "../object/layer.ts";
+
+export interface RequestContext {
+  requestId: string;
+  operation: string;
+  method: string;
+  dialect: Dialect;
+  bucket: string;
+  key: string;
+  query: URLSearchParams;
+  headers: Headers;
+  body: RequestBody;
+  principal: Principal;
+  config: Config;
+  layer: ObjectLayer;
+}
+
+export interface HandlerResult {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string | Uint8Array | ReadableStream<Uint8Array> | null;
+}
+
+export type Handler = (ctx: RequestContext) => Promise<HandlerResult>;
+
+export function xmlResult(body: string, status = 200): HandlerResult {
+  return { status, headers: { "content-type": "application/xml" }, body };
+}
+
+/** ISO 8601 with milliseconds, as listings use. */
+export function isoDate(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** RFC 7231 date, as Last-Modified uses. */
+export function httpDate(ms: number): string {
+  return new Date(ms).toUTCString();
+}

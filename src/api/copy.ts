@@ -1,0 +1,106 @@
+// CopyObject: a new object from an existing one, across buckets, keeping or replacing metadata.
+import { checkConditions } from "../http/conditional.ts";
+import { h } from "../http/dialect.ts";
+import { S3Error } from "../http/errors.ts";
+import { contentTypeFor } from "../http/mime.ts";
+import { text, xmlDocument } from "../http/xml.ts";
+import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
+
+export interface CopySource {
+  bucket: string;
+  key: string;
+  versionId?: string;
+}
+
+/** Parses `x-*-copy-source`: `[/]bucket/key[?versionId=id]`, the key URL-encoded. */
+export function parseCopySource(value: string): CopySource {
+  let path = value;
+  let versionId: string | undefined;
+  const question = value.indexOf("?");
+  if (question >= 0) {
+    path = value.slice(0, question);
+    const params = new URLSearchParams(value.slice(question + 1));
+    versionId = params.get("versionId") ?? undefined;
+  }
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    throw new S3Error("InvalidArgument", "The copy source is not properly URL-encoded.");
+  }
+  if (decoded.startsWith("/")) decoded = decoded.slice(1);
+  const slash = decoded.indexOf("/");
+  if (slash <= 0 || slash === decoded.length - 1) {
+    throw new S3Error(
+      "InvalidArgument",
+      "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.",
+    );
+  }
+  return { bucket: decoded.slice(0, slash), key: decoded.slice(slash + 1), versionId };
+}
+
+function copyConditions(ctx: RequestContext) {
+  const get = (suffix: string) => ctx.headers.get(h(ctx.dialect, "copy-source-" + suffix));
+  return {
+    ifMatch: get("if-match"),
+    ifNoneMatch: get("if-none-match"),
+    ifModifiedSince: get("if-modified-since"),
+    ifUnmodifiedSince: get("if-unmodified-since"),
+  };
+}
+
+export const copyObject: Handler = async (ctx) => {
+  validateKey(ctx.key);
+  rejectUnsupportedWriteOptions(ctx.headers, ctx.dialect);
+  const source = parseCopySource(ctx.headers.get(h(ctx.dialect, "copy-source"))!);
+  const directive = ctx.headers.get(h(ctx.dialect, "metadata-directive")) ?? "COPY";
+  if (directive !== "COPY" && directive !== "REPLACE") {
+    throw new S3Error("InvalidArgument", "Unknown metadata directive.", {
+      details: { ArgumentName: h(ctx.dialect, "metadata-directive"), ArgumentValue: directive },
+    });
+  }
+  const tagging = ctx.headers.get(h(ctx.dialect, "tagging-directive"));
+  if (tagging !== null && tagging !== "COPY") {
+    throw new S3Error("NotImplemented", "Object tagging is not supported yet.");
+  }
+  const sameObject = source.bucket === ctx.bucket && source.key === ctx.key;
+  if (sameObject && directive === "COPY") {
+    throw new S3Error(
+      "InvalidRequest",
+      "This copy request is illegal because it is trying to copy an object to itself without " +
+        "changing the object's metadata, storage class, website redirect location or encryption attributes.",
+    );
+  }
+  await ctx.layer.requireBucket(ctx.bucket);
+  const src = await ctx.layer.headObject(source.bucket, source.key, source.versionId);
+  checkConditions(copyConditions(ctx), src, { notModifiedAllowed: false });
+  await ctx.body.discard();
+  let replace;
+  if (directive === "REPLACE") {
+    const meta = readMetadata(ctx.headers, ctx.dialect);
+    replace = {
+      contentType: meta.contentType ?? contentTypeFor(ctx.key),
+      userMeta: meta.userMeta,
+      headers: meta.headers,
+    };
+  }
+  const version = await ctx.layer.copyObject({
+    source: src,
+    bucket: ctx.bucket,
+    key: ctx.key,
+    owner: ctx.principal.id,
+    replace,
+  });
+  const result = xmlResult(
+    xmlDocument(
+      "CopyObjectResult",
+      ctx.dialect.xmlns,
+      text("LastModified", isoDate(version.lastModified)) + text("ETag", version.etag),
+    ),
+  );
+  if (src.versionId !== "null") {
+    result.headers![h(ctx.dialect, "copy-source-version-id")] = src.versionId;
+  }
+  return result;
+};

@@ -1,0 +1,82 @@
+// DeleteObjects: up to 1000 keys in one request, with per-key results.
+import { createHash } from "node:crypto";
+import { checksumChecks } from "../http/checksum.ts";
+import { h } from "../http/dialect.ts";
+import { S3Error } from "../http/errors.ts";
+import { children, el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
+import { type Handler, xmlResult } from "./context.ts";
+import { contentMd5 } from "./objects.ts";
+import { MAX_KEY_BYTES } from "./object_headers.ts";
+
+const MAX_KEYS = 1000;
+const MAX_BODY = 2 * 1024 * 1024;
+
+interface Target {
+  key: string;
+  versionId?: string;
+}
+
+function parseTargets(body: string): { quiet: boolean; targets: Target[] } {
+  const root = parseXml(body, "Delete");
+  const quietText = leafText(root.Quiet, "Quiet");
+  if (quietText !== undefined && quietText !== "true" && quietText !== "false") {
+    throw new S3Error("MalformedXML", "Quiet must be true or false.");
+  }
+  const objects = children(root.Object);
+  if (objects.length === 0) {
+    throw new S3Error("MalformedXML", "The Delete element lists no Object.");
+  }
+  if (objects.length > MAX_KEYS) {
+    throw new S3Error("MalformedXML", `A Delete request may name at most ${MAX_KEYS} objects.`);
+  }
+  const targets = objects.map((node: XmlNode) => {
+    if (typeof node !== "object") throw new S3Error("MalformedXML", "Object must contain a Key.");
+    const key = leafText(node.Key as XmlNode, "Key");
+    if (key === undefined) throw new S3Error("MalformedXML", "Object must contain a Key.");
+    return { key, versionId: leafText(node.VersionId as XmlNode, "VersionId") };
+  });
+  return { quiet: quietText === "true", targets };
+}
+
+export const deleteObjects: Handler = async (ctx) => {
+  const md5 = contentMd5(ctx.headers);
+  const checks = checksumChecks(ctx.headers, ctx.dialect);
+  if (md5 === undefined && checks.length === 0) {
+    throw new S3Error(
+      "InvalidRequest",
+      `Missing required header for this request: Content-MD5 or ${h(ctx.dialect, "checksum-*")}.`,
+    );
+  }
+  const bytes = await ctx.body.bytes(MAX_BODY);
+  if (md5 !== undefined && createHash("md5").update(bytes).digest("base64") !== md5) {
+    throw new S3Error("BadDigest", "The Content-MD5 you specified did not match what we received.");
+  }
+  for (const c of checks) {
+    c.update(bytes);
+    c.finish();
+  }
+  const { quiet, targets } = parseTargets(new TextDecoder().decode(bytes));
+  await ctx.layer.requireBucket(ctx.bucket);
+  const parts: string[] = [];
+  for (const t of targets) {
+    try {
+      if (t.key === "" || new TextEncoder().encode(t.key).byteLength > MAX_KEY_BYTES) {
+        throw new S3Error("InvalidArgument", "The key is empty or longer than 1024 bytes.");
+      }
+      await ctx.layer.deleteObject(ctx.bucket, t.key, t.versionId);
+      if (!quiet) parts.push(el("Deleted", text("Key", t.key), text("VersionId", t.versionId)));
+    } catch (err) {
+      if (!(err instanceof S3Error)) throw err;
+      parts.push(
+        el(
+          "Error",
+          text("Key", t.key),
+          text("VersionId", t.versionId),
+          text("Code", err.code),
+          text("Message", err.message),
+        ),
+      );
+    }
+  }
+  return xmlResult(xmlDocument("DeleteResult", ctx.dialect.xmlns, parts.join("")));
+};

@@ -1,0 +1,130 @@
+// Translating between request/response headers and stored object metadata.
+import { type Dialect, h } from "../http/dialect.ts";
+import { S3Error } from "../http/errors.ts";
+import type { ObjectVersion } from "../meta/store.ts";
+import { httpDate } from "./context.ts";
+
+export const MAX_KEY_BYTES = 1024;
+export const MAX_USER_META_BYTES = 2048;
+
+/** Standard headers kept with an object and returned on GET/HEAD. */
+const STORED_HEADERS = [
+  "cache-control",
+  "content-disposition",
+  "content-encoding",
+  "content-language",
+  "expires",
+];
+
+const encoder = new TextEncoder();
+
+export function validateKey(key: string): void {
+  if (encoder.encode(key).byteLength > MAX_KEY_BYTES) {
+    throw new S3Error("KeyTooLongError", "Your key is too long.", {
+      details: { MaxSizeAllowed: String(MAX_KEY_BYTES) },
+    });
+  }
+}
+
+export interface RequestMetadata {
+  contentType?: string;
+  userMeta: Record<string, string>;
+  headers: Record<string, string>;
+}
+
+/** Reads content type, user metadata and stored headers from a write request. */
+export function readMetadata(headers: Headers, dialect: Dialect): RequestMetadata {
+  const metaPrefix = h(dialect, "meta-");
+  const userMeta: Record<string, string> = {};
+  let metaBytes = 0;
+  for (const [name, value] of headers) {
+    if (!name.startsWith(metaPrefix)) continue;
+    const key = name.slice(metaPrefix.length);
+    userMeta[key] = value;
+    metaBytes += encoder.encode(key).byteLength + encoder.encode(value).byteLength;
+  }
+  if (metaBytes > MAX_USER_META_BYTES) {
+    throw new S3Error(
+      "MetadataTooLarge",
+      "Your metadata headers exceed the maximum allowed metadata size.",
+      {
+        details: { MaxSizeAllowed: String(MAX_USER_META_BYTES) },
+      },
+    );
+  }
+  const stored: Record<string, string> = {};
+  for (const name of STORED_HEADERS) {
+    const value = headers.get(name);
+    if (value !== null) stored[name] = value;
+  }
+  return { contentType: headers.get("content-type") ?? undefined, userMeta, headers: stored };
+}
+
+/**
+ * Refuses write options this server cannot honour yet instead of silently dropping them:
+ * a storage class other than STANDARD, encryption, tagging, ACLs and Object Lock.
+ */
+export function rejectUnsupportedWriteOptions(headers: Headers, dialect: Dialect): void {
+  const storageClass = headers.get(h(dialect, "storage-class"));
+  if (storageClass !== null && storageClass !== "STANDARD") {
+    throw new S3Error("InvalidStorageClass", "The storage class you specified is not valid.", {
+      details: { StorageClassRequested: storageClass },
+    });
+  }
+  const acl = headers.get(h(dialect, "acl"));
+  if (acl !== null && acl !== "private") {
+    throw new S3Error("NotImplemented", "Object ACLs other than private are not supported yet.");
+  }
+  for (
+    const suffix of [
+      "server-side-encryption",
+      "server-side-encryption-customer-algorithm",
+      "tagging",
+      "object-lock-mode",
+      "object-lock-retain-until-date",
+      "object-lock-legal-hold",
+      "grant-read",
+      "grant-full-control",
+      "grant-read-acp",
+      "grant-write-acp",
+    ]
+  ) {
+    if (headers.has(h(dialect, suffix))) {
+      throw new S3Error("NotImplemented", `The ${h(dialect, suffix)} header is not supported yet.`);
+    }
+  }
+}
+
+/** Headers describing a stored object on GET and HEAD responses. */
+export function objectHeaders(v: ObjectVersion, dialect: Dialect): Record<string, string> {
+  const out: Record<string, string> = {
+    "content-type": v.contentType,
+    etag: v.etag,
+    "last-modified": httpDate(v.lastModified),
+    "accept-ranges": "bytes",
+    ...v.headers,
+  };
+  for (const [name, value] of Object.entries(v.userMeta)) out[h(dialect, "meta-" + name)] = value;
+  if (v.versionId !== "null") out[h(dialect, "version-id")] = v.versionId;
+  return out;
+}
+
+const OVERRIDES: Record<string, string> = {
+  "response-content-type": "content-type",
+  "response-content-language": "content-language",
+  "response-expires": "expires",
+  "response-cache-control": "cache-control",
+  "response-content-disposition": "content-disposition",
+  "response-content-encoding": "content-encoding",
+};
+
+/** Applies `response-*` query overrides to GET/HEAD response headers. */
+export function applyResponseOverrides(
+  headers: Record<string, string>,
+  query: URLSearchParams,
+): void {
+  for (const [param, header] of Object.entries(OVERRIDES)) {
+    const value = query.get(param);
+    if (value !== null) headers[header] = value;
+  }
+}

@@ -1,0 +1,120 @@
+// Object operations: PutObject, GetObject, HeadObject, DeleteObject.
+import { checksumChecks } from "../http/checksum.ts";
+import { checkConditions } from "../http/conditional.ts";
+import { h } from "../http/dialect.ts";
+import { S3Error } from "../http/errors.ts";
+import { contentTypeFor } from "../http/mime.ts";
+import { contentRange, parseRange } from "../http/range.ts";
+import { MAX_PUT_SIZE } from "../object/layer.ts";
+import type { Handler, RequestContext } from "./context.ts";
+import {
+  applyResponseOverrides,
+  objectHeaders,
+  readMetadata,
+  rejectUnsupportedWriteOptions,
+  validateKey,
+} from "./object_headers.ts";
+
+/** The Content-MD5 header, checked for shape (a base64 16-byte digest). */
+export function contentMd5(headers: Headers): string | undefined {
+  const value = headers.get("content-md5");
+  if (value === null) return undefined;
+  let bytes = -1;
+  try {
+    bytes = atob(value).length;
+  } catch { /* reported below */ }
+  if (bytes !== 16) {
+    throw new S3Error("InvalidDigest", "The Content-MD5 you specified is not valid.");
+  }
+  return value;
+}
+
+function declaredLength(ctx: RequestContext): number | undefined {
+  const raw = ctx.headers.get("content-length");
+  if (raw === null) return undefined;
+  if (!/^\d+$/.test(raw)) throw new S3Error("InvalidArgument", "Content-Length must be a number.");
+  const length = Number(raw);
+  if (length > MAX_PUT_SIZE) {
+    throw new S3Error(
+      "EntityTooLarge",
+      "Your proposed upload exceeds the maximum allowed object size.",
+    );
+  }
+  return length;
+}
+
+export const putObject: Handler = async (ctx) => {
+  validateKey(ctx.key);
+  declaredLength(ctx);
+  rejectUnsupportedWriteOptions(ctx.headers, ctx.dialect);
+  const meta = readMetadata(ctx.headers, ctx.dialect);
+  const version = await ctx.layer.putObject({
+    bucket: ctx.bucket,
+    key: ctx.key,
+    body: ctx.body.chunks(),
+    contentType: meta.contentType ?? contentTypeFor(ctx.key),
+    userMeta: meta.userMeta,
+    headers: meta.headers,
+    owner: ctx.principal.id,
+    contentMd5: contentMd5(ctx.headers),
+    checks: checksumChecks(ctx.headers, ctx.dialect),
+  });
+  const headers: Record<string, string> = { etag: version.etag };
+  for (const name of ["crc32", "crc32c", "sha1", "sha256"]) {
+    const value = ctx.headers.get(h(ctx.dialect, `checksum-${name}`));
+    if (value !== null) headers[h(ctx.dialect, `checksum-${name}`)] = value;
+  }
+  return { status: 200, headers };
+};
+
+function readConditions(ctx: RequestContext) {
+  return {
+    ifMatch: ctx.headers.get("if-match"),
+    ifNoneMatch: ctx.headers.get("if-none-match"),
+    ifModifiedSince: ctx.headers.get("if-modified-since"),
+    ifUnmodifiedSince: ctx.headers.get("if-unmodified-since"),
+  };
+}
+
+function versionIdParam(ctx: RequestContext): string | undefined {
+  const id = ctx.query.get("versionId");
+  if (id === null) return undefined;
+  if (id === "") throw new S3Error("InvalidArgument", "Version id cannot be the empty string.");
+  return id;
+}
+
+async function readObject(ctx: RequestContext, withBody: boolean) {
+  const version = await ctx.layer.headObject(ctx.bucket, ctx.key, versionIdParam(ctx));
+  const headers = objectHeaders(version, ctx.dialect);
+  try {
+    checkConditions(readConditions(ctx), version, { notModifiedAllowed: true });
+  } catch (err) {
+    if (err instanceof S3Error && err.code === "NotModified") {
+      return {
+        status: 304,
+        headers: { etag: version.etag, "last-modified": headers["last-modified"] },
+      };
+    }
+    throw err;
+  }
+  if (ctx.query.has("partNumber")) {
+    throw new S3Error("NotImplemented", "Reading by partNumber is not supported yet.");
+  }
+  const range = parseRange(ctx.headers.get("range"), version.size);
+  applyResponseOverrides(headers, ctx.query);
+  headers["content-length"] = String(range ? range.length : version.size);
+  if (range) headers["content-range"] = contentRange(range, version.size);
+  const status = range ? 206 : 200;
+  if (!withBody) return { status, headers };
+  const { body } = await ctx.layer.openObject(version, range);
+  return { status, headers, body };
+}
+
+export const getObject: Handler = (ctx) => readObject(ctx, true);
+export const headObject: Handler = (ctx) => readObject(ctx, false);
+
+export const deleteObject: Handler = async (ctx) => {
+  validateKey(ctx.key);
+  await ctx.layer.deleteObject(ctx.bucket, ctx.key, versionIdParam(ctx));
+  return { status: 204 };
+};

@@ -1,0 +1,349 @@
+// Signature Version 4: header and presigned (query) authentication, in either dialect.
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { type Dialect, h, q } from "../http/dialect.ts";
+import { S3Error } from "../http/errors.ts";
+
+export const MAX_CLOCK_SKEW_MS = 15 * 60 * 1000;
+export const MAX_PRESIGN_EXPIRES_S = 7 * 24 * 3600;
+export const UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD";
+export const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+/** What a verified signature tells the rest of the request. */
+export interface SignedRequest {
+  accessKey: string;
+  presigned: boolean;
+  /** Hex SHA-256 the body must have, or undefined when the payload is unsigned. */
+  payloadSha256?: string;
+}
+
+export interface SignatureInput {
+  method: string;
+  /** The request path exactly as received (still percent-encoded). */
+  rawPath: string;
+  /** The query string exactly as received, without the leading `?`. */
+  rawQuery: string;
+  headers: Headers;
+  dialect: Dialect;
+  region: string;
+  now: number;
+  secretFor: (accessKey: string) => Promise<string | undefined>;
+}
+
+const UNRESERVED = /[A-Za-z0-9\-._~]/;
+
+/** Percent-encodes per SigV4: everything but unreserved characters, upper-case hex. */
+export function uriEncode(value: string, keepSlash = false): string {
+  let out = "";
+  for (const byte of new TextEncoder().encode(value)) {
+    const c = String.fromCharCode(byte);
+    if (byte < 128 && (UNRESERVED.test(c) || (keepSlash && c === "/"))) out += c;
+    else out += "%" + byte.toString(16).toUpperCase().padStart(2, "0");
+  }
+  return out;
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new S3Error("InvalidURI", "Couldn't parse the specified URI.");
+  }
+}
+
+export function canonicalUri(rawPath: string): string {
+  return rawPath.split("/").map((s) => uriEncode(safeDecode(s))).join("/");
+}
+
+export function canonicalQuery(rawQuery: string, skip?: string): string {
+  const pairs: [string, string][] = [];
+  for (const part of rawQuery.split("&")) {
+    if (part === "") continue;
+    const eq = part.indexOf("=");
+    const key = safeDecode(eq < 0 ? part : part.slice(0, eq));
+    if (key === skip) continue;
+    const value = eq < 0 ? "" : safeDecode(part.slice(eq + 1));
+    pairs.push([uriEncode(key), uriEncode(value)]);
+  }
+  pairs.sort((
+    a,
+    b,
+  ) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  return pairs.map(([k, v]) => `${k}=${v}`).join("&");
+}
+
+function canonicalHeaders(headers: Headers, signed: string[]): string {
+  return signed.map((name) => {
+    const value = (headers.get(name) ?? "").trim().replace(/\s+/g, " ");
+    return `${name}:${value}\n`;
+  }).join("");
+}
+
+const signingKeys = new Map<string, Uint8Array>();
+
+function signingKey(
+  dialect: Dialect,
+  secret: string,
+  scope: { date: string; region: string; service: string },
+): Uint8Array {
+  const cacheKey = [dialect.name, secret, scope.date, scope.region, scope.service].join("\n");
+  let key = signingKeys.get(cacheKey);
+  if (!key) {
+    const kDate = createHmac("sha256", dialect.keySeed + secret).update(scope.date).digest();
+    const kRegion = createHmac("sha256", kDate).update(scope.region).digest();
+    const kService = createHmac("sha256", kRegion).update(scope.service).digest();
+    key = createHmac("sha256", kService).update(dialect.scopeTerminator).digest();
+    if (signingKeys.size > 1000) signingKeys.clear();
+    signingKeys.set(cacheKey, key);
+  }
+  return key;
+}
+
+/** Parses `YYYYMMDDTHHMMSSZ` into epoch milliseconds, or NaN. */
+export function parseAmzDate(value: string): number {
+  const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(value);
+  if (!m) return NaN;
+  return Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]);
+}
+
+interface Credential {
+  accessKey: string;
+  date: string;
+  region: string;
+  service: string;
+}
+
+function parseCredential(
+  value: string,
+  input: SignatureInput,
+  errorCode: string,
+): Credential {
+  const parts = value.split("/");
+  if (parts.length !== 5 || parts[0] === "") {
+    throw new S3Error(errorCode, `The credential "${value}" is malformed.`);
+  }
+  const [accessKey, date, region, service, terminator] = parts;
+  if (!/^\d{8}$/.test(date)) throw new S3Error(errorCode, "The credential date is malformed.");
+  if (terminator !== input.dialect.scopeTerminator) {
+    throw new S3Error(
+      errorCode,
+      `The credential terminator must be "${input.dialect.scopeTerminator}".`,
+    );
+  }
+  if (region !== input.region) {
+    throw new S3Error(
+      errorCode,
+      `The region '${region}' is wrong; expecting '${input.region}'.`,
+      { details: { Region: input.region } },
+    );
+  }
+  if (!input.dialect.services.includes(service)) {
+    throw new S3Error(errorCode, `The service '${service}' is not served here.`);
+  }
+  return { accessKey, date, region, service };
+}
+
+async function verify(
+  input: SignatureInput,
+  opts: {
+    credential: Credential;
+    amzDate: string;
+    signedHeaders: string[];
+    signature: string;
+    canonicalQueryString: string;
+    payload: string;
+  },
+): Promise<void> {
+  const secret = await input.secretFor(opts.credential.accessKey);
+  if (secret === undefined) {
+    throw new S3Error(
+      "InvalidAccessKeyId",
+      "The access key Id you provided does not exist in our records.",
+    );
+  }
+  const canonicalRequest = [
+    input.method,
+    canonicalUri(input.rawPath),
+    opts.canonicalQueryString,
+    canonicalHeaders(input.headers, opts.signedHeaders),
+    opts.signedHeaders.join(";"),
+    opts.payload,
+  ].join("\n");
+  const { date, region, service } = opts.credential;
+  const scope = `${date}/${region}/${service}/${input.dialect.scopeTerminator}`;
+  const stringToSign = [
+    input.dialect.algorithm,
+    opts.amzDate,
+    scope,
+    createHash("sha256").update(canonicalRequest).digest("hex"),
+  ].join("\n");
+  const expected = createHmac("sha256", signingKey(input.dialect, secret, opts.credential))
+    .update(stringToSign).digest();
+  const given = /^[0-9a-f]{64}$/.test(opts.signature) ? hexToBytes(opts.signature) : undefined;
+  if (!given || !timingSafeEqual(expected, given)) {
+    throw new S3Error(
+      "SignatureDoesNotMatch",
+      "The request signature we calculated does not match the signature you provided. " +
+        "Check your key and signing method.",
+    );
+  }
+}
+
+function hexToBytes(hex: string): Uint8Array {
+  const out = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
+function parseSignedHeaders(value: string | undefined, errorCode: string): string[] {
+  if (!value) throw new S3Error(errorCode, "SignedHeaders is missing.");
+  const names = value.split(";");
+  if (!names.includes("host")) {
+    throw new S3Error(errorCode, "The host header must be signed.");
+  }
+  if (names.some((n) => n === "" || n !== n.toLowerCase())) {
+    throw new S3Error(errorCode, "SignedHeaders is malformed.");
+  }
+  return names;
+}
+
+/** Verifies an `Authorization: <ALG> Credential=..., SignedHeaders=..., Signature=...` header. */
+export async function verifyHeaderAuth(
+  input: SignatureInput,
+  authorization: string,
+): Promise<SignedRequest> {
+  const d = input.dialect;
+  const code = "AuthorizationHeaderMalformed";
+  if (!authorization.startsWith(d.algorithm + " ")) {
+    throw new S3Error(code, `The authorization header must use ${d.algorithm}.`);
+  }
+  const fields: Record<string, string> = {};
+  for (const part of authorization.slice(d.algorithm.length + 1).split(",")) {
+    const eq = part.indexOf("=");
+    if (eq > 0) fields[part.slice(0, eq).trim()] = part.slice(eq + 1).trim();
+  }
+  if (!fields.Credential || !fields.Signature) {
+    throw new S3Error(code, "The authorization header is malformed.");
+  }
+  const credential = parseCredential(fields.Credential, input, code);
+  const signedHeaders = parseSignedHeaders(fields.SignedHeaders, code);
+  for (const [name] of input.headers) {
+    if (name.startsWith(d.headerPrefix) && !signedHeaders.includes(name)) {
+      throw new S3Error(
+        "AccessDenied",
+        `There were headers present which were not signed: ${name}`,
+      );
+    }
+  }
+  const amzDate = input.headers.get(h(d, "date"));
+  const when = amzDate ? parseAmzDate(amzDate) : Date.parse(input.headers.get("date") ?? "");
+  if (Number.isNaN(when)) {
+    throw new S3Error("AccessDenied", `The request must carry a valid ${h(d, "date")} header.`);
+  }
+  const requestDate = amzDate ?? toAmzDate(when);
+  if (requestDate.slice(0, 8) !== credential.date) {
+    throw new S3Error(code, "The credential date does not match the request date.");
+  }
+  if (Math.abs(input.now - when) > MAX_CLOCK_SKEW_MS) {
+    throw new S3Error(
+      "RequestTimeTooSkewed",
+      "The difference between the request time and the current time is too large.",
+    );
+  }
+  const payload = input.headers.get(h(d, "content-sha256"));
+  if (!payload) {
+    throw new S3Error(
+      "InvalidRequest",
+      `Missing required header for this request: ${h(d, "content-sha256")}`,
+    );
+  }
+  if (payload !== UNSIGNED_PAYLOAD && !/^[0-9a-f]{64}$/.test(payload)) {
+    if (payload.startsWith("STREAMING-")) {
+      throw new S3Error("NotImplemented", "Streaming (chunked) payloads are not supported yet.");
+    }
+    throw new S3Error("InvalidArgument", `${h(d, "content-sha256")} must be a SHA-256 hex digest.`);
+  }
+  await verify(input, {
+    credential,
+    amzDate: requestDate,
+    signedHeaders,
+    signature: fields.Signature,
+    canonicalQueryString: canonicalQuery(input.rawQuery),
+    payload,
+  });
+  return {
+    accessKey: credential.accessKey,
+    presigned: false,
+    payloadSha256: payload === UNSIGNED_PAYLOAD ? undefined : payload,
+  };
+}
+
+const PRESIGNED_METHODS = ["GET", "HEAD", "PUT", "DELETE"];
+
+/** Verifies presigned query authentication (`X-*-Algorithm`, `X-*-Signature`, ...). */
+export async function verifyPresigned(
+  input: SignatureInput,
+  query: URLSearchParams,
+): Promise<SignedRequest> {
+  const d = input.dialect;
+  const code = "AuthorizationQueryParametersError";
+  const get = (name: string) => query.get(q(d, name)) ?? undefined;
+  const algorithm = get("Algorithm");
+  const rawCredential = get("Credential");
+  const amzDate = get("Date");
+  const expires = get("Expires");
+  const signature = get("Signature");
+  if (algorithm !== d.algorithm) {
+    throw new S3Error(code, `${q(d, "Algorithm")} only supports "${d.algorithm}".`);
+  }
+  if (!rawCredential || !amzDate || !expires || !signature || !get("SignedHeaders")) {
+    throw new S3Error(
+      code,
+      `Query-string authentication requires the ${q(d, "Credential")}, ${q(d, "Date")}, ` +
+        `${q(d, "Expires")}, ${q(d, "SignedHeaders")} and ${q(d, "Signature")} parameters.`,
+    );
+  }
+  if (!PRESIGNED_METHODS.includes(input.method)) {
+    throw new S3Error("AccessDenied", `Presigned ${input.method} requests are not allowed.`);
+  }
+  const credential = parseCredential(rawCredential, input, code);
+  const signedHeaders = parseSignedHeaders(get("SignedHeaders"), code);
+  if (!/^\d+$/.test(expires) || +expires < 1 || +expires > MAX_PRESIGN_EXPIRES_S) {
+    throw new S3Error(
+      code,
+      `${q(d, "Expires")} must be between 1 and ${MAX_PRESIGN_EXPIRES_S} seconds.`,
+    );
+  }
+  const signedAt = parseAmzDate(amzDate);
+  if (Number.isNaN(signedAt) || amzDate.slice(0, 8) !== credential.date) {
+    throw new S3Error(code, `${q(d, "Date")} is malformed or does not match the credential.`);
+  }
+  if (signedAt - input.now > MAX_CLOCK_SKEW_MS) {
+    throw new S3Error("AccessDenied", "Request is not valid yet.");
+  }
+  const payload = input.headers.get(h(d, "content-sha256")) ?? UNSIGNED_PAYLOAD;
+  await verify(input, {
+    credential,
+    amzDate,
+    signedHeaders,
+    signature,
+    canonicalQueryString: canonicalQuery(input.rawQuery, q(d, "Signature")),
+    payload,
+  });
+  if (input.now > signedAt + Number(expires) * 1000) {
+    throw new S3Error("ExpiredPresignedRequest", "Request has expired.", {
+      details: {
+        Expires: new Date(signedAt + Number(expires) * 1000).toISOString(),
+        ServerTime: new Date(input.now).toISOString(),
+      },
+    });
+  }
+  return {
+    accessKey: credential.accessKey,
+    presigned: true,
+    payloadSha256: /^[0-9a-f]{64}$/.test(payload) ? payload : undefined,
+  };
+}
+
+export function toAmzDate(ms: number): string {
+  return new Date(ms).toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+}

@@ -1,0 +1,99 @@
+// The two spellings of the protocol. This is the only module that spells a vendor prefix:
+// everything else asks a Dialect for the header, query parameter, algorithm or namespace it needs.
+
+export type DialectName = "store" | "amz";
+
+export interface Dialect {
+  readonly name: DialectName;
+  /** Lower-case header prefix, e.g. `x-store-`. */
+  readonly headerPrefix: string;
+  /** Presigned query parameter prefix, e.g. `X-Store-`. */
+  readonly queryPrefix: string;
+  /** Signature algorithm name, e.g. `STORE4-HMAC-SHA256`. */
+  readonly algorithm: string;
+  /** Last element of the credential scope, e.g. `store4_request`. */
+  readonly scopeTerminator: string;
+  /** Prefix of the secret when deriving the signing key, e.g. `STORE4`. */
+  readonly keySeed: string;
+  /** Services accepted inside the credential scope. */
+  readonly services: readonly string[];
+  /** XML namespace of response documents. */
+  readonly xmlns: string;
+}
+
+const STORE: Dialect = {
+  name: "store",
+  headerPrefix: "x-store-",
+  queryPrefix: "X-Store-",
+  algorithm: "STORE4-HMAC-SHA256",
+  scopeTerminator: "store4_request",
+  keySeed: "STORE4",
+  services: ["store", "s3"],
+  xmlns: "http://store.local/doc/2006-03-01/",
+};
+
+const AMZ: Dialect = {
+  name: "amz",
+  headerPrefix: "x-amz-",
+  queryPrefix: "X-Amz-",
+  algorithm: "AWS4-HMAC-SHA256",
+  scopeTerminator: "aws4_request",
+  keySeed: "AWS4",
+  services: ["s3", "store"],
+  xmlns: "http://s3.amazonaws.com/doc/2006-03-01/",
+};
+
+export const DIALECTS: Record<DialectName, Dialect> = { store: STORE, amz: AMZ };
+
+/** The full name of a vendor header, e.g. `h(d, "meta-")` -> `x-amz-meta-`. */
+export function h(dialect: Dialect, suffix: string): string {
+  return dialect.headerPrefix + suffix;
+}
+
+/** The full name of a presigned query parameter, e.g. `q(d, "Signature")`. */
+export function q(dialect: Dialect, suffix: string): string {
+  return dialect.queryPrefix + suffix;
+}
+
+function byAlgorithm(text: string): Dialect | undefined {
+  if (text.startsWith(STORE.algorithm)) return STORE;
+  if (text.startsWith(AMZ.algorithm)) return AMZ;
+  return undefined;
+}
+
+/**
+ * Picks the dialect of a request: the signature algorithm decides; unsigned requests are judged
+ * by the prefix of their headers or query parameters; otherwise the configured default.
+ */
+export function detectDialect(
+  headers: Headers,
+  query: URLSearchParams,
+  fallback: Dialect,
+): Dialect {
+  const auth = headers.get("authorization");
+  if (auth) {
+    const d = byAlgorithm(auth);
+    if (d) return d;
+  }
+  for (const name of [STORE, AMZ].map((d) => q(d, "Algorithm"))) {
+    const alg = query.get(name);
+    if (alg) return byAlgorithm(alg) ?? (name.startsWith(STORE.queryPrefix) ? STORE : AMZ);
+  }
+  for (const [name] of headers) {
+    if (name.startsWith(STORE.headerPrefix)) return STORE;
+    if (name.startsWith(AMZ.headerPrefix)) return AMZ;
+  }
+  for (const name of query.keys()) {
+    if (name.startsWith(STORE.queryPrefix)) return STORE;
+    if (name.startsWith(AMZ.queryPrefix)) return AMZ;
+  }
+  return fallback;
+}
+
+/** Error codes that carry the vendor name are spelled per dialect. */
+export function dialectErrorCode(dialect: Dialect, code: string): string {
+  if (code === "ContentSHA256Mismatch") {
+    return dialect.name === "amz" ? "XAmzContentSHA256Mismatch" : "XStoreContentSHA256Mismatch";
+  }
+  return code;
+}

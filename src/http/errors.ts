@@ -1,0 +1,66 @@
+// One error type carrying the protocol's error code; the table maps each code to its status.
+
+const STATUS: Record<string, number> = {
+  AccessDenied: 403,
+  AuthorizationHeaderMalformed: 400,
+  AuthorizationQueryParametersError: 400,
+  BadDigest: 400,
+  BucketAlreadyExists: 409,
+  BucketAlreadyOwnedByYou: 409,
+  BucketNotEmpty: 409,
+  EntityTooLarge: 400,
+  ExpiredPresignedRequest: 403,
+  IllegalLocationConstraintException: 400,
+  IncompleteBody: 400,
+  InternalError: 500,
+  InvalidAccessKeyId: 403,
+  InvalidArgument: 400,
+  InvalidBucketName: 400,
+  InvalidDigest: 400,
+  InvalidLocationConstraint: 400,
+  InvalidRange: 416,
+  InvalidRequest: 400,
+  InvalidStorageClass: 400,
+  InvalidURI: 400,
+  KeyTooLongError: 400,
+  MalformedXML: 400,
+  MetadataTooLarge: 400,
+  MethodNotAllowed: 405,
+  MissingContentLength: 411,
+  MissingSecurityHeader: 400,
+  NoSuchBucket: 404,
+  NoSuchKey: 404,
+  NoSuchVersion: 404,
+  NotImplemented: 501,
+  NotModified: 304,
+  PreconditionFailed: 412,
+  RequestTimeTooSkewed: 403,
+  SignatureDoesNotMatch: 403,
+  ContentSHA256Mismatch: 400,
+  ServiceUnavailable: 503,
+};
+
+export class S3Error extends Error {
+  readonly code: string;
+  readonly status: number;
+  /** Extra elements written into the XML error body (e.g. BucketName, Key). */
+  readonly details: Record<string, string>;
+  /** Extra response headers (e.g. Allow for MethodNotAllowed). */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: string,
+    message: string,
+    opts: { details?: Record<string, string>; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+    this.code = code;
+    this.status = STATUS[code] ?? 400;
+    this.details = opts.details ?? {};
+    this.headers = opts.headers ?? {};
+  }
+}
+
+export function statusOf(code: string): number {
+  return STATUS[code] ?? 400;
+}

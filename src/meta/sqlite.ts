@@ -1,0 +1,303 @@
+// The embedded MetaStore: SQLite in WAL mode through node:sqlite.
+import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
+import { compareKeys, prefixSuccessor } from "./keys.ts";
+import { MIGRATIONS } from "./sqlite_schema.ts";
+import type {
+  BucketRecord,
+  DataRef,
+  ListPage,
+  ListQuery,
+  MetaStore,
+  ObjectVersion,
+  PutResult,
+} from "./store.ts";
+
+export class MissingBucketError extends Error {
+  constructor(bucket: string) {
+    super(`Bucket ${bucket} does not exist`);
+  }
+}
+
+type Row = Record<string, SQLInputValue>;
+
+/** Keys skipped inside one common prefix before the scan seeks past the prefix instead. */
+const SKIP_RUN_BEFORE_SEEK = 32;
+
+const VERSION_COLUMNS =
+  "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
+  "user_meta, headers, owner, blob_id";
+
+function toBucket(row: Row): BucketRecord {
+  return {
+    name: row.name as string,
+    owner: row.owner as string,
+    createdAt: row.created_at as number,
+    region: row.region as string,
+    versioning: row.versioning as BucketRecord["versioning"],
+    objectLock: row.object_lock === 1,
+  };
+}
+
+function toVersion(row: Row): ObjectVersion {
+  let data: DataRef = { kind: "none" };
+  if (row.blob_id) data = { kind: "blob", id: row.blob_id as string };
+  else if (row.inline_data) data = { kind: "inline", bytes: row.inline_data as Uint8Array };
+  return {
+    bucket: row.bucket as string,
+    key: row.key as string,
+    versionId: row.version_id as string,
+    deleteMarker: row.delete_marker === 1,
+    size: row.size as number,
+    etag: row.etag as string,
+    lastModified: row.last_modified as number,
+    contentType: row.content_type as string,
+    userMeta: JSON.parse(row.user_meta as string),
+    headers: JSON.parse(row.headers as string),
+    owner: row.owner as string,
+    data,
+  };
+}
+
+export class SqliteMetaStore implements MetaStore {
+  readonly #db: DatabaseSync;
+  readonly #stmts = new Map<string, StatementSync>();
+
+  constructor(path: string) {
+    this.#db = new DatabaseSync(path);
+    this.#db.exec("PRAGMA journal_mode = WAL");
+    // FULL: every commit is fsynced, so an acknowledged write survives a power loss.
+    this.#db.exec("PRAGMA synchronous = FULL");
+    this.#db.exec("PRAGMA busy_timeout = 5000");
+    this.#db.exec("PRAGMA foreign_keys = ON");
+    this.#migrate();
+  }
+
+  #migrate(): void {
+    const current = (this.#db.prepare("PRAGMA user_version").get() as Row).user_version as number;
+    for (let i = current; i < MIGRATIONS.length; i++) {
+      this.#tx(() => {
+        this.#db.exec(MIGRATIONS[i]);
+        this.#db.exec(`PRAGMA user_version = ${i + 1}`);
+      });
+    }
+  }
+
+  #stmt(sql: string): StatementSync {
+    let s = this.#stmts.get(sql);
+    if (!s) {
+      s = this.#db.prepare(sql);
+      this.#stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  #tx<T>(fn: () => T): T {
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      const result = fn();
+      this.#db.exec("COMMIT");
+      return result;
+    } catch (err) {
+      this.#db.exec("ROLLBACK");
+      throw err;
+    }
+  }
+
+  createBucket(b: BucketRecord): Promise<"created" | "exists"> {
+    const result = this.#stmt(
+      "INSERT INTO buckets (name, owner, created_at, region, versioning, object_lock) " +
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING",
+    ).run(b.name, b.owner, b.createdAt, b.region, b.versioning, b.objectLock ? 1 : 0);
+    return Promise.resolve(result.changes === 1 ? "created" : "exists");
+  }
+
+  getBucket(name: string): Promise<BucketRecord | undefined> {
+    const row = this.#stmt("SELECT * FROM buckets WHERE name = ?").get(name) as Row | undefined;
+    return Promise.resolve(row ? toBucket(row) : undefined);
+  }
+
+  listBuckets(owner: string): Promise<BucketRecord[]> {
+    const rows = this.#stmt("SELECT * FROM buckets WHERE owner = ? ORDER BY name").all(owner);
+    return Promise.resolve((rows as Row[]).map(toBucket));
+  }
+
+  deleteBucket(name: string): Promise<"deleted" | "not_empty" | "missing"> {
+    return Promise.resolve(this.#tx(() => {
+      if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(name)) return "missing";
+      const busy = this.#stmt("SELECT 1 FROM versions WHERE bucket = ? LIMIT 1").get(name) ||
+        this.#stmt("SELECT 1 FROM uploads WHERE bucket = ? LIMIT 1").get(name);
+      if (busy) return "not_empty";
+      this.#stmt("DELETE FROM bucket_configs WHERE bucket = ?").run(name);
+      this.#stmt("DELETE FROM buckets WHERE name = ?").run(name);
+      return "deleted";
+    }));
+  }
+
+  putObjectVersion(v: ObjectVersion): Promise<PutResult> {
+    return Promise.resolve(this.#tx(() => {
+      if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(v.bucket)) {
+        throw new MissingBucketError(v.bucket);
+      }
+      const displaced: ObjectVersion[] = [];
+      const old = this.#stmt(
+        `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
+      ).get(v.bucket, v.key, v.versionId) as Row | undefined;
+      if (old) {
+        displaced.push(toVersion(old));
+        this.#stmt("DELETE FROM versions WHERE bucket = ? AND key = ? AND version_id = ?")
+          .run(v.bucket, v.key, v.versionId);
+      }
+      this.#stmt(
+        "UPDATE versions SET is_latest = 0 WHERE bucket = ? AND key = ? AND is_latest = 1",
+      ).run(v.bucket, v.key);
+      const seq = (this.#stmt(
+        "SELECT coalesce(max(seq), 0) + 1 AS seq FROM versions WHERE bucket = ? AND key = ?",
+      ).get(v.bucket, v.key) as Row).seq as number;
+      this.#stmt(
+        "INSERT INTO versions (bucket, key, seq, version_id, is_latest, delete_marker, size, etag, " +
+          "last_modified, content_type, user_meta, headers, owner, inline_data, blob_id) " +
+          "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      ).run(
+        v.bucket,
+        v.key,
+        seq,
+        v.versionId,
+        v.deleteMarker ? 1 : 0,
+        v.size,
+        v.etag,
+        v.lastModified,
+        v.contentType,
+        JSON.stringify(v.userMeta),
+        JSON.stringify(v.headers),
+        v.owner,
+        v.data.kind === "inline" ? v.data.bytes : null,
+        v.data.kind === "blob" ? v.data.id : null,
+      );
+      return { displaced };
+    }));
+  }
+
+  getObjectVersion(
+    bucket: string,
+    key: string,
+    versionId?: string,
+  ): Promise<ObjectVersion | undefined> {
+    const cols = `${VERSION_COLUMNS}, inline_data`;
+    const row = versionId === undefined
+      ? this.#stmt(
+        `SELECT ${cols} FROM versions WHERE bucket = ? AND key = ? AND is_latest = 1`,
+      ).get(bucket, key)
+      : this.#stmt(
+        `SELECT ${cols} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
+      ).get(bucket, key, versionId);
+    return Promise.resolve(row ? toVersion(row as Row) : undefined);
+  }
+
+  deleteObjectVersion(
+    bucket: string,
+    key: string,
+    versionId: string,
+  ): Promise<ObjectVersion | undefined> {
+    return Promise.resolve(this.#tx(() => {
+      const row = this.#stmt(
+        `SELECT ${VERSION_COLUMNS}, is_latest FROM versions ` +
+          "WHERE bucket = ? AND key = ? AND version_id = ?",
+      ).get(bucket, key, versionId) as Row | undefined;
+      if (!row) return undefined;
+      this.#stmt("DELETE FROM versions WHERE bucket = ? AND key = ? AND version_id = ?")
+        .run(bucket, key, versionId);
+      if (row.is_latest === 1) {
+        this.#stmt(
+          "UPDATE versions SET is_latest = 1 WHERE bucket = ? AND key = ? AND seq = " +
+            "(SELECT max(seq) FROM versions WHERE bucket = ? AND key = ?)",
+        ).run(bucket, key, bucket, key);
+      }
+      return toVersion(row);
+    }));
+  }
+
+  listObjects(bucket: string, query: ListQuery): Promise<ListPage> {
+    return Promise.resolve(this.#listObjects(bucket, query));
+  }
+
+  /**
+   * A range scan over the current-version index. Keys under a common prefix are skipped while
+   * scanning; a long run of them triggers a fresh index seek past the whole prefix.
+   */
+  #listObjects(bucket: string, query: ListQuery): ListPage {
+    const { prefix, delimiter, maxKeys } = query;
+    const upper = prefix ? prefixSuccessor(prefix) : undefined;
+    const page: ListPage = { objects: [], commonPrefixes: [], isTruncated: false };
+    if (maxKeys === 0) return page;
+    let bound = query.after;
+    let inclusive = false;
+    if (compareKeys(prefix, query.after) > 0) {
+      bound = prefix;
+      inclusive = true;
+    }
+    let count = 0;
+    let common: string | undefined;
+    while (true) {
+      let skipRun = 0;
+      let reseek = false;
+      for (const row of this.#scan(bucket, { bound, inclusive, upper })) {
+        const key = row.key as string;
+        if (common !== undefined && key.startsWith(common)) {
+          if (++skipRun > SKIP_RUN_BEFORE_SEEK) {
+            reseek = true;
+            break;
+          }
+          continue;
+        }
+        common = undefined;
+        const cut = delimiter ? key.indexOf(delimiter, prefix.length) : -1;
+        if (cut >= 0) {
+          common = key.slice(0, cut + delimiter.length);
+          skipRun = 0;
+          // A common prefix that holds the marker was returned on an earlier page.
+          if (query.after.startsWith(common)) continue;
+          if (count === maxKeys) return { ...page, isTruncated: true };
+          page.commonPrefixes.push(common);
+          page.lastReturned = common;
+          count++;
+          continue;
+        }
+        if (row.delete_marker === 1) continue;
+        if (count === maxKeys) return { ...page, isTruncated: true };
+        page.objects.push(toVersion(row));
+        page.lastReturned = key;
+        count++;
+      }
+      if (!reseek || common === undefined) return page;
+      const next = prefixSuccessor(common);
+      if (next === undefined) return page;
+      bound = next;
+      inclusive = true;
+    }
+  }
+
+  #scan(
+    bucket: string,
+    opts: { bound: string; inclusive: boolean; upper?: string },
+  ): IterableIterator<Row> {
+    const lower = opts.inclusive ? "key >= ?" : "key > ?";
+    const upper = opts.upper === undefined ? "" : " AND key < ?";
+    const sql = `SELECT ${VERSION_COLUMNS} FROM versions ` +
+      `WHERE bucket = ? AND is_latest = 1 AND ${lower}${upper} ORDER BY key`;
+    const args: SQLInputValue[] = [bucket, opts.bound];
+    if (opts.upper !== undefined) args.push(opts.upper);
+    return this.#stmt(sql).iterate(...args) as IterableIterator<Row>;
+  }
+
+  isBlobReferenced(id: string): Promise<boolean> {
+    return Promise.resolve(
+      this.#stmt("SELECT 1 FROM versions WHERE blob_id = ? LIMIT 1").get(id) !== undefined,
+    );
+  }
+
+  close(): Promise<void> {
+    this.#stmts.clear();
+    this.#db.close();
+    return Promise.resolve();
+  }
+}

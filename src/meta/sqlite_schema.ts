@@ -1,0 +1,56 @@
+// SQLite schema, applied in order; the applied count is kept in PRAGMA user_version.
+
+export const MIGRATIONS: string[] = [
+  `
+  CREATE TABLE buckets (
+    name TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    region TEXT NOT NULL,
+    versioning TEXT NOT NULL DEFAULT '',
+    object_lock INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE INDEX buckets_by_owner ON buckets(owner, name);
+
+  -- Per-bucket documents (policy, lifecycle, cors, ...), one row per kind.
+  CREATE TABLE bucket_configs (
+    bucket TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (bucket, kind)
+  );
+
+  -- Every version of every object; seq grows with each write of a key (newest = highest).
+  CREATE TABLE versions (
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    version_id TEXT NOT NULL,
+    is_latest INTEGER NOT NULL,
+    delete_marker INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    etag TEXT NOT NULL,
+    last_modified INTEGER NOT NULL,
+    content_type TEXT NOT NULL,
+    user_meta TEXT NOT NULL,
+    headers TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    inline_data BLOB,
+    blob_id TEXT,
+    PRIMARY KEY (bucket, key, seq)
+  );
+  CREATE UNIQUE INDEX versions_by_id ON versions(bucket, key, version_id);
+  CREATE INDEX versions_current ON versions(bucket, key) WHERE is_latest = 1;
+  CREATE INDEX versions_by_blob ON versions(blob_id) WHERE blob_id IS NOT NULL;
+
+  -- Multipart uploads in progress (filled by the multipart feature).
+  CREATE TABLE uploads (
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    upload_id TEXT NOT NULL,
+    initiated INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    PRIMARY KEY (bucket, key, upload_id)
+  );
+  `,
+];

@@ -1,0 +1,90 @@
+// The MetaStore interface: a narrow, async view of ordered metadata records.
+
+export interface BucketRecord {
+  name: string;
+  /** Principal id of the owner. */
+  owner: string;
+  createdAt: number;
+  region: string;
+  /** "" (never configured), "Enabled" or "Suspended". */
+  versioning: "" | "Enabled" | "Suspended";
+  objectLock: boolean;
+}
+
+/** Where an object version's bytes live. */
+export type DataRef =
+  | { kind: "inline"; bytes: Uint8Array }
+  | { kind: "blob"; id: string }
+  | { kind: "none" };
+
+export interface ObjectVersion {
+  bucket: string;
+  key: string;
+  /** "null" for the version written while versioning is off or suspended. */
+  versionId: string;
+  deleteMarker: boolean;
+  size: number;
+  /** Quoted ETag, e.g. `"d41d8cd98f00b204e9800998ecf8427e"`. */
+  etag: string;
+  lastModified: number;
+  contentType: string;
+  /** User metadata, keys lower-case without the vendor prefix (`meta-` removed). */
+  userMeta: Record<string, string>;
+  /** Stored system headers: cache-control, content-disposition, content-encoding, ... */
+  headers: Record<string, string>;
+  owner: string;
+  data: DataRef;
+}
+
+export interface ListQuery {
+  prefix: string;
+  delimiter: string;
+  /** Only keys strictly after this one. */
+  after: string;
+  maxKeys: number;
+}
+
+export interface ListPage {
+  objects: ObjectVersion[];
+  commonPrefixes: string[];
+  isTruncated: boolean;
+  /** The last key or common prefix returned; resume after it. */
+  lastReturned?: string;
+}
+
+export interface PutResult {
+  /** Versions displaced by the write whose data must now be freed. */
+  displaced: ObjectVersion[];
+}
+
+export interface MetaStore {
+  createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
+  getBucket(name: string): Promise<BucketRecord | undefined>;
+  listBuckets(owner: string): Promise<BucketRecord[]>;
+  /** Deletes an empty bucket; "not_empty" when any version or upload remains. */
+  deleteBucket(name: string): Promise<"deleted" | "not_empty" | "missing">;
+
+  /**
+   * Makes `version` the current version of its key in one transaction. When it is the
+   * "null" version, the previous "null" version of the key is replaced.
+   */
+  putObjectVersion(version: ObjectVersion): Promise<PutResult>;
+  /** The current version (no id given) or a specific one. */
+  getObjectVersion(
+    bucket: string,
+    key: string,
+    versionId?: string,
+  ): Promise<ObjectVersion | undefined>;
+  /** Removes one version; the next newest becomes current. */
+  deleteObjectVersion(
+    bucket: string,
+    key: string,
+    versionId: string,
+  ): Promise<ObjectVersion | undefined>;
+  /** Current, non-deleted objects in key order, rolling keys up into common prefixes. */
+  listObjects(bucket: string, query: ListQuery): Promise<ListPage>;
+  /** True when some version still refers to the blob (used by the orphan sweep). */
+  isBlobReferenced(id: string): Promise<boolean>;
+
+  close(): Promise<void>;
+}
