@@ -1,0 +1,34 @@
+import { assertEquals } from "../tests/integration/assert.ts";
+import { ConfigError, loadConfig } from "./config.ts";
+
+function load(env: Record<string, string>) {
+  return loadConfig((name) => env[name]);
+}
+
+function rejects(env: Record<string, string>, pattern: RegExp): void {
+  try {
+    load(env);
+  } catch (err) {
+    if (err instanceof ConfigError && pattern.test(err.message)) return;
+    throw err;
+  }
+  throw new Error(`Expected a configuration error for ${JSON.stringify(env)}`);
+}
+
+Deno.test("defaults", () => {
+  const c = load({});
+  assertEquals(
+    [c.address, c.port, c.dataDir, c.region, c.dialect, c.adminUser, c.inlineMax],
+    ["0.0.0.0", 9000, "./data", "us-east-1", "store", undefined, 65536],
+  );
+});
+
+Deno.test("bad values are refused with a message naming the variable", () => {
+  rejects({ STORE_PORT: "http" }, /STORE_PORT must be a whole number/);
+  rejects({ STORE_PORT: "70000" }, /STORE_PORT must be between/);
+  rejects({ STORE_DIALECT: "s3" }, /STORE_DIALECT must be one of store, amz/);
+  rejects({ STORE_REGION: "US East" }, /STORE_REGION/);
+  rejects({ STORE_ADMIN_USER: "admin" }, /must be set together/);
+  rejects({ STORE_ADMIN_USER: "admin", STORE_ADMIN_PASSWORD: "short" }, /8-128 characters/);
+  rejects({ STORE_INLINE_MAX: "-1" }, /STORE_INLINE_MAX/);
+});

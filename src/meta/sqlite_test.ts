@@ -1,0 +1,120 @@
+// The SQLite MetaStore: buckets, versions and the listing range scan.
+import { assertEquals } from "../../tests/integration/assert.ts";
+import { compareKeys, prefixSuccessor } from "./keys.ts";
+import { SqliteMetaStore } from "./sqlite.ts";
+import type { ObjectVersion } from "./store.ts";
+
+function version(key: string, over: Partial<ObjectVersion> = {}): ObjectVersion {
+  return {
+    bucket: "b",
+    key,
+    versionId: "null",
+    deleteMarker: false,
+    size: 1,
+    etag: '"x"',
+    lastModified: 0,
+    contentType: "text/plain",
+    userMeta: {},
+    headers: {},
+    owner: "o",
+    data: { kind: "inline", bytes: new Uint8Array([1]) },
+    ...over,
+  };
+}
+
+async function storeWith(keys: string[]): Promise<SqliteMetaStore> {
+  const meta = new SqliteMetaStore(":memory:");
+  await meta.createBucket({
+    name: "b",
+    owner: "o",
+    createdAt: 0,
+    region: "r",
+    versioning: "",
+    objectLock: false,
+  });
+  for (const k of keys) await meta.putObjectVersion(version(k));
+  return meta;
+}
+
+async function listAll(meta: SqliteMetaStore, prefix: string, delimiter: string, maxKeys: number) {
+  const out: string[] = [];
+  let after = "";
+  let pages = 0;
+  while (true) {
+    const page = await meta.listObjects("b", { prefix, delimiter, after, maxKeys });
+    pages++;
+    out.push(...page.objects.map((o) => o.key), ...page.commonPrefixes);
+    if (!page.isTruncated) return { out, pages };
+    after = page.lastReturned!;
+  }
+}
+
+Deno.test("keys sort by code point, as UTF-8 bytes do", () => {
+  const keys = ["\uffff", "\u{1F600}", "a", "\ue000", "ab", "A"];
+  const sorted = [...keys].sort(compareKeys);
+  assertEquals(sorted, ["A", "a", "ab", "\ue000", "\uffff", "\u{1F600}"]);
+  assertEquals(prefixSuccessor("a/"), "a0");
+  assertEquals(prefixSuccessor("a\u{10FFFF}"), "b");
+  assertEquals(prefixSuccessor("\ud7ff"), "\ue000");
+  assertEquals(prefixSuccessor(""), undefined);
+});
+
+Deno.test("listing matches a brute-force model for every page size", async () => {
+  const keys: string[] = [];
+  for (const a of ["", "x/", "x/y/", "é/", "\u{1F600}/"]) {
+    for (const b of ["1", "2", "z/3", "z/4", "\ue000", "\u{1F601}"]) keys.push(a + b);
+  }
+  const meta = await storeWith(keys);
+  const sorted = [...keys].sort(compareKeys);
+  for (
+    const [prefix, delimiter] of [["", ""], ["", "/"], ["x/", "/"], ["x/y", "/"], ["é/", ""], [
+      "",
+      "z",
+    ]]
+  ) {
+    const expected: string[] = [];
+    for (const k of sorted) {
+      if (!k.startsWith(prefix)) continue;
+      const cut = delimiter ? k.indexOf(delimiter, prefix.length) : -1;
+      const item = cut >= 0 ? k.slice(0, cut + delimiter.length) : k;
+      if (!expected.includes(item)) expected.push(item);
+    }
+    for (const maxKeys of [1, 2, 3, 7, 1000]) {
+      const { out } = await listAll(meta, prefix, delimiter, maxKeys);
+      assertEquals(
+        out.sort(compareKeys),
+        [...expected].sort(compareKeys),
+        `${prefix}|${delimiter}|${maxKeys}`,
+      );
+    }
+  }
+  await meta.close();
+});
+
+Deno.test("delete markers are not listed and deleting the newest restores the previous", async () => {
+  const meta = await storeWith(["a", "b", "c"]);
+  await meta.putObjectVersion(version("b", { versionId: "v2", deleteMarker: true }));
+  let page = await meta.listObjects("b", { prefix: "", delimiter: "", after: "", maxKeys: 10 });
+  assertEquals(page.objects.map((o) => o.key), ["a", "c"]);
+  const removed = await meta.deleteObjectVersion("b", "b", "v2");
+  assertEquals(removed?.deleteMarker, true);
+  page = await meta.listObjects("b", { prefix: "", delimiter: "", after: "", maxKeys: 10 });
+  assertEquals(page.objects.map((o) => o.key), ["a", "b", "c"]);
+  await meta.close();
+});
+
+Deno.test("null version is replaced and reported as displaced", async () => {
+  const meta = await storeWith([]);
+  await meta.putObjectVersion(version("k", { data: { kind: "blob", id: "one" } }));
+  const { displaced } = await meta.putObjectVersion(
+    version("k", { data: { kind: "blob", id: "two" } }),
+  );
+  assertEquals(displaced.map((d) => d.data), [{ kind: "blob", id: "one" }]);
+  assertEquals(await meta.isBlobReferenced("one"), false);
+  assertEquals(await meta.isBlobReferenced("two"), true);
+  assertEquals(await meta.deleteBucket("b"), "not_empty");
+  await meta.deleteObjectVersion("b", "k", "null");
+  assertEquals(await meta.deleteBucket("b"), "deleted");
+  assertEquals(await meta.deleteBucket("b"), "missing");
+  await meta.close();
+});
