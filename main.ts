@@ -3,10 +3,14 @@ import { join } from "node:path";
 import { createHandler } from "./src/app.ts";
 import { AdminCredentialSource, loadAdminCredentials } from "./src/auth/admin_credentials.ts";
 import { ConfigError, loadConfig } from "./src/config.ts";
+import { InFlight } from "./src/http/in_flight.ts";
 import { log, setLogLevel } from "./src/log.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
 import { BlobStore } from "./src/storage/blob_store.ts";
+
+/** How long shutdown waits for running requests (uploads) before closing anyway. */
+const SHUTDOWN_DRAIN_MS = 60_000;
 
 async function main(): Promise<void> {
   let config;
@@ -35,7 +39,13 @@ async function main(): Promise<void> {
   const blobs = new BlobStore(config.dataDir);
   await blobs.init();
   const layer = new ObjectLayer(meta, blobs, config.inlineMax);
-  const handler = createHandler({ config, layer, credentials: new AdminCredentialSource(admin) });
+  const inFlight = new InFlight();
+  const handler = createHandler({
+    config,
+    layer,
+    credentials: new AdminCredentialSource(admin),
+    inFlight,
+  });
 
   const server = Deno.serve({
     hostname: config.address,
@@ -55,6 +65,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log("info", "Shutting down", { signal });
+    await inFlight.drain(SHUTDOWN_DRAIN_MS);
     await server.shutdown();
     await sweep;
     await meta.close();

@@ -9,6 +9,7 @@ import { RequestBody } from "./http/body.ts";
 import { detectDialect, type Dialect, dialectErrorCode, DIALECTS, h, q } from "./http/dialect.ts";
 import { S3Error } from "./http/errors.ts";
 import { escapeXml } from "./http/xml.ts";
+import type { InFlight } from "./http/in_flight.ts";
 import { METHODS, route } from "./http/router.ts";
 import { isDebug, log } from "./log.ts";
 import type { ObjectLayer } from "./object/layer.ts";
@@ -17,6 +18,7 @@ export interface AppDeps {
   config: Config;
   layer: ObjectLayer;
   credentials: CredentialSource;
+  inFlight: InFlight;
 }
 
 interface Target {
@@ -120,81 +122,96 @@ export function createHandler(
 ): (req: Request, info: Deno.ServeHandlerInfo) => Promise<Response> {
   const fallback = DIALECTS[deps.config.dialect];
   return async (req) => {
-    const started = performance.now();
-    const requestId = newRequestId();
-    let dialect = fallback;
-    let resource = "/";
-    let operation = "Unknown";
-    let response: Response;
-    const head = req.method === "HEAD";
-    try {
-      const target = parseTarget(req.url);
-      resource = target.path;
-      dialect = detectDialect(req.headers, target.query, fallback);
-      if (!METHODS.includes(req.method)) {
-        throw new S3Error(
-          "MethodNotAllowed",
-          "The specified method is not allowed against this resource.",
-        );
-      }
-      const copySource = req.headers.has(h(dialect, "copy-source"));
-      const found = route(req.method, target.path, target.query, copySource);
-      if (!found) {
-        throw new S3Error(
-          "MethodNotAllowed",
-          "The specified method is not allowed against this resource.",
-        );
-      }
-      operation = found.operation;
-      const { principal, signed } = await authenticate(req, target, dialect, deps);
-      const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
-      authorize(principal, operation, bucket?.owner);
-      const handler = HANDLERS[operation];
-      if (!handler) throw new S3Error("NotImplemented", `${operation} is not implemented yet.`);
-      const body = new RequestBody(req.body, signed?.payloadSha256);
-      const ctx: RequestContext = {
-        requestId,
-        operation,
-        method: req.method,
-        dialect,
-        bucket: found.bucket ?? "",
-        key: found.key ?? "",
-        query: target.query,
-        headers: req.headers,
-        body,
-        principal,
-        config: deps.config,
-        layer: deps.layer,
-      };
-      response = toResponse(await handler(ctx), head);
-    } catch (err) {
-      let s3err: S3Error;
-      if (err instanceof S3Error) {
-        s3err = err;
-      } else {
-        log("error", "Request failed", {
-          requestId,
-          operation,
-          error: err instanceof Error ? err.stack ?? err.message : String(err),
-        });
-        s3err = new S3Error("InternalError", "We encountered an internal error. Please try again.");
-      }
-      response = errorResponse(s3err, { dialect, requestId, resource, head });
-      // Whatever the handler left unread is discarded (the reader was released on error).
-      if (req.body && !req.body.locked) req.body.cancel().catch(() => {});
-    }
-    response.headers.set(h(dialect, "request-id"), requestId);
-    response.headers.set("server", "store");
-    if (isDebug()) {
-      log("debug", "Request", {
-        requestId,
-        operation,
-        method: req.method,
-        resource,
-        status: response.status,
-        ms: Math.round(performance.now() - started),
+    if (deps.inFlight.draining) {
+      return new Response(null, {
+        status: 503,
+        headers: { connection: "close", "retry-after": "1" },
       });
     }
-    return response;
+    deps.inFlight.enter();
+    try {
+      return await handle(req, deps, fallback);
+    } finally {
+      deps.inFlight.exit();
+    }
   };
+}
+
+async function handle(req: Request, deps: AppDeps, fallback: Dialect): Promise<Response> {
+  const started = performance.now();
+  const requestId = newRequestId();
+  let dialect = fallback;
+  let resource = "/";
+  let operation = "Unknown";
+  let response: Response;
+  const head = req.method === "HEAD";
+  try {
+    const target = parseTarget(req.url);
+    resource = target.path;
+    dialect = detectDialect(req.headers, target.query, fallback);
+    if (!METHODS.includes(req.method)) {
+      throw new S3Error(
+        "MethodNotAllowed",
+        "The specified method is not allowed against this resource.",
+      );
+    }
+    const copySource = req.headers.has(h(dialect, "copy-source"));
+    const found = route(req.method, target.path, target.query, copySource);
+    if (!found) {
+      throw new S3Error(
+        "MethodNotAllowed",
+        "The specified method is not allowed against this resource.",
+      );
+    }
+    operation = found.operation;
+    const { principal, signed } = await authenticate(req, target, dialect, deps);
+    const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
+    authorize(principal, operation, bucket?.owner);
+    const handler = HANDLERS[operation];
+    if (!handler) throw new S3Error("NotImplemented", `${operation} is not implemented yet.`);
+    const body = new RequestBody(req.body, signed?.payloadSha256);
+    const ctx: RequestContext = {
+      requestId,
+      operation,
+      method: req.method,
+      dialect,
+      bucket: found.bucket ?? "",
+      key: found.key ?? "",
+      query: target.query,
+      headers: req.headers,
+      body,
+      principal,
+      config: deps.config,
+      layer: deps.layer,
+    };
+    response = toResponse(await handler(ctx), head);
+  } catch (err) {
+    let s3err: S3Error;
+    if (err instanceof S3Error) {
+      s3err = err;
+    } else {
+      log("error", "Request failed", {
+        requestId,
+        operation,
+        error: err instanceof Error ? err.stack ?? err.message : String(err),
+      });
+      s3err = new S3Error("InternalError", "We encountered an internal error. Please try again.");
+    }
+    response = errorResponse(s3err, { dialect, requestId, resource, head });
+    // Whatever the handler left unread is discarded (the reader was released on error).
+    if (req.body && !req.body.locked) req.body.cancel().catch(() => {});
+  }
+  response.headers.set(h(dialect, "request-id"), requestId);
+  response.headers.set("server", "store");
+  if (isDebug()) {
+    log("debug", "Request", {
+      requestId,
+      operation,
+      method: req.method,
+      resource,
+      status: response.status,
+      ms: Math.round(performance.now() - started),
+    });
+  }
+  return response;
 }

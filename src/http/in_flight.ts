@@ -1,0 +1,34 @@
+// Tracks requests whose handlers are running, so shutdown can wait for them.
+// Deno's server.shutdown() lets response bodies finish but breaks request bodies that are
+// still being read, so uploads must be drained before it is called.
+
+export class InFlight {
+  #count = 0;
+  #draining = false;
+  #idle: (() => void) | undefined;
+
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  enter(): void {
+    this.#count++;
+  }
+
+  exit(): void {
+    this.#count--;
+    if (this.#count === 0) this.#idle?.();
+  }
+
+  /** Refuses new work and resolves when running handlers are done (or after `timeoutMs`). */
+  async drain(timeoutMs: number): Promise<void> {
+    this.#draining = true;
+    if (this.#count === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => (this.#idle = resolve)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+  }
+}
