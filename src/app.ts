@@ -1,6 +1,6 @@
 // The request handler: request id, dialect, route, authentication, dispatch, one responder.
 import type { HandlerResult, RequestContext } from "./api/context.ts";
-import { HANDLERS } from "./api/handlers.ts";
+import { HANDLERS, READS_BODY } from "./api/handlers.ts";
 import { authorize } from "./auth/access.ts";
 import { ANONYMOUS, type CredentialSource, type Principal } from "./auth/principal.ts";
 import { type SignedRequest, verifyHeaderAuth, verifyPresigned } from "./auth/sigv4.ts";
@@ -170,6 +170,7 @@ async function handle(req: Request, deps: AppDeps, fallback: Dialect): Promise<R
     const handler = HANDLERS[operation];
     if (!handler) throw new S3Error("NotImplemented", `${operation} is not implemented yet.`);
     const body = new RequestBody(req.body, signed?.payloadSha256);
+    if (!READS_BODY.has(operation)) await body.discard();
     const ctx: RequestContext = {
       requestId,
       operation,

@@ -27,3 +27,9 @@ export const HANDLERS: Record<string, Handler> = {
   HeadObject: headObject,
   DeleteObject: deleteObject,
 };
+
+/**
+ * Operations whose handlers read the request body themselves. For every other operation the
+ * body is drained (and its signed hash checked) before the handler acts.
+ */
+export const READS_BODY = new Set(["PutObject", "CreateBucket", "DeleteObjects", "CopyObject"]);

@@ -206,6 +206,18 @@ function parseSignedHeaders(value: string | undefined, errorCode: string): strin
   return names;
 }
 
+/**
+ * Every vendor header present must be signed: otherwise a holder of a signature could add
+ * meaning the signer never approved (metadata, a copy source, ...).
+ */
+function requireVendorHeadersSigned(input: SignatureInput, signedHeaders: string[]): void {
+  for (const [name] of input.headers) {
+    if (name.startsWith(input.dialect.headerPrefix) && !signedHeaders.includes(name)) {
+      throw new S3Error("AccessDenied", `There were headers present which were not signed: ${name}`);
+    }
+  }
+}
+
 /** Verifies an `Authorization: <ALG> Credential=..., SignedHeaders=..., Signature=...` header. */
 export async function verifyHeaderAuth(
   input: SignatureInput,
@@ -226,14 +238,7 @@ export async function verifyHeaderAuth(
   }
   const credential = parseCredential(fields.Credential, input, code);
   const signedHeaders = parseSignedHeaders(fields.SignedHeaders, code);
-  for (const [name] of input.headers) {
-    if (name.startsWith(d.headerPrefix) && !signedHeaders.includes(name)) {
-      throw new S3Error(
-        "AccessDenied",
-        `There were headers present which were not signed: ${name}`,
-      );
-    }
-  }
+  requireVendorHeadersSigned(input, signedHeaders);
   const amzDate = input.headers.get(h(d, "date"));
   const when = amzDate ? parseAmzDate(amzDate) : Date.parse(input.headers.get("date") ?? "");
   if (Number.isNaN(when)) {
@@ -307,6 +312,7 @@ export async function verifyPresigned(
   }
   const credential = parseCredential(rawCredential, input, code);
   const signedHeaders = parseSignedHeaders(get("SignedHeaders"), code);
+  requireVendorHeadersSigned(input, signedHeaders);
   if (!/^\d+$/.test(expires) || +expires < 1 || +expires > MAX_PRESIGN_EXPIRES_S) {
     throw new S3Error(
       code,

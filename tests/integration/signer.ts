@@ -106,8 +106,25 @@ async function signature(
   return hex(await hmac(key, toSign));
 }
 
+export interface SignedRequest {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  body?: Uint8Array;
+}
+
 /** Sends a request signed in the Authorization header. */
 export async function signedFetch(server: TestServer, r: RawRequest): Promise<Response> {
+  const req = await signRequest(server, r);
+  return await fetch(req.url, {
+    method: req.method,
+    headers: req.headers,
+    body: req.body as Uint8Array<ArrayBuffer> | undefined,
+  });
+}
+
+/** Signs a request in the Authorization header without sending it (tests tamper with it). */
+export async function signRequest(server: TestServer, r: RawRequest): Promise<SignedRequest> {
   const dialect = r.dialect ?? "store";
   const s = SPELLING[dialect];
   const date = amzDate(r.date ?? new Date());
@@ -135,11 +152,7 @@ export async function signedFetch(server: TestServer, r: RawRequest): Promise<Re
     `SignedHeaders=${names.join(";")}, Signature=${sig}`;
   delete headers.host;
   const qs = (r.query ?? []).map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&");
-  return await fetch(`${server.url}${r.path}${qs ? "?" + qs : ""}`, {
-    method: r.method,
-    headers,
-    body: body as Uint8Array<ArrayBuffer> | undefined,
-  });
+  return { url: `${server.url}${r.path}${qs ? "?" + qs : ""}`, method: r.method, headers, body };
 }
 
 /** A presigned URL (query authentication) for the request. */
