@@ -213,7 +213,10 @@ function parseSignedHeaders(value: string | undefined, errorCode: string): strin
 function requireVendorHeadersSigned(input: SignatureInput, signedHeaders: string[]): void {
   for (const [name] of input.headers) {
     if (name.startsWith(input.dialect.headerPrefix) && !signedHeaders.includes(name)) {
-      throw new S3Error("AccessDenied", `There were headers present which were not signed: ${name}`);
+      throw new S3Error(
+        "AccessDenied",
+        `There were headers present which were not signed: ${name}`,
+      );
     }
   }
 }

@@ -22,7 +22,12 @@ Deno.test("credentials are generated once, printed once and kept", async () => {
     const second = await startServer({ generatedAdmin: true, dataDir });
     try {
       assert(!second.logs().includes("secret key"), "not printed again");
-      const res = await signedFetch(second, { method: "PUT", path: "/kept", accessKey: user, secret: password });
+      const res = await signedFetch(second, {
+        method: "PUT",
+        path: "/kept",
+        accessKey: user,
+        secret: password,
+      });
       assertEquals(res.status, 200);
     } finally {
       await second.stop();
@@ -40,7 +45,10 @@ Deno.test("a bad setting stops the start with a clear message", async () => {
     stderr: "piped",
   }).output();
   assertEquals(out.code, 2);
-  assertMatch(new TextDecoder().decode(out.stderr), /Configuration error: STORE_PORT must be a whole number/);
+  assertMatch(
+    new TextDecoder().decode(out.stderr),
+    /Configuration error: STORE_PORT must be a whole number/,
+  );
 });
 
 Deno.test("SIGTERM lets an in-flight upload finish, then exits cleanly", async () => {
@@ -76,7 +84,9 @@ Deno.test("SIGTERM lets an in-flight upload finish, then exits cleanly", async (
     assertMatch(server.logs(), /"Stopped"/);
     const again = await startServer({ dataDir: server.dataDir });
     try {
-      const got = await s3Client(again).send(new GetObjectCommand({ Bucket: "graceful", Key: "slow.bin" }));
+      const got = await s3Client(again).send(
+        new GetObjectCommand({ Bucket: "graceful", Key: "slow.bin" }),
+      );
       assertEquals((await got.Body!.transformToByteArray()).byteLength, body.length);
     } finally {
       await again.stop();
