@@ -19,6 +19,20 @@ export interface Dialect {
   readonly services: readonly string[];
   /** XML namespace of response documents. */
   readonly xmlns: string;
+  /** Prefix of policy actions and service condition keys, e.g. `store:` (`store:GetObject`). */
+  readonly actionPrefix: string;
+  /** Prefix of global policy condition keys, e.g. `store:` (`store:SourceIp`). */
+  readonly globalKeyPrefix: string;
+  /** Bucket/object ARN prefix, e.g. `arn:store:store:::`. */
+  readonly resourceArnPrefix: string;
+  /** User ARN prefix, e.g. `arn:store:iam::user/`. */
+  readonly userArnPrefix: string;
+  /** Key of a policy Principal object, e.g. `Store` in `{"Store": "arn:..."}`. */
+  readonly principalKey: string;
+  /** Prefix of ACL group URIs, e.g. `http://acs.store.local/groups/`. */
+  readonly groupUriPrefix: string;
+  /** Prefix of notification event names, e.g. `store:` (`store:ObjectCreated:Put`). */
+  readonly eventPrefix: string;
 }
 
 const STORE: Dialect = {
@@ -30,6 +44,13 @@ const STORE: Dialect = {
   keySeed: "STORE4",
   services: ["store", "s3"],
   xmlns: "http://store.local/doc/2006-03-01/",
+  actionPrefix: "store:",
+  globalKeyPrefix: "store:",
+  resourceArnPrefix: "arn:store:store:::",
+  userArnPrefix: "arn:store:iam::user/",
+  principalKey: "Store",
+  groupUriPrefix: "http://acs.store.local/groups/",
+  eventPrefix: "store:",
 };
 
 const AMZ: Dialect = {
@@ -41,6 +62,13 @@ const AMZ: Dialect = {
   keySeed: "AWS4",
   services: ["s3", "store"],
   xmlns: "http://s3.amazonaws.com/doc/2006-03-01/",
+  actionPrefix: "s3:",
+  globalKeyPrefix: "aws:",
+  resourceArnPrefix: "arn:aws:s3:::",
+  userArnPrefix: "arn:aws:iam::user/",
+  principalKey: "AWS",
+  groupUriPrefix: "http://acs.amazonaws.com/groups/",
+  eventPrefix: "s3:",
 };
 
 export const DIALECTS: Record<DialectName, Dialect> = { store: STORE, amz: AMZ };
