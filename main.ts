@@ -1,7 +1,11 @@
 // Entry point: read configuration, open the stores, serve, and shut down cleanly on a signal.
 import { join } from "node:path";
 import { createHandler } from "./src/app.ts";
-import { AdminCredentialSource, loadAdminCredentials } from "./src/auth/admin_credentials.ts";
+import { AccessControl } from "./src/auth/access.ts";
+import { loadAdminCredentials } from "./src/auth/admin_credentials.ts";
+import { Credentials } from "./src/auth/credentials.ts";
+import { loadMasterKey } from "./src/auth/master_key.ts";
+import { SecretSealer } from "./src/auth/secrets.ts";
 import { ConfigError, loadConfig } from "./src/config.ts";
 import { InFlight } from "./src/http/in_flight.ts";
 import { log, setLogLevel } from "./src/log.ts";
@@ -40,10 +44,13 @@ async function main(): Promise<void> {
   await blobs.init();
   const layer = new ObjectLayer(meta, blobs, config.inlineMax);
   const inFlight = new InFlight();
+  const sealer = new SecretSealer(await loadMasterKey(config.dataDir, config.masterKey));
   const handler = createHandler({
     config,
     layer,
-    credentials: new AdminCredentialSource(admin),
+    credentials: new Credentials(admin, meta, sealer),
+    access: new AccessControl(meta),
+    sealer,
     inFlight,
   });
 

@@ -1,4 +1,5 @@
 // Environment variables -> typed, validated configuration.
+import { decodeMasterKey } from "./auth/master_key.ts";
 import type { DialectName } from "./http/dialect.ts";
 
 export interface Config {
@@ -12,6 +13,10 @@ export interface Config {
   /** Objects up to this many bytes live inside their metadata row. */
   inlineMax: number;
   logLevel: "debug" | "info" | "warn" | "error";
+  /** 32 bytes from STORE_MASTER_KEY; generated and kept in the data directory when unset. */
+  masterKey?: Uint8Array;
+  /** Lifetime of bearer tokens of the presigned-URL service, in seconds. */
+  tokenTtl: number;
 }
 
 export class ConfigError extends Error {}
@@ -58,6 +63,11 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
   if (adminPassword !== undefined && (adminPassword.length < 8 || adminPassword.length > 128)) {
     throw new ConfigError("STORE_ADMIN_PASSWORD must be 8-128 characters long");
   }
+  const rawMasterKey = env("STORE_MASTER_KEY") || undefined;
+  const masterKey = rawMasterKey === undefined ? undefined : decodeMasterKey(rawMasterKey);
+  if (rawMasterKey !== undefined && !masterKey) {
+    throw new ConfigError("STORE_MASTER_KEY must be 64 hex characters or the base64 of 32 bytes");
+  }
   return {
     address: env("STORE_ADDRESS") || "0.0.0.0",
     port: intSetting(env, "STORE_PORT", 9000, 0, 65535),
@@ -68,5 +78,7 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
     adminPassword,
     inlineMax: intSetting(env, "STORE_INLINE_MAX", 64 * 1024, 0, 1024 * 1024),
     logLevel: choiceSetting(env, "STORE_LOG_LEVEL", ["debug", "info", "warn", "error"], "info"),
+    masterKey,
+    tokenTtl: intSetting(env, "STORE_TOKEN_TTL", 3600, 60, 7 * 24 * 3600),
   };
 }

@@ -10,7 +10,11 @@ export function validateBucketName(name: string): void {
   }
 }
 
+/** Names whose paths the server uses for its own interfaces. */
+const RESERVED = new Set(["admin", "api", "browse", "cluster", "health", "feed"]);
+
 function bucketNameProblem(name: string): string | undefined {
+  if (RESERVED.has(name)) return `"${name}" is reserved for the server's own interfaces`;
   if (name.length < 3 || name.length > 63) return "names must be 3 to 63 characters long";
   if (!/^[a-z0-9.-]+$/.test(name)) {
     return "names may contain only lowercase letters, digits, dots and hyphens";

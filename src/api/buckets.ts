@@ -1,7 +1,10 @@
 // Bucket operations: ListBuckets, CreateBucket, DeleteBucket, HeadBucket, GetBucketLocation.
+import { aclToJson } from "../auth/acl.ts";
+import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { children, el, leafText, parseXml, text, xmlDocument } from "../http/xml.ts";
 import { validateBucketName } from "./bucket_name.ts";
+import { requestedAcl } from "./acl.ts";
 import { type Handler, isoDate, xmlResult } from "./context.ts";
 
 const MAX_CONFIG_BODY = 64 * 1024;
@@ -52,14 +55,13 @@ async function requestedRegion(ctx: Parameters<Handler>[0]): Promise<string> {
 export const createBucket: Handler = async (ctx) => {
   validateBucketName(ctx.bucket);
   const region = await requestedRegion(ctx);
-  const objectLock = ctx.headers.get(ctx.dialect.headerPrefix + "bucket-object-lock-enabled");
+  const objectLock = ctx.headers.get(h(ctx.dialect, "bucket-object-lock-enabled"));
   if (objectLock && objectLock.toLowerCase() === "true") {
     throw new S3Error("NotImplemented", "Object Lock is not supported yet.");
   }
-  const acl = ctx.headers.get(ctx.dialect.headerPrefix + "acl");
-  if (acl && acl !== "private") {
-    throw new S3Error("NotImplemented", "Bucket ACLs other than private are not supported yet.");
-  }
+  const acl = await requestedAcl(ctx, {
+    owner: { id: ctx.principal.id, displayName: ctx.principal.displayName },
+  });
   const outcome = await ctx.layer.meta.createBucket({
     name: ctx.bucket,
     owner: ctx.principal.id,
@@ -83,6 +85,7 @@ export const createBucket: Handler = async (ctx) => {
       { details: { BucketName: ctx.bucket } },
     );
   }
+  if (acl) await ctx.layer.meta.putBucketConfig(ctx.bucket, "acl", aclToJson(acl));
   return { status: 200, headers: { location: `/${ctx.bucket}` } };
 };
 
@@ -101,7 +104,7 @@ export const headBucket: Handler = async (ctx) => {
   const bucket = await ctx.layer.requireBucket(ctx.bucket);
   return {
     status: 200,
-    headers: { [ctx.dialect.headerPrefix + "bucket-region"]: bucket.region },
+    headers: { [h(ctx.dialect, "bucket-region")]: bucket.region },
   };
 };
 

@@ -1,4 +1,6 @@
 // What every operation handler receives and returns.
+import type { AccessControl, RequestFacts, Verdict } from "../auth/access.ts";
+import type { Credentials } from "../auth/credentials.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Config } from "../config.ts";
 import type { RequestBody } from "../http/body.ts";
@@ -18,6 +20,11 @@ export interface RequestContext {
   principal: Principal;
   config: Config;
   layer: ObjectLayer;
+  access: AccessControl;
+  /** The request-level access decision (see AccessControl.decide). */
+  verdict: Verdict;
+  facts: RequestFacts;
+  credentials: Credentials;
 }
 
 export interface HandlerResult {

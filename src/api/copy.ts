@@ -1,11 +1,15 @@
 // CopyObject: a new object from an existing one, across buckets, keeping or replacing metadata.
+import { accessDenied } from "../auth/access.ts";
+import { OPERATION_RULES } from "../auth/actions.ts";
 import { checkConditions } from "../http/conditional.ts";
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { contentTypeFor } from "../http/mime.ts";
 import { text, xmlDocument } from "../http/xml.ts";
 import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import type { ObjectVersion } from "../meta/store.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
+import { newObjectAcl } from "./objects.ts";
 
 export interface CopySource {
   bucket: string;
@@ -50,6 +54,29 @@ function copyConditions(ctx: RequestContext) {
   };
 }
 
+/** The source version, when the caller may read it (a second access decision). */
+async function readableSource(ctx: RequestContext, source: CopySource): Promise<ObjectVersion> {
+  const bucket = await ctx.layer.meta.getBucket(source.bucket);
+  const verdict = await ctx.access.decideRule(ctx.principal, OPERATION_RULES.GetObject, {
+    bucket,
+    key: source.key,
+    facts: ctx.facts,
+  });
+  let src: ObjectVersion;
+  try {
+    src = await ctx.layer.headObject(source.bucket, source.key, source.versionId);
+  } catch (err) {
+    if (verdict === "object-acl" && err instanceof S3Error && err.status === 404) {
+      throw accessDenied();
+    }
+    throw err;
+  }
+  if (verdict === "object-acl") {
+    ctx.access.checkObjectAcl(ctx.principal, src.acl, src.owner, "READ");
+  }
+  return src;
+}
+
 export const copyObject: Handler = async (ctx) => {
   validateKey(ctx.key);
   rejectUnsupportedWriteOptions(ctx.headers, ctx.dialect);
@@ -73,7 +100,7 @@ export const copyObject: Handler = async (ctx) => {
     );
   }
   await ctx.layer.requireBucket(ctx.bucket);
-  const src = await ctx.layer.headObject(source.bucket, source.key, source.versionId);
+  const src = await readableSource(ctx, source);
   checkConditions(copyConditions(ctx), src, { notModifiedAllowed: false });
   await ctx.body.discard();
   let replace;
@@ -90,6 +117,7 @@ export const copyObject: Handler = async (ctx) => {
     bucket: ctx.bucket,
     key: ctx.key,
     owner: ctx.principal.id,
+    acl: await newObjectAcl(ctx),
     replace,
   });
   const result = xmlResult(

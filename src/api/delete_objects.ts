@@ -1,5 +1,6 @@
 // DeleteObjects: up to 1000 keys in one request, with per-key results.
 import { createHash } from "node:crypto";
+import { OPERATION_RULES } from "../auth/actions.ts";
 import { checksumChecks } from "../http/checksum.ts";
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
@@ -56,13 +57,18 @@ export const deleteObjects: Handler = async (ctx) => {
     c.finish();
   }
   const { quiet, targets } = parseTargets(new TextDecoder().decode(bytes));
-  await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await ctx.layer.requireBucket(ctx.bucket);
   const parts: string[] = [];
   for (const t of targets) {
     try {
       if (t.key === "" || new TextEncoder().encode(t.key).byteLength > MAX_KEY_BYTES) {
         throw new S3Error("InvalidArgument", "The key is empty or longer than 1024 bytes.");
       }
+      await ctx.access.decideRule(ctx.principal, OPERATION_RULES.DeleteObject, {
+        bucket,
+        key: t.key,
+        facts: ctx.facts,
+      });
       await ctx.layer.deleteObject(ctx.bucket, t.key, t.versionId);
       if (!quiet) parts.push(el("Deleted", text("Key", t.key), text("VersionId", t.versionId)));
     } catch (err) {

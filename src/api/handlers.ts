@@ -6,11 +6,18 @@ import {
   headBucket,
   listBuckets,
 } from "./buckets.ts";
+import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./acl.ts";
 import type { Handler } from "./context.ts";
 import { copyObject } from "./copy.ts";
 import { deleteObjects } from "./delete_objects.ts";
 import { listObjectsV1, listObjectsV2 } from "./list.ts";
 import { deleteObject, getObject, headObject, putObject } from "./objects.ts";
+import {
+  deleteBucketPolicy,
+  getBucketPolicy,
+  getBucketPolicyStatus,
+  putBucketPolicy,
+} from "./policy.ts";
 
 export const HANDLERS: Record<string, Handler> = {
   ListBuckets: listBuckets,
@@ -26,10 +33,26 @@ export const HANDLERS: Record<string, Handler> = {
   GetObject: getObject,
   HeadObject: headObject,
   DeleteObject: deleteObject,
+  GetBucketPolicy: getBucketPolicy,
+  PutBucketPolicy: putBucketPolicy,
+  DeleteBucketPolicy: deleteBucketPolicy,
+  GetBucketPolicyStatus: getBucketPolicyStatus,
+  GetBucketAcl: getBucketAcl,
+  PutBucketAcl: putBucketAcl,
+  GetObjectAcl: getObjectAcl,
+  PutObjectAcl: putObjectAcl,
 };
 
 /**
  * Operations whose handlers read the request body themselves. For every other operation the
  * body is drained (and its signed hash checked) before the handler acts.
  */
-export const READS_BODY = new Set(["PutObject", "CreateBucket", "DeleteObjects", "CopyObject"]);
+export const READS_BODY = new Set([
+  "PutObject",
+  "CreateBucket",
+  "DeleteObjects",
+  "CopyObject",
+  "PutBucketPolicy",
+  "PutBucketAcl",
+  "PutObjectAcl",
+]);

@@ -62,7 +62,7 @@ export function readMetadata(headers: Headers, dialect: Dialect): RequestMetadat
 
 /**
  * Refuses write options this server cannot honour yet instead of silently dropping them:
- * a storage class other than STANDARD, encryption, tagging, ACLs and Object Lock.
+ * a storage class other than STANDARD, encryption, tagging and Object Lock.
  */
 export function rejectUnsupportedWriteOptions(headers: Headers, dialect: Dialect): void {
   const storageClass = headers.get(h(dialect, "storage-class"));
@@ -70,10 +70,6 @@ export function rejectUnsupportedWriteOptions(headers: Headers, dialect: Dialect
     throw new S3Error("InvalidStorageClass", "The storage class you specified is not valid.", {
       details: { StorageClassRequested: storageClass },
     });
-  }
-  const acl = headers.get(h(dialect, "acl"));
-  if (acl !== null && acl !== "private") {
-    throw new S3Error("NotImplemented", "Object ACLs other than private are not supported yet.");
   }
   for (
     const suffix of [
@@ -83,10 +79,6 @@ export function rejectUnsupportedWriteOptions(headers: Headers, dialect: Dialect
       "object-lock-mode",
       "object-lock-retain-until-date",
       "object-lock-legal-hold",
-      "grant-read",
-      "grant-full-control",
-      "grant-read-acp",
-      "grant-write-acp",
     ]
   ) {
     if (headers.has(h(dialect, suffix))) {

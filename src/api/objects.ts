@@ -1,4 +1,5 @@
 // Object operations: PutObject, GetObject, HeadObject, DeleteObject.
+import { aclToJson } from "../auth/acl.ts";
 import { checksumChecks } from "../http/checksum.ts";
 import { checkConditions } from "../http/conditional.ts";
 import { h } from "../http/dialect.ts";
@@ -6,7 +7,9 @@ import { S3Error } from "../http/errors.ts";
 import { contentTypeFor } from "../http/mime.ts";
 import { contentRange, parseRange } from "../http/range.ts";
 import { MAX_PUT_SIZE } from "../object/layer.ts";
+import { requestedAcl } from "./acl.ts";
 import type { Handler, RequestContext } from "./context.ts";
+import { readableVersion, versionIdParam } from "./object_access.ts";
 import {
   applyResponseOverrides,
   objectHeaders,
@@ -43,11 +46,22 @@ function declaredLength(ctx: RequestContext): number | undefined {
   return length;
 }
 
+/** The ACL a new object gets from the request's headers (stored JSON; undefined: private). */
+export async function newObjectAcl(ctx: RequestContext): Promise<string | undefined> {
+  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const acl = await requestedAcl(ctx, {
+    owner: { id: ctx.principal.id, displayName: ctx.principal.displayName },
+    bucketOwner: { id: bucket.owner, displayName: await ctx.credentials.ownerName(bucket.owner) },
+  });
+  return acl ? aclToJson(acl) : undefined;
+}
+
 export const putObject: Handler = async (ctx) => {
   validateKey(ctx.key);
   declaredLength(ctx);
   rejectUnsupportedWriteOptions(ctx.headers, ctx.dialect);
   const meta = readMetadata(ctx.headers, ctx.dialect);
+  const acl = await newObjectAcl(ctx);
   const version = await ctx.layer.putObject({
     bucket: ctx.bucket,
     key: ctx.key,
@@ -58,6 +72,7 @@ export const putObject: Handler = async (ctx) => {
     owner: ctx.principal.id,
     contentMd5: contentMd5(ctx.headers),
     checks: checksumChecks(ctx.headers, ctx.dialect),
+    acl,
   });
   const headers: Record<string, string> = { etag: version.etag };
   for (const name of ["crc32", "crc32c", "sha1", "sha256"]) {
@@ -76,15 +91,8 @@ function readConditions(ctx: RequestContext) {
   };
 }
 
-function versionIdParam(ctx: RequestContext): string | undefined {
-  const id = ctx.query.get("versionId");
-  if (id === null) return undefined;
-  if (id === "") throw new S3Error("InvalidArgument", "Version id cannot be the empty string.");
-  return id;
-}
-
 async function readObject(ctx: RequestContext, withBody: boolean) {
-  const version = await ctx.layer.headObject(ctx.bucket, ctx.key, versionIdParam(ctx));
+  const version = await readableVersion(ctx, { permission: "READ" });
   const headers = objectHeaders(version, ctx.dialect);
   try {
     checkConditions(readConditions(ctx), version, { notModifiedAllowed: true });

@@ -1,25 +1,135 @@
-// The access decision for protocol operations.
+// The access decision for protocol operations (DESIGN.md §7):
+// a disabled user is denied; an explicit deny (bucket_access "none", a Deny statement) wins;
+// then ownership, bucket_access, the bucket policy or the ACL may allow; otherwise deny.
 import { S3Error } from "../http/errors.ts";
+import type { BucketRecord, MetaStore } from "../meta/store.ts";
+import { type Acl, aclFromJson, aclGrants, type Permission, privateAcl } from "./acl.ts";
+import { ACCOUNT_OPERATIONS, OPERATION_RULES, type OperationRule } from "./actions.ts";
+import { type BucketPolicy, evaluatePolicy, parseBucketPolicy } from "./policy.ts";
 import type { Principal } from "./principal.ts";
 
-/** Operations any authenticated principal may call without a bucket of its own. */
-const ACCOUNT_OPERATIONS = new Set(["ListBuckets", "CreateBucket"]);
+/** Facts about the request that policy conditions look at. */
+export interface RequestFacts {
+  sourceIp: string;
+  secureTransport: boolean;
+  now: Date;
+  prefix?: string;
+  maxKeys?: number;
+}
+
+export function accessDenied(): S3Error {
+  return new S3Error("AccessDenied", "Access Denied");
+}
 
 /**
- * Decides whether `principal` may run `operation` on a bucket owned by `bucketOwner`
- * (undefined when the bucket does not exist). The administrator may do everything; other
- * principals act on buckets they own.
+ * The outcome of the request-level check: "object-acl" defers to the object's ACL once the
+ * handler has loaded it; "per-key" leaves every key to the handler (DeleteObjects).
  */
-export function authorize(
-  principal: Principal,
-  operation: string,
-  bucketOwner: string | undefined,
-): void {
-  if (principal.kind === "admin") return;
-  if (principal.kind === "anonymous") {
-    throw new S3Error("AccessDenied", "Access Denied");
+export type Verdict = "allow" | "object-acl" | "per-key";
+
+export class AccessControl {
+  constructor(readonly meta: MetaStore) {}
+
+  /** The stored policy of a bucket, parsed (undefined when none). */
+  async policy(bucket: string): Promise<BucketPolicy | undefined> {
+    const text = await this.meta.getBucketConfig(bucket, "policy");
+    return text === undefined ? undefined : parseBucketPolicy(text, bucket);
   }
-  if (ACCOUNT_OPERATIONS.has(operation)) return;
-  if (bucketOwner === undefined || bucketOwner === principal.id) return;
-  throw new S3Error("AccessDenied", "Access Denied");
+
+  /** The bucket's ACL, or the owner's default private ACL. */
+  async bucketAcl(bucket: BucketRecord): Promise<Acl> {
+    const text = await this.meta.getBucketConfig(bucket.name, "acl");
+    return text === undefined
+      ? privateAcl({ id: bucket.owner, displayName: bucket.owner })
+      : aclFromJson(text);
+  }
+
+  /**
+   * Decides `operation` for `principal` on `bucket` (undefined when it does not exist) and
+   * `key`. Throws AccessDenied, or returns "allow", or "object-acl" when only the object's
+   * own ACL could still grant the operation (the handler checks it after loading the object).
+   */
+  async decide(
+    principal: Principal,
+    operation: string,
+    target: { bucket?: BucketRecord; bucketName?: string; key?: string; facts: RequestFacts },
+  ): Promise<Verdict> {
+    if (!principal.enabled) throw accessDenied();
+    if (principal.kind === "admin") return "allow";
+    if (ACCOUNT_OPERATIONS.has(operation)) {
+      if (principal.kind === "anonymous") throw accessDenied();
+      return "allow";
+    }
+    const rule = OPERATION_RULES[operation];
+    if (rule?.perKey) {
+      if (principal.kind === "anonymous" && !target.bucket) throw accessDenied();
+      return "per-key";
+    }
+    if (!rule) {
+      // Operations without a rule (not built yet) are for owners and the administrator.
+      if (target.bucket && target.bucket.owner === principal.id) return "allow";
+      if (!target.bucket && principal.kind === "user") return "allow";
+      throw accessDenied();
+    }
+    return await this.decideRule(principal, rule, target);
+  }
+
+  /** The same decision for an explicit rule (CopyObject's source read, DeleteObjects' keys). */
+  async decideRule(
+    principal: Principal,
+    rule: OperationRule,
+    target: { bucket?: BucketRecord; bucketName?: string; key?: string; facts: RequestFacts },
+  ): Promise<Verdict> {
+    if (!principal.enabled) throw accessDenied();
+    if (principal.kind === "admin") return "allow";
+    const bucket = target.bucket;
+    // A missing bucket: let the handler answer NoSuchBucket to signed-in principals.
+    if (!bucket) {
+      if (principal.kind === "anonymous") throw accessDenied();
+      return "allow";
+    }
+    const entry = principal.bucketAccess.find((e) => e.bucket === bucket.name);
+    if (entry?.permission === "none") throw accessDenied();
+    const policy = await this.policy(bucket.name);
+    const verdict = policy
+      ? evaluatePolicy(policy, {
+        action: rule.action,
+        bucket: bucket.name,
+        key: rule.object ? target.key : undefined,
+        userName: principal.kind === "user" ? principal.displayName : undefined,
+        ...target.facts,
+      })
+      : "NoMatch";
+    if (verdict === "Deny") throw accessDenied();
+    if (verdict === "Allow") return "allow";
+    if (bucket.owner === principal.id) return "allow";
+    if (entry && rule.access && grantsClass(entry.permission, rule.access)) return "allow";
+    if (rule.acl?.on === "bucket") {
+      const acl = await this.bucketAcl(bucket);
+      if (aclGrants(acl, who(principal), rule.acl.permission)) return "allow";
+    }
+    if (rule.acl?.on === "object") return "object-acl";
+    throw accessDenied();
+  }
+
+  /** For an "object-acl" verdict: the object's ACL must grant `permission`. */
+  checkObjectAcl(
+    principal: Principal,
+    aclJson: string | undefined,
+    owner: string,
+    permission: Permission,
+  ): void {
+    const acl = aclJson === undefined
+      ? privateAcl({ id: owner, displayName: owner })
+      : aclFromJson(aclJson);
+    if (!aclGrants(acl, who(principal), permission)) throw accessDenied();
+  }
+}
+
+function grantsClass(permission: string, needed: "read" | "write"): boolean {
+  return permission === "readwrite" || permission === needed;
+}
+
+function who(principal: Principal): { id: string; anonymous: boolean } {
+  return { id: principal.id, anonymous: principal.kind === "anonymous" };
 }

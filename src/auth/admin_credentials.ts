@@ -1,6 +1,5 @@
 // The administrator's key pair: from the environment, or generated once and kept on disk.
 import { join } from "node:path";
-import type { CredentialSource, Principal } from "./principal.ts";
 
 export interface AdminCredentials {
   user: string;
@@ -10,8 +9,8 @@ export interface AdminCredentials {
 }
 
 const FILE = "admin-credentials.json";
-const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-const SECRET_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+export const KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+export const SECRET_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 /** Unbiased random characters from a cryptographic source. */
 export function randomString(length: number, alphabet: string): string {
@@ -43,7 +42,7 @@ export async function loadAdminCredentials(
     if (!(err instanceof Deno.errors.NotFound)) throw err;
   }
   const creds = {
-    user: "STAD" + randomString(16, ALPHABET),
+    user: "STAD" + randomString(16, KEY_ALPHABET),
     password: randomString(40, SECRET_ALPHABET),
   };
   const tmp = `${path}.tmp`;
@@ -53,22 +52,3 @@ export async function loadAdminCredentials(
 }
 
 export const ADMIN_ID = "admin";
-
-/** Credential source that knows only the administrator (users come with the admin API). */
-export class AdminCredentialSource implements CredentialSource {
-  constructor(readonly admin: AdminCredentials) {}
-
-  secretFor(accessKey: string): Promise<string | undefined> {
-    return Promise.resolve(accessKey === this.admin.user ? this.admin.password : undefined);
-  }
-
-  principalFor(accessKey: string): Promise<Principal | undefined> {
-    if (accessKey !== this.admin.user) return Promise.resolve(undefined);
-    return Promise.resolve({
-      kind: "admin",
-      id: ADMIN_ID,
-      displayName: this.admin.user,
-      accessKey,
-    });
-  }
-}

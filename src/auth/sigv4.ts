@@ -168,16 +168,11 @@ async function verify(
     opts.signedHeaders.join(";"),
     opts.payload,
   ].join("\n");
-  const { date, region, service } = opts.credential;
-  const scope = `${date}/${region}/${service}/${input.dialect.scopeTerminator}`;
-  const stringToSign = [
-    input.dialect.algorithm,
-    opts.amzDate,
-    scope,
-    createHash("sha256").update(canonicalRequest).digest("hex"),
-  ].join("\n");
-  const expected = createHmac("sha256", signingKey(input.dialect, secret, opts.credential))
-    .update(stringToSign).digest();
+  const expected = computeSignature(input.dialect, secret, {
+    scope: opts.credential,
+    amzDate: opts.amzDate,
+    canonicalRequest,
+  });
   const given = /^[0-9a-f]{64}$/.test(opts.signature) ? hexToBytes(opts.signature) : undefined;
   if (!given || !timingSafeEqual(expected, given)) {
     throw new S3Error(
@@ -186,6 +181,27 @@ async function verify(
         "Check your key and signing method.",
     );
   }
+}
+
+/** The signature of a canonical request: string to sign, then HMAC with the signing key. */
+export function computeSignature(
+  dialect: Dialect,
+  secret: string,
+  opts: {
+    scope: { date: string; region: string; service: string };
+    amzDate: string;
+    canonicalRequest: string;
+  },
+): Uint8Array {
+  const { date, region, service } = opts.scope;
+  const stringToSign = [
+    dialect.algorithm,
+    opts.amzDate,
+    `${date}/${region}/${service}/${dialect.scopeTerminator}`,
+    createHash("sha256").update(opts.canonicalRequest).digest("hex"),
+  ].join("\n");
+  return createHmac("sha256", signingKey(dialect, secret, opts.scope)).update(stringToSign)
+    .digest();
 }
 
 function hexToBytes(hex: string): Uint8Array {

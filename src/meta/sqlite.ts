@@ -2,7 +2,9 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { compareKeys, prefixSuccessor } from "./keys.ts";
 import { MIGRATIONS } from "./sqlite_schema.ts";
+import { SqliteUsers } from "./sqlite_users.ts";
 import type {
+  BucketConfigKind,
   BucketRecord,
   DataRef,
   ListPage,
@@ -10,6 +12,8 @@ import type {
   MetaStore,
   ObjectVersion,
   PutResult,
+  TokenRecord,
+  UserRecord,
 } from "./store.ts";
 
 export class MissingBucketError extends Error {
@@ -25,7 +29,7 @@ const SKIP_RUN_BEFORE_SEEK = 32;
 
 const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
-  "user_meta, headers, owner, blob_id";
+  "user_meta, headers, owner, blob_id, acl";
 
 function toBucket(row: Row): BucketRecord {
   return {
@@ -55,12 +59,14 @@ function toVersion(row: Row): ObjectVersion {
     headers: JSON.parse(row.headers as string),
     owner: row.owner as string,
     data,
+    acl: (row.acl as string | null) ?? undefined,
   };
 }
 
 export class SqliteMetaStore implements MetaStore {
   readonly #db: DatabaseSync;
   readonly #stmts = new Map<string, StatementSync>();
+  readonly #users: SqliteUsers;
 
   constructor(path: string) {
     this.#db = new DatabaseSync(path);
@@ -70,6 +76,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#db.exec("PRAGMA busy_timeout = 5000");
     this.#db.exec("PRAGMA foreign_keys = ON");
     this.#migrate();
+    this.#users = new SqliteUsers((sql) => this.#stmt(sql), (fn) => this.#tx(fn));
   }
 
   #migrate(): void {
@@ -155,8 +162,8 @@ export class SqliteMetaStore implements MetaStore {
       ).get(v.bucket, v.key) as Row).seq as number;
       this.#stmt(
         "INSERT INTO versions (bucket, key, seq, version_id, is_latest, delete_marker, size, etag, " +
-          "last_modified, content_type, user_meta, headers, owner, inline_data, blob_id) " +
-          "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+          "last_modified, content_type, user_meta, headers, owner, inline_data, blob_id, acl) " +
+          "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       ).run(
         v.bucket,
         v.key,
@@ -172,6 +179,7 @@ export class SqliteMetaStore implements MetaStore {
         v.owner,
         v.data.kind === "inline" ? v.data.bytes : null,
         v.data.kind === "blob" ? v.data.id : null,
+        v.acl ?? null,
       );
       return { displaced };
     }));
@@ -293,6 +301,75 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(
       this.#stmt("SELECT 1 FROM versions WHERE blob_id = ? LIMIT 1").get(id) !== undefined,
     );
+  }
+
+  getBucketConfig(bucket: string, kind: BucketConfigKind): Promise<string | undefined> {
+    const row = this.#stmt("SELECT value FROM bucket_configs WHERE bucket = ? AND kind = ?")
+      .get(bucket, kind) as Row | undefined;
+    return Promise.resolve(row ? (row.value as string) : undefined);
+  }
+
+  putBucketConfig(bucket: string, kind: BucketConfigKind, value: string): Promise<void> {
+    this.#tx(() => {
+      if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(bucket)) {
+        throw new MissingBucketError(bucket);
+      }
+      this.#stmt(
+        "INSERT INTO bucket_configs (bucket, kind, value) VALUES (?, ?, ?) " +
+          "ON CONFLICT(bucket, kind) DO UPDATE SET value = excluded.value",
+      ).run(bucket, kind, value);
+    });
+    return Promise.resolve();
+  }
+
+  deleteBucketConfig(bucket: string, kind: BucketConfigKind): Promise<void> {
+    this.#stmt("DELETE FROM bucket_configs WHERE bucket = ? AND kind = ?").run(bucket, kind);
+    return Promise.resolve();
+  }
+
+  setObjectAcl(bucket: string, key: string, versionId: string, acl: string): Promise<boolean> {
+    const result = this.#stmt(
+      "UPDATE versions SET acl = ? WHERE bucket = ? AND key = ? AND version_id = ?",
+    ).run(acl, bucket, key, versionId);
+    return Promise.resolve(result.changes === 1);
+  }
+
+  createUser(user: UserRecord): Promise<void> {
+    return this.#users.create(user);
+  }
+
+  getUser(
+    by: { accessKey: string } | { id: string } | { name: string },
+  ): Promise<UserRecord | undefined> {
+    return this.#users.get(by);
+  }
+
+  listUsers(): Promise<UserRecord[]> {
+    return this.#users.list();
+  }
+
+  updateUser(user: UserRecord): Promise<boolean> {
+    return this.#users.update(user);
+  }
+
+  deleteUser(id: string): Promise<boolean> {
+    return this.#users.delete(id);
+  }
+
+  createToken(token: TokenRecord): Promise<void> {
+    return this.#users.createToken(token);
+  }
+
+  getToken(hash: string): Promise<TokenRecord | undefined> {
+    return this.#users.getToken(hash);
+  }
+
+  deleteToken(hash: string): Promise<boolean> {
+    return this.#users.deleteToken(hash);
+  }
+
+  deleteUserTokens(userId: string): Promise<void> {
+    return this.#users.deleteUserTokens(userId);
   }
 
   close(): Promise<void> {

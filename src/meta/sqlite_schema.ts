@@ -53,4 +53,32 @@ export const MIGRATIONS: string[] = [
     PRIMARY KEY (bucket, key, upload_id)
   );
   `,
+  `
+  -- Users created through the admin API. The secret is sealed with a key derived from the
+  -- master key (see src/auth/secrets.ts); bucket_access is a JSON array of entries.
+  CREATE TABLE users (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    description TEXT NOT NULL,
+    email TEXT NOT NULL,
+    access_key TEXT NOT NULL UNIQUE,
+    sealed_secret TEXT NOT NULL,
+    enabled INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    key_created_at INTEGER NOT NULL,
+    bucket_access TEXT NOT NULL
+  );
+
+  -- Bearer tokens of the presigned-URL service, stored as SHA-256 of the token.
+  CREATE TABLE tokens (
+    hash TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  );
+  CREATE INDEX tokens_by_user ON tokens(user_id);
+
+  -- Per-version ACL (JSON); NULL means the default private ACL of the object's owner.
+  ALTER TABLE versions ADD COLUMN acl TEXT;
+  `,
 ];

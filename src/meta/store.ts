@@ -34,7 +34,41 @@ export interface ObjectVersion {
   headers: Record<string, string>;
   owner: string;
   data: DataRef;
+  /** ACL as stored JSON; undefined means the default private ACL of the owner. */
+  acl?: string;
 }
+
+export type BucketPermission = "read" | "write" | "readwrite" | "none";
+
+export interface BucketAccess {
+  bucket: string;
+  permission: BucketPermission;
+}
+
+export interface UserRecord {
+  id: string;
+  name: string;
+  description: string;
+  email: string;
+  accessKey: string;
+  /** The secret key sealed with the master key; never the plain secret. */
+  sealedSecret: string;
+  enabled: boolean;
+  createdAt: number;
+  keyCreatedAt: number;
+  bucketAccess: BucketAccess[];
+}
+
+export interface TokenRecord {
+  /** SHA-256 (hex) of the bearer token. */
+  hash: string;
+  userId: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** Kinds of per-bucket documents kept by `getBucketConfig` and friends. */
+export type BucketConfigKind = "policy" | "acl";
 
 export interface ListQuery {
   prefix: string;
@@ -86,5 +120,34 @@ export interface MetaStore {
   /** True when some version still refers to the blob (used by the orphan sweep). */
   isBlobReferenced(id: string): Promise<boolean>;
 
+  getBucketConfig(bucket: string, kind: BucketConfigKind): Promise<string | undefined>;
+  putBucketConfig(bucket: string, kind: BucketConfigKind, value: string): Promise<void>;
+  deleteBucketConfig(bucket: string, kind: BucketConfigKind): Promise<void>;
+  /** Sets the ACL of one version; false when the version does not exist. */
+  setObjectAcl(bucket: string, key: string, versionId: string, acl: string): Promise<boolean>;
+
+  /** Fails with DuplicateError when the name or access key is taken. */
+  createUser(user: UserRecord): Promise<void>;
+  getUser(
+    by: { accessKey: string } | { id: string } | { name: string },
+  ): Promise<UserRecord | undefined>;
+  listUsers(): Promise<UserRecord[]>;
+  /** Replaces the stored record (same id); false when the user does not exist. */
+  updateUser(user: UserRecord): Promise<boolean>;
+  /** Removes the user and its tokens. */
+  deleteUser(id: string): Promise<boolean>;
+
+  createToken(token: TokenRecord): Promise<void>;
+  getToken(hash: string): Promise<TokenRecord | undefined>;
+  deleteToken(hash: string): Promise<boolean>;
+  deleteUserTokens(userId: string): Promise<void>;
+
   close(): Promise<void>;
+}
+
+/** A unique field (user name, access key) is already taken. */
+export class DuplicateError extends Error {
+  constructor(readonly field: string) {
+    super(`${field} is already taken`);
+  }
 }

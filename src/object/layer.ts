@@ -25,6 +25,8 @@ export interface PutInput {
   /** Base64 MD5 the body must have (Content-MD5). */
   contentMd5?: string;
   checks?: BodyCheck[];
+  /** Stored ACL JSON; undefined means private to the owner. */
+  acl?: string;
 }
 
 export interface ReadResult {
@@ -37,6 +39,7 @@ export interface CopyInput {
   bucket: string;
   key: string;
   owner: string;
+  acl?: string;
   /** New metadata (REPLACE), or undefined to keep the source's (COPY). */
   replace?: {
     contentType: string;
@@ -112,6 +115,7 @@ export class ObjectLayer {
         userMeta: input.userMeta,
         headers: input.headers,
         owner: input.owner,
+        acl: input.acl,
         data: writer
           ? { kind: "blob", id: writer.id }
           : { kind: "inline", bytes: concat(pending, pendingSize) },
@@ -215,6 +219,7 @@ export class ObjectLayer {
       userMeta: input.replace?.userMeta ?? src.userMeta,
       headers: input.replace?.headers ?? src.headers,
       owner: input.owner,
+      acl: input.acl,
       data,
     };
     try {

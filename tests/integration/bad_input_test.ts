@@ -545,9 +545,9 @@ function cases(): Case[] {
       code: "XStoreContentSHA256Mismatch",
     },
     {
-      name: "CreateBucket: canned ACL (unsupported)",
-      request: { method: "PUT", path: newBucket, headers: { "x-store-acl": "public-read" } },
-      code: "NotImplemented",
+      name: "CreateBucket: unknown canned ACL",
+      request: { method: "PUT", path: newBucket, headers: { "x-store-acl": "everyone-can-read" } },
+      code: "InvalidArgument",
     },
     {
       name: "CreateBucket: Object Lock (unsupported)",
@@ -585,7 +585,14 @@ function cases(): Case[] {
     put("encryption header (unsupported)", {
       "x-store-server-side-encryption": "AES256",
     }, "NotImplemented"),
-    put("canned ACL (unsupported)", { "x-store-acl": "public-read" }, "NotImplemented"),
+    put("unknown canned ACL", { "x-store-acl": "everyone-can-read" }, "InvalidArgument"),
+    put("canned ACL and grant headers together", {
+      "x-store-acl": "public-read",
+      "x-store-grant-read": 'uri="http://acs.store.local/groups/global/AllUsers"',
+    }, "InvalidRequest"),
+    put("grant header naming an unknown user", {
+      "x-store-grant-read": 'id="no-such-user"',
+    }, "InvalidArgument"),
     {
       name: "PutObject: payload hash mismatch",
       request: {

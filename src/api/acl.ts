@@ -1,0 +1,109 @@
+// ACL operations (Get/PutBucketAcl, Get/PutObjectAcl) and the ACL a write request asks for.
+import {
+  type Acl,
+  aclFromGrantHeaders,
+  aclFromJson,
+  type AclResolver,
+  aclToJson,
+  type AclUser,
+  assertSingleAclMethod,
+  cannedAcl,
+  hasGrantHeaders,
+  parseAclXml,
+  privateAcl,
+  renderAclXml,
+} from "../auth/acl.ts";
+import { h } from "../http/dialect.ts";
+import { S3Error } from "../http/errors.ts";
+import type { ObjectVersion } from "../meta/store.ts";
+import { type Handler, type RequestContext, xmlResult } from "./context.ts";
+import { readableVersion, versionIdParam } from "./object_access.ts";
+
+const MAX_ACL_BODY = 64 * 1024;
+
+/** Resolves grantees (user ids, e-mail addresses) against the known users. */
+async function resolver(ctx: RequestContext): Promise<AclResolver> {
+  const users = await ctx.layer.meta.listUsers();
+  const admin = ctx.credentials.adminPrincipal();
+  const all: (AclUser & { email: string })[] = [
+    { id: admin.id, displayName: admin.displayName, email: "" },
+    ...users.map((u) => ({ id: u.id, displayName: u.name, email: u.email })),
+  ];
+  return {
+    email: (address) =>
+      all.find((u) => u.email !== "" && u.email.toLowerCase() === address.toLowerCase()),
+    userId: (id) => all.find((u) => u.id === id),
+  };
+}
+
+async function ownerOf(ctx: RequestContext, id: string): Promise<AclUser> {
+  return { id, displayName: await ctx.credentials.ownerName(id) };
+}
+
+/**
+ * The ACL a request sets through the canned header or grant headers (and, for Put*Acl, the
+ * body). Undefined when it names none.
+ */
+export async function requestedAcl(
+  ctx: RequestContext,
+  opts: { owner: AclUser; bucketOwner?: AclUser; body?: string },
+): Promise<Acl | undefined> {
+  const canned = ctx.headers.get(h(ctx.dialect, "acl"));
+  const grants = hasGrantHeaders(ctx.headers, ctx.dialect);
+  const body = opts.body !== undefined && opts.body.trim() !== "" ? opts.body : undefined;
+  assertSingleAclMethod(canned !== null, grants, body !== undefined);
+  if (canned !== null) return cannedAcl(canned, opts.owner, opts.bucketOwner);
+  if (grants) return aclFromGrantHeaders(ctx.headers, ctx.dialect, opts.owner, await resolver(ctx));
+  if (body !== undefined) {
+    return parseAclXml(body, { expectedOwnerId: opts.owner.id, resolve: await resolver(ctx) });
+  }
+  return undefined;
+}
+
+export const getBucketAcl: Handler = async (ctx) => {
+  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const acl = await ctx.access.bucketAcl(bucket);
+  if (acl.owner.displayName === acl.owner.id) acl.owner = await ownerOf(ctx, acl.owner.id);
+  return xmlResult(renderAclXml(acl, ctx.dialect));
+};
+
+export const putBucketAcl: Handler = async (ctx) => {
+  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const body = await ctx.body.text(MAX_ACL_BODY);
+  const acl = await requestedAcl(ctx, { owner: await ownerOf(ctx, bucket.owner), body });
+  if (!acl) throw new S3Error("MissingSecurityHeader", "An ACL header or body is required.");
+  await ctx.layer.meta.putBucketConfig(bucket.name, "acl", aclToJson(acl));
+  return { status: 200 };
+};
+
+function objectAcl(ctx: RequestContext, v: ObjectVersion): Promise<Acl> | Acl {
+  if (v.acl !== undefined) return aclFromJson(v.acl);
+  return ownerOf(ctx, v.owner).then(privateAcl);
+}
+
+export const getObjectAcl: Handler = async (ctx) => {
+  const v = await readableVersion(ctx, { permission: "READ_ACP" });
+  const result = xmlResult(renderAclXml(await objectAcl(ctx, v), ctx.dialect));
+  if (v.versionId !== "null") result.headers![h(ctx.dialect, "version-id")] = v.versionId;
+  return result;
+};
+
+export const putObjectAcl: Handler = async (ctx) => {
+  const v = await readableVersion(ctx, { permission: "WRITE_ACP" });
+  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const body = await ctx.body.text(MAX_ACL_BODY);
+  const acl = await requestedAcl(ctx, {
+    owner: await ownerOf(ctx, v.owner),
+    bucketOwner: await ownerOf(ctx, bucket.owner),
+    body,
+  });
+  if (!acl) throw new S3Error("MissingSecurityHeader", "An ACL header or body is required.");
+  if (!(await ctx.layer.meta.setObjectAcl(ctx.bucket, ctx.key, v.versionId, aclToJson(acl)))) {
+    throw new S3Error("NoSuchKey", "The specified key does not exist.", {
+      details: { Key: ctx.key },
+    });
+  }
+  const headers: Record<string, string> = {};
+  if (versionIdParam(ctx) !== undefined) headers[h(ctx.dialect, "version-id")] = v.versionId;
+  return { status: 200, headers };
+};

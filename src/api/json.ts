@@ -1,0 +1,79 @@
+// JSON plumbing shared by the administration API and the service API (/api/v1).
+import { log } from "../log.ts";
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export function jsonResponse(
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Response {
+  if (status === 204) return new Response(null, { status, headers });
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+export function apiErrorResponse(err: unknown, requestId: string): Response {
+  if (err instanceof ApiError) {
+    return jsonResponse(err.status, { error: { code: err.code, message: err.message } }, {
+      ...err.headers,
+      "x-request-id": requestId,
+    });
+  }
+  log("error", "API request failed", {
+    requestId,
+    error: err instanceof Error ? err.stack ?? err.message : String(err),
+  });
+  return jsonResponse(500, { error: { code: "internal_error", message: "Internal error." } }, {
+    "x-request-id": requestId,
+  });
+}
+
+const MAX_JSON_BODY = 64 * 1024;
+
+/** Reads a JSON object body; 415 for another content type, 400 for bad JSON or a non-object. */
+export async function readJsonObject(req: Request): Promise<Record<string, unknown>> {
+  const type = req.headers.get("content-type") ?? "";
+  if (!/^application\/json\b/i.test(type)) {
+    throw new ApiError(415, "unsupported_media_type", "The body must be application/json.");
+  }
+  const buf = new Uint8Array(await req.arrayBuffer());
+  if (buf.byteLength > MAX_JSON_BODY) {
+    throw new ApiError(413, "body_too_large", `The body must be at most ${MAX_JSON_BODY} bytes.`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(buf));
+  } catch {
+    throw new ApiError(400, "invalid_json", "The body is not valid JSON.");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new ApiError(400, "invalid_json", "The body must be a JSON object.");
+  }
+  return value as Record<string, unknown>;
+}
+
+/** The path after a prefix, split into decoded segments. */
+export function pathSegments(url: string, prefix: string): string[] {
+  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+  let path = url.slice(pathStart);
+  const q = path.indexOf("?");
+  if (q >= 0) path = path.slice(0, q);
+  const rest = path.slice(prefix.length);
+  try {
+    return rest.split("/").filter((s) => s !== "").map(decodeURIComponent);
+  } catch {
+    throw new ApiError(400, "invalid_path", "The path is not properly encoded.");
+  }
+}

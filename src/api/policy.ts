@@ -1,0 +1,53 @@
+// Bucket policy operations: Get/Put/DeleteBucketPolicy and GetBucketPolicyStatus.
+import { isPublicPolicy, parseBucketPolicy } from "../auth/policy.ts";
+import { S3Error } from "../http/errors.ts";
+import { text, xmlDocument } from "../http/xml.ts";
+import { type Handler, xmlResult } from "./context.ts";
+
+/** The protocol's limit on the size of a bucket policy document. */
+const MAX_POLICY_BYTES = 20 * 1024;
+
+function noPolicy(bucket: string): S3Error {
+  return new S3Error("NoSuchBucketPolicy", "The bucket policy does not exist.", {
+    details: { BucketName: bucket },
+  });
+}
+
+export const getBucketPolicy: Handler = async (ctx) => {
+  await ctx.layer.requireBucket(ctx.bucket);
+  const policy = await ctx.layer.meta.getBucketConfig(ctx.bucket, "policy");
+  if (policy === undefined) throw noPolicy(ctx.bucket);
+  return { status: 200, headers: { "content-type": "application/json" }, body: policy };
+};
+
+export const putBucketPolicy: Handler = async (ctx) => {
+  await ctx.layer.requireBucket(ctx.bucket);
+  const bytes = await ctx.body.bytes(MAX_POLICY_BYTES * 4);
+  if (bytes.byteLength > MAX_POLICY_BYTES) {
+    throw new S3Error("MalformedPolicy", `Policies must be at most ${MAX_POLICY_BYTES} bytes.`);
+  }
+  let policyText: string;
+  try {
+    policyText = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new S3Error("MalformedPolicy", "The policy is not valid UTF-8.");
+  }
+  parseBucketPolicy(policyText, ctx.bucket);
+  await ctx.layer.meta.putBucketConfig(ctx.bucket, "policy", policyText);
+  return { status: 204 };
+};
+
+export const deleteBucketPolicy: Handler = async (ctx) => {
+  await ctx.layer.requireBucket(ctx.bucket);
+  await ctx.layer.meta.deleteBucketConfig(ctx.bucket, "policy");
+  return { status: 204 };
+};
+
+export const getBucketPolicyStatus: Handler = async (ctx) => {
+  await ctx.layer.requireBucket(ctx.bucket);
+  const policy = await ctx.access.policy(ctx.bucket);
+  if (!policy) throw noPolicy(ctx.bucket);
+  return xmlResult(
+    xmlDocument("PolicyStatus", ctx.dialect.xmlns, text("IsPublic", isPublicPolicy(policy))),
+  );
+};

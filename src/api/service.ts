@@ -1,0 +1,224 @@
+// The service API under /api/v1: bearer tokens and the presigned-URL service.
+//
+//   POST   /api/v1/tokens   {access_key, secret_key, expires_in?} -> 201 {token, expires_at, ...}
+//   DELETE /api/v1/tokens   (Authorization: Bearer <token>)        -> 204, the token is revoked
+//   GET    /api/v1/presigned/{download|upload|delete|upload-part}/{bucket}/{key}?expires_in=N
+//          (Authorization: Bearer <token>) -> {url, expires_at, bucket, key, method}
+import { createHash, timingSafeEqual } from "node:crypto";
+import { ADMIN_ID } from "../auth/admin_credentials.ts";
+import { userPrincipal } from "../auth/credentials.ts";
+import type { Principal } from "../auth/principal.ts";
+import { presignUrl } from "../auth/presign_url.ts";
+import { MAX_PRESIGN_EXPIRES_S } from "../auth/sigv4.ts";
+import { DIALECTS } from "../http/dialect.ts";
+import type { AppDeps } from "../protocol.ts";
+import { ApiError, apiErrorResponse, jsonResponse, readJsonObject } from "./json.ts";
+
+const TOKEN_PREFIX = "stt_";
+const DEFAULT_EXPIRES_S = 3600;
+
+function tokenHash(token: string): string {
+  return createHash("sha256").update(token).digest("hex");
+}
+
+function sameText(a: string, b: string): boolean {
+  const x = createHash("sha256").update(a).digest();
+  const y = createHash("sha256").update(b).digest();
+  return timingSafeEqual(x, y);
+}
+
+async function issueToken(req: Request, deps: AppDeps): Promise<Response> {
+  const body = await readJsonObject(req);
+  const { access_key: accessKey, secret_key: secret, expires_in: expiresIn } = body;
+  if (typeof accessKey !== "string" || typeof secret !== "string") {
+    throw new ApiError(400, "invalid_field", "access_key and secret_key are required strings.");
+  }
+  const ttl = expiresIn === undefined ? deps.config.tokenTtl : expiresIn;
+  if (typeof ttl !== "number" || !Number.isInteger(ttl) || ttl < 1 || ttl > deps.config.tokenTtl) {
+    throw new ApiError(
+      400,
+      "invalid_field",
+      `expires_in must be 1 to ${deps.config.tokenTtl} seconds.`,
+    );
+  }
+  const known = await deps.credentials.secretFor(accessKey);
+  const principal = await deps.credentials.principalFor(accessKey);
+  if (known === undefined || !principal || !sameText(known, secret)) {
+    throw new ApiError(401, "invalid_credentials", "The access key or secret key is wrong.");
+  }
+  if (!principal.enabled) throw new ApiError(403, "user_disabled", "The user is disabled.");
+  const token = TOKEN_PREFIX +
+    btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))
+      .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  const now = Date.now();
+  const expiresAt = now + ttl * 1000;
+  await deps.layer.meta.createToken({
+    hash: tokenHash(token),
+    userId: principal.id,
+    createdAt: now,
+    expiresAt,
+  });
+  return jsonResponse(201, {
+    token,
+    token_type: "Bearer",
+    expires_at: new Date(expiresAt).toISOString(),
+    access_key: accessKey,
+  });
+}
+
+function bearer(req: Request): string {
+  const header = req.headers.get("authorization") ?? "";
+  const m = /^Bearer\s+(\S+)$/.exec(header);
+  if (!m) {
+    throw new ApiError(401, "unauthorized", "A bearer token is required.", {
+      "www-authenticate": 'Bearer realm="store"',
+    });
+  }
+  return m[1];
+}
+
+/** The enabled principal behind a valid, unexpired bearer token. */
+async function tokenPrincipal(
+  req: Request,
+  deps: AppDeps,
+): Promise<{ principal: Principal; hash: string }> {
+  const hash = tokenHash(bearer(req));
+  const record = await deps.layer.meta.getToken(hash);
+  const invalid = new ApiError(401, "invalid_token", "The token is unknown, revoked or expired.", {
+    "www-authenticate": 'Bearer realm="store", error="invalid_token"',
+  });
+  if (!record || record.expiresAt <= Date.now()) throw invalid;
+  if (record.userId === ADMIN_ID) return { principal: deps.credentials.adminPrincipal(), hash };
+  const user = await deps.layer.meta.getUser({ id: record.userId });
+  if (!user) throw invalid;
+  if (!user.enabled) throw new ApiError(403, "user_disabled", "The user is disabled.");
+  return { principal: userPrincipal(user), hash };
+}
+
+const KINDS: Record<string, string> = {
+  download: "GET",
+  upload: "PUT",
+  delete: "DELETE",
+  "upload-part": "PUT",
+};
+
+function intParam(
+  params: URLSearchParams,
+  name: string,
+  range: [number, number],
+  fallback?: number,
+): number {
+  const raw = params.get(name);
+  if (raw === null && fallback !== undefined) return fallback;
+  if (raw === null || !/^\d+$/.test(raw) || +raw < range[0] || +raw > range[1]) {
+    throw new ApiError(
+      400,
+      "invalid_field",
+      `${name} must be an integer from ${range[0]} to ${range[1]}.`,
+    );
+  }
+  return Number(raw);
+}
+
+/** Query parameters and headers the URL carries for each kind. */
+function presignExtras(kind: string, params: URLSearchParams) {
+  const query: [string, string][] = [];
+  const headers: Record<string, string> = {};
+  const versionId = params.get("version_id");
+  if (versionId && (kind === "download" || kind === "delete")) query.push(["versionId", versionId]);
+  if (kind === "upload" || kind === "upload-part") {
+    const type = params.get("content_type");
+    const md5 = params.get("content_md5");
+    if (type) headers["content-type"] = type;
+    if (md5) headers["content-md5"] = md5;
+  }
+  if (kind === "upload-part") {
+    const uploadId = params.get("upload_id");
+    if (!uploadId) throw new ApiError(400, "invalid_field", "upload_id is required.");
+    query.push(["partNumber", String(intParam(params, "part_number", [1, 10000]))]);
+    query.push(["uploadId", uploadId]);
+  }
+  return { query, headers };
+}
+
+async function presign(req: Request, deps: AppDeps, rest: string): Promise<Response> {
+  if (req.method !== "GET") throw new ApiError(405, "method_not_allowed", "Use GET.");
+  const { principal } = await tokenPrincipal(req, deps);
+  const m = /^([^/]+)\/([^/]+)\/(.+)$/.exec(rest);
+  if (!m || !(m[1] in KINDS)) {
+    throw new ApiError(
+      404,
+      "not_found",
+      "Use /api/v1/presigned/{download|upload|delete|upload-part}/{bucket}/{key}.",
+    );
+  }
+  let bucket: string;
+  let key: string;
+  try {
+    [bucket, key] = [decodeURIComponent(m[2]), decodeURIComponent(m[3])];
+  } catch {
+    throw new ApiError(400, "invalid_path", "The bucket or key is not properly encoded.");
+  }
+  const url = new URL(req.url);
+  const expiresIn = intParam(
+    url.searchParams,
+    "expires_in",
+    [1, MAX_PRESIGN_EXPIRES_S],
+    DEFAULT_EXPIRES_S,
+  );
+  const now = Date.now();
+  const secret = await deps.credentials.secretFor(principal.accessKey!);
+  const method = KINDS[m[1]];
+  const extras = presignExtras(m[1], url.searchParams);
+  const signedUrl = presignUrl({
+    dialect: DIALECTS[deps.config.dialect],
+    method,
+    origin: url.origin,
+    bucket,
+    key,
+    query: extras.query,
+    headers: extras.headers,
+    accessKey: principal.accessKey!,
+    secret: secret!,
+    region: deps.config.region,
+    now,
+    expiresIn,
+  });
+  return jsonResponse(200, {
+    url: signedUrl,
+    expires_at: new Date(now + expiresIn * 1000).toISOString(),
+    bucket,
+    key,
+    method,
+    ...(Object.keys(extras.headers).length > 0 ? { headers: extras.headers } : {}),
+  });
+}
+
+async function route(req: Request, deps: AppDeps): Promise<Response> {
+  const url = req.url;
+  const path = url.slice(url.indexOf("/", url.indexOf("//") + 2)).split("?")[0];
+  if (path === "/api/v1/tokens") {
+    if (req.method === "POST") return await issueToken(req, deps);
+    if (req.method === "DELETE") {
+      const { hash } = await tokenPrincipal(req, deps);
+      await deps.layer.meta.deleteToken(hash);
+      return jsonResponse(204, null);
+    }
+    throw new ApiError(
+      405,
+      "method_not_allowed",
+      "Use POST to obtain a token, DELETE to revoke it.",
+    );
+  }
+  const prefix = "/api/v1/presigned/";
+  if (path.startsWith(prefix)) return await presign(req, deps, path.slice(prefix.length));
+  throw new ApiError(404, "not_found", "No such API resource.");
+}
+
+export async function handleServiceApi(req: Request, deps: AppDeps): Promise<Response> {
+  try {
+    return await route(req, deps);
+  } catch (err) {
+    return apiErrorResponse(err, crypto.randomUUID());
+  }
+}

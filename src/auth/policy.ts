@@ -1,0 +1,303 @@
+// Bucket policies: parsing and validation of the JSON document, and evaluation against a request.
+// Every vendor spelling (action prefix, ARN prefixes, principal key) comes from the dialects, and
+// a stored policy may use either spelling, or both, whatever the dialect of the request.
+import { DIALECTS } from "../http/dialect.ts";
+import {
+  type Condition,
+  conditionsMatch,
+  isRecord,
+  malformed,
+  parseConditions,
+  wildcardMatch,
+} from "./policy_conditions.ts";
+
+export type { Condition, ConditionKey } from "./policy_conditions.ts";
+
+/** "*" is everyone, anonymous included; a user name "*" is any authenticated user. */
+export type PolicyPrincipal = "*" | { users: string[] };
+
+/**
+ * A resource pattern: `bucket` alone is the bucket ARN, `bucket/key` an object ARN. Both parts may
+ * hold `*` and `?`; as in the protocol the whole ARN is matched at once, so `*` may cross the `/`
+ * (`arn:...:::*` matches the bucket and its objects).
+ */
+export interface PolicyResource {
+  bucket: string;
+  key?: string;
+}
+
+export interface PolicyStatement {
+  sid?: string;
+  effect: "Allow" | "Deny";
+  principal: PolicyPrincipal;
+  /** The document said NotPrincipal: the statement applies to whoever `principal` misses. */
+  notPrincipal?: boolean;
+  /** Action patterns without prefix, e.g. "GetObject", "Get*", "*"; matched case-insensitively. */
+  actions: string[];
+  /** The document said NotAction. */
+  notAction?: boolean;
+  resources: PolicyResource[];
+  /** The document said NotResource. */
+  notResource?: boolean;
+  conditions: Condition[];
+}
+
+export interface BucketPolicy {
+  version: string;
+  statements: PolicyStatement[];
+}
+
+export interface PolicyRequest {
+  /** Action without prefix, e.g. "GetObject", "ListBucket". */
+  action: string;
+  bucket: string;
+  /** Object key for object actions; undefined for bucket actions. */
+  key?: string;
+  /** undefined for anonymous. */
+  userName?: string;
+  /** "127.0.0.1", or IPv6 such as "::1" or "::ffff:127.0.0.1". */
+  sourceIp: string;
+  secureTransport: boolean;
+  now: Date;
+  /** ListBucket request parameters for the prefix / max-keys condition keys. */
+  prefix?: string;
+  maxKeys?: number;
+}
+
+/**
+ * Actions a policy may name (without prefix). The last lines are real actions that policies
+ * written for other servers carry: accepted, though no request here is checked against them.
+ */
+const KNOWN_ACTIONS = `
+  GetObject PutObject DeleteObject ListBucket GetBucketPolicy PutBucketPolicy DeleteBucketPolicy
+  GetBucketPolicyStatus GetBucketLocation ListBucketMultipartUploads ListMultipartUploadParts
+  AbortMultipartUpload GetObjectAcl PutObjectAcl GetBucketAcl PutBucketAcl GetObjectVersion
+  DeleteObjectVersion ListBucketVersions GetObjectTagging PutObjectTagging DeleteObjectTagging
+  GetBucketTagging PutBucketTagging GetBucketVersioning PutBucketVersioning
+  GetLifecycleConfiguration PutLifecycleConfiguration GetBucketCORS PutBucketCORS
+  GetBucketObjectLockConfiguration PutBucketObjectLockConfiguration GetObjectRetention
+  PutObjectRetention GetObjectLegalHold PutObjectLegalHold BypassGovernanceRetention
+  GetBucketNotification PutBucketNotification DeleteBucket CreateBucket ListAllMyBuckets
+  GetObjectAttributes GetObjectVersionAcl PutObjectVersionAcl GetObjectVersionTagging
+  PutObjectVersionTagging DeleteObjectVersionTagging RestoreObject GetEncryptionConfiguration
+  PutEncryptionConfiguration GetBucketWebsite PutBucketWebsite DeleteBucketWebsite
+  GetBucketLogging PutBucketLogging GetReplicationConfiguration PutReplicationConfiguration
+  GetBucketPublicAccessBlock PutBucketPublicAccessBlock GetBucketOwnershipControls
+  PutBucketOwnershipControls
+`.trim().split(/\s+/);
+const ACTION_NAMES = new Map(KNOWN_ACTIONS.map((a) => [a.toLowerCase(), a]));
+
+const DIALECT_LIST = Object.values(DIALECTS);
+const VERSIONS = ["2012-10-17", "2008-10-17"];
+/** The protocol's default when a document has no Version. */
+const DEFAULT_VERSION = "2008-10-17";
+const MAX_POLICY_BYTES = 20 * 1024;
+const TOP_FIELDS = ["Version", "Id", "Statement"];
+const STATEMENT_FIELDS =
+  "Sid Effect Principal NotPrincipal Action NotAction Resource NotResource Condition"
+    .split(" ");
+
+function checkFields(obj: Record<string, unknown>, allowed: string[], where: string): void {
+  for (const name of Object.keys(obj)) {
+    if (!allowed.includes(name)) throw malformed(`${where}: unknown field "${name}"`);
+  }
+}
+
+/** A string or a non-empty array of strings, as a list. */
+function stringList(raw: unknown, what: string): string[] {
+  const list = Array.isArray(raw) ? raw : [raw];
+  if (list.length === 0 || list.some((v) => typeof v !== "string" || v === "")) {
+    throw malformed(`${what} must be a string or a non-empty array of strings`);
+  }
+  return list as string[];
+}
+
+/** The user name of a user ARN in either dialect, also `arn:<partition>:iam::<account>:user/`. */
+function userNameOf(arn: string): string | undefined {
+  for (const d of DIALECT_LIST) {
+    if (arn.startsWith(d.userArnPrefix)) return arn.slice(d.userArnPrefix.length) || undefined;
+    const head = d.userArnPrefix.slice(0, d.userArnPrefix.lastIndexOf("user/"));
+    if (!arn.startsWith(head)) continue;
+    const m = /^[^:/]*:user\/(.+)$/.exec(arn.slice(head.length));
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
+function parsePrincipal(raw: unknown, where: string): PolicyPrincipal {
+  if (raw === "*") return "*";
+  if (!isRecord(raw) || Object.keys(raw).length === 0) {
+    throw malformed(`${where}: Principal must be "*" or an object of principal ARNs`);
+  }
+  const users: string[] = [];
+  let everyone = false;
+  for (const [type, value] of Object.entries(raw)) {
+    if (!DIALECT_LIST.some((d) => d.principalKey === type)) {
+      throw malformed(`${where}: unsupported principal type "${type}"`);
+    }
+    for (const item of stringList(value, `${where}: Principal`)) {
+      const name = item === "*" ? "*" : userNameOf(item);
+      if (name === undefined) throw malformed(`${where}: invalid principal "${item}"`);
+      if (item === "*") everyone = true;
+      else users.push(name);
+    }
+  }
+  return everyone ? "*" : { users };
+}
+
+function parseAction(text: string, where: string): string {
+  if (text === "*") return "*";
+  for (const d of DIALECT_LIST) {
+    if (!text.toLowerCase().startsWith(d.actionPrefix.toLowerCase())) continue;
+    const name = text.slice(d.actionPrefix.length);
+    const lower = name.toLowerCase();
+    if (!/[*?]/.test(name)) {
+      const known = ACTION_NAMES.get(lower);
+      if (known) return known;
+    } else if (KNOWN_ACTIONS.some((a) => wildcardMatch(lower, a.toLowerCase()))) {
+      return name;
+    }
+    throw malformed(`${where}: unknown action "${text}"`);
+  }
+  throw malformed(`${where}: action "${text}" has no known service prefix`);
+}
+
+function parseResource(text: string, bucket: string, where: string): PolicyResource {
+  if (text === "*") return { bucket: "*" };
+  for (const d of DIALECT_LIST) {
+    if (!text.startsWith(d.resourceArnPrefix)) continue;
+    const rest = text.slice(d.resourceArnPrefix.length);
+    const slash = rest.indexOf("/");
+    const resource = slash < 0 ? { bucket: rest } : {
+      bucket: rest.slice(0, slash),
+      key: rest.slice(slash + 1),
+    };
+    if (resource.bucket === "" || !wildcardMatch(resource.bucket, bucket)) {
+      throw malformed(`${where}: resource "${text}" is not in bucket ${bucket}`);
+    }
+    return resource;
+  }
+  throw malformed(`${where}: resource "${text}" is not a bucket or object ARN`);
+}
+
+/** Exactly one of `name` and `Not<name>`: its value and whether it was the negated one. */
+function either(raw: Record<string, unknown>, name: string, where: string) {
+  const plain = raw[name];
+  const negated = raw[`Not${name}`];
+  if (plain !== undefined && negated !== undefined) {
+    throw malformed(`${where}: ${name} and Not${name} cannot both be given`);
+  }
+  if (plain === undefined && negated === undefined) {
+    throw malformed(`${where}: missing required field ${name}`);
+  }
+  return { value: plain ?? negated, not: plain === undefined };
+}
+
+function parseStatement(raw: unknown, index: number, bucket: string): PolicyStatement {
+  let where = `Statement ${index + 1}`;
+  if (!isRecord(raw)) throw malformed(`${where} must be an object`);
+  checkFields(raw, STATEMENT_FIELDS, where);
+  const sid = raw.Sid;
+  if (sid !== undefined && typeof sid !== "string") throw malformed(`${where}: Sid must be text`);
+  if (sid) where += ` (${sid})`;
+  const effect = raw.Effect;
+  if (effect !== "Allow" && effect !== "Deny") {
+    throw malformed(`${where}: Effect must be "Allow" or "Deny"`);
+  }
+  const principal = either(raw, "Principal", where);
+  const action = either(raw, "Action", where);
+  const resource = either(raw, "Resource", where);
+  const statement: PolicyStatement = {
+    effect,
+    principal: parsePrincipal(principal.value, where),
+    actions: stringList(action.value, `${where}: Action`).map((a) => parseAction(a, where)),
+    resources: stringList(resource.value, `${where}: Resource`)
+      .map((r) => parseResource(r, bucket, where)),
+    conditions: parseConditions(raw.Condition, where),
+  };
+  if (sid !== undefined) statement.sid = sid;
+  if (principal.not) statement.notPrincipal = true;
+  if (action.not) statement.notAction = true;
+  if (resource.not) statement.notResource = true;
+  return statement;
+}
+
+/**
+ * Parses and validates a bucket policy for `bucket`. Throws S3Error("MalformedPolicy") naming the
+ * problem: invalid JSON, wrong shape, unknown fields, unsupported Version, bad Effect, Principal,
+ * Action, Resource (must lie in `bucket`) or Condition, duplicate Sid, or more than 20 KiB.
+ */
+export function parseBucketPolicy(text: string, bucket: string): BucketPolicy {
+  if (new TextEncoder().encode(text).byteLength > MAX_POLICY_BYTES) {
+    throw malformed(`Policies must be no larger than ${MAX_POLICY_BYTES} bytes`);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    throw malformed("Policies must be valid JSON");
+  }
+  if (!isRecord(doc)) throw malformed("Policies must be a JSON object");
+  checkFields(doc, TOP_FIELDS, "Policy");
+  const version = doc.Version ?? DEFAULT_VERSION;
+  if (typeof version !== "string" || !VERSIONS.includes(version)) {
+    throw malformed(`Unsupported policy Version ${JSON.stringify(version)}: use "2012-10-17"`);
+  }
+  if (doc.Id !== undefined && typeof doc.Id !== "string") throw malformed("Id must be text");
+  const raw = doc.Statement;
+  const list = Array.isArray(raw) ? raw : isRecord(raw) ? [raw] : undefined;
+  if (!list || list.length === 0) {
+    throw malformed("Policies must have a Statement: an object or a non-empty array");
+  }
+  const statements = list.map((s, i) => parseStatement(s, i, bucket));
+  const sids = statements.flatMap((s) => (s.sid ? [s.sid] : []));
+  const duplicate = sids.find((sid, i) => sids.indexOf(sid) !== i);
+  if (duplicate !== undefined) throw malformed(`Statement ids must be unique: "${duplicate}"`);
+  return { version, statements };
+}
+
+function principalMatches(principal: PolicyPrincipal, userName: string | undefined): boolean {
+  if (principal === "*") return true;
+  if (userName === undefined) return false;
+  return principal.users.some((u) => u === "*" || u === userName);
+}
+
+function resourceMatches(resources: PolicyResource[], req: PolicyRequest): boolean {
+  const target = req.key === undefined ? req.bucket : `${req.bucket}/${req.key}`;
+  return resources.some((r) =>
+    wildcardMatch(r.key === undefined ? r.bucket : `${r.bucket}/${r.key}`, target)
+  );
+}
+
+function statementApplies(s: PolicyStatement, req: PolicyRequest): boolean {
+  if (principalMatches(s.principal, req.userName) === !!s.notPrincipal) return false;
+  const action = req.action.toLowerCase();
+  const acts = s.actions.some((a) => wildcardMatch(a.toLowerCase(), action));
+  if (acts === !!s.notAction) return false;
+  if (resourceMatches(s.resources, req) === !!s.notResource) return false;
+  return conditionsMatch(s.conditions, req);
+}
+
+/** "Deny" if any matching Deny statement, else "Allow" if any matching Allow, else "NoMatch". */
+export function evaluatePolicy(
+  policy: BucketPolicy,
+  req: PolicyRequest,
+): "Allow" | "Deny" | "NoMatch" {
+  let allowed = false;
+  for (const s of policy.statements) {
+    if (!statementApplies(s, req)) continue;
+    if (s.effect === "Deny") return "Deny";
+    allowed = true;
+  }
+  return allowed ? "Allow" : "NoMatch";
+}
+
+/**
+ * True when some Allow statement reaches everyone, anonymous included: Principal "*" (conditions
+ * are not weighed), or a NotPrincipal that lists only users.
+ */
+export function isPublicPolicy(policy: BucketPolicy): boolean {
+  return policy.statements.some((s) =>
+    s.effect === "Allow" && (s.notPrincipal ? s.principal !== "*" : s.principal === "*")
+  );
+}

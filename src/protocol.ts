@@ -1,0 +1,229 @@
+// The protocol request handler: request id, dialect, route, authentication, access decision,
+// dispatch to an operation handler, and one responder for results and errors.
+import type { HandlerResult, RequestContext } from "./api/context.ts";
+import { HANDLERS, READS_BODY } from "./api/handlers.ts";
+import type { AccessControl, RequestFacts } from "./auth/access.ts";
+import type { Credentials } from "./auth/credentials.ts";
+import { ANONYMOUS, type Principal } from "./auth/principal.ts";
+import type { SecretSealer } from "./auth/secrets.ts";
+import { type SignedRequest, verifyHeaderAuth, verifyPresigned } from "./auth/sigv4.ts";
+import type { Config } from "./config.ts";
+import { RequestBody } from "./http/body.ts";
+import { detectDialect, type Dialect, dialectErrorCode, DIALECTS, h, q } from "./http/dialect.ts";
+import { S3Error } from "./http/errors.ts";
+import { escapeXml } from "./http/xml.ts";
+import type { InFlight } from "./http/in_flight.ts";
+import { METHODS, route } from "./http/router.ts";
+import { isDebug, log } from "./log.ts";
+import type { ObjectLayer } from "./object/layer.ts";
+
+export interface AppDeps {
+  config: Config;
+  layer: ObjectLayer;
+  credentials: Credentials;
+  access: AccessControl;
+  sealer: SecretSealer;
+  inFlight: InFlight;
+}
+
+interface Target {
+  rawPath: string;
+  rawQuery: string;
+  path: string;
+  query: URLSearchParams;
+}
+
+/** Splits the request target without URL normalisation (keys may contain `..` or `//`). */
+function parseTarget(url: string): Target {
+  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+  const target = pathStart < 0 ? "/" : url.slice(pathStart);
+  const question = target.indexOf("?");
+  const rawPath = question < 0 ? target : target.slice(0, question);
+  const rawQuery = question < 0 ? "" : target.slice(question + 1);
+  const query = new URLSearchParams();
+  let path: string;
+  try {
+    path = decodeURIComponent(rawPath);
+    for (const part of rawQuery.split("&")) {
+      if (part === "") continue;
+      const eq = part.indexOf("=");
+      query.append(
+        decodeURIComponent(eq < 0 ? part : part.slice(0, eq)),
+        eq < 0 ? "" : decodeURIComponent(part.slice(eq + 1)),
+      );
+    }
+  } catch {
+    throw new S3Error("InvalidURI", "Couldn't parse the specified URI.");
+  }
+  return { rawPath, rawQuery, path, query };
+}
+
+function newRequestId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(8));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("").toUpperCase();
+}
+
+async function authenticate(
+  req: Request,
+  target: Target,
+  dialect: Dialect,
+  deps: AppDeps,
+): Promise<{ principal: Principal; signed?: SignedRequest }> {
+  const authorization = req.headers.get("authorization");
+  const presigned = target.query.has(q(dialect, "Signature")) ||
+    target.query.has(q(dialect, "Algorithm"));
+  if (authorization && presigned) {
+    throw new S3Error("InvalidArgument", "Only one auth mechanism allowed.");
+  }
+  if (!authorization && !presigned) return { principal: ANONYMOUS };
+  const input = {
+    method: req.method,
+    rawPath: target.rawPath,
+    rawQuery: target.rawQuery,
+    headers: req.headers,
+    dialect,
+    region: deps.config.region,
+    now: Date.now(),
+    secretFor: (key: string) => deps.credentials.secretFor(key),
+  };
+  const signed = authorization
+    ? await verifyHeaderAuth(input, authorization)
+    : await verifyPresigned(input, target.query);
+  const principal = await deps.credentials.principalFor(signed.accessKey);
+  if (!principal) {
+    throw new S3Error(
+      "InvalidAccessKeyId",
+      "The access key Id you provided does not exist in our records.",
+    );
+  }
+  return { principal, signed };
+}
+
+function requestFacts(info: Deno.ServeHandlerInfo, target: Target): RequestFacts {
+  const addr = info.remoteAddr as Deno.NetAddr;
+  const maxKeys = target.query.get("max-keys");
+  return {
+    sourceIp: addr.hostname ?? "",
+    secureTransport: false,
+    now: new Date(),
+    prefix: target.query.get("prefix") ?? undefined,
+    maxKeys: maxKeys !== null && /^\d+$/.test(maxKeys) ? Number(maxKeys) : undefined,
+  };
+}
+
+export function errorResponse(
+  err: S3Error,
+  opts: { dialect: Dialect; requestId: string; resource: string; head: boolean },
+): Response {
+  const headers = new Headers(err.headers);
+  if (err.status === 304) return new Response(null, { status: 304, headers });
+  if (opts.head) return new Response(null, { status: err.status, headers });
+  headers.set("content-type", "application/xml");
+  const details = Object.entries(err.details)
+    .map(([k, v]) => `<${k}>${escapeXml(v)}</${k}>`).join("");
+  const body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${
+    dialectErrorCode(opts.dialect, err.code)
+  }</Code><Message>${escapeXml(err.message)}</Message>${details}<Resource>${
+    escapeXml(opts.resource)
+  }</Resource><RequestId>${opts.requestId}</RequestId></Error>`;
+  return new Response(body, { status: err.status, headers });
+}
+
+function toResponse(result: HandlerResult, head: boolean): Response {
+  const body = head ? null : (result.body ?? null) as BodyInit | null;
+  return new Response(body, { status: result.status, headers: result.headers });
+}
+
+export async function handleProtocol(
+  req: Request,
+  info: Deno.ServeHandlerInfo,
+  deps: AppDeps,
+): Promise<Response> {
+  const fallback = DIALECTS[deps.config.dialect];
+  const started = performance.now();
+  const requestId = newRequestId();
+  let dialect = fallback;
+  let resource = "/";
+  let operation = "Unknown";
+  let response: Response;
+  const head = req.method === "HEAD";
+  try {
+    const target = parseTarget(req.url);
+    resource = target.path;
+    dialect = detectDialect(req.headers, target.query, fallback);
+    if (!METHODS.includes(req.method)) {
+      throw new S3Error(
+        "MethodNotAllowed",
+        "The specified method is not allowed against this resource.",
+      );
+    }
+    const copySource = req.headers.has(h(dialect, "copy-source"));
+    const found = route(req.method, target.path, target.query, copySource);
+    if (!found) {
+      throw new S3Error(
+        "MethodNotAllowed",
+        "The specified method is not allowed against this resource.",
+      );
+    }
+    operation = found.operation;
+    const { principal, signed } = await authenticate(req, target, dialect, deps);
+    const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
+    const facts = requestFacts(info, target);
+    const verdict = await deps.access.decide(principal, operation, {
+      bucket,
+      key: found.key,
+      facts,
+    });
+    const handler = HANDLERS[operation];
+    if (!handler) throw new S3Error("NotImplemented", `${operation} is not implemented yet.`);
+    const body = new RequestBody(req.body, signed?.payloadSha256);
+    if (!READS_BODY.has(operation)) await body.discard();
+    const ctx: RequestContext = {
+      requestId,
+      operation,
+      method: req.method,
+      dialect,
+      bucket: found.bucket ?? "",
+      key: found.key ?? "",
+      query: target.query,
+      headers: req.headers,
+      body,
+      principal,
+      config: deps.config,
+      layer: deps.layer,
+      access: deps.access,
+      verdict,
+      facts,
+      credentials: deps.credentials,
+    };
+    response = toResponse(await handler(ctx), head);
+  } catch (err) {
+    let s3err: S3Error;
+    if (err instanceof S3Error) {
+      s3err = err;
+    } else {
+      log("error", "Request failed", {
+        requestId,
+        operation,
+        error: err instanceof Error ? err.stack ?? err.message : String(err),
+      });
+      s3err = new S3Error("InternalError", "We encountered an internal error. Please try again.");
+    }
+    response = errorResponse(s3err, { dialect, requestId, resource, head });
+    // Whatever the handler left unread is discarded (the reader was released on error).
+    if (req.body && !req.body.locked) req.body.cancel().catch(() => {});
+  }
+  response.headers.set(h(dialect, "request-id"), requestId);
+  response.headers.set("server", "store");
+  if (isDebug()) {
+    log("debug", "Request", {
+      requestId,
+      operation,
+      method: req.method,
+      resource,
+      status: response.status,
+      ms: Math.round(performance.now() - started),
+    });
+  }
+  return response;
+}
