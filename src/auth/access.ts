@@ -112,13 +112,19 @@ export class AccessControl {
     throw accessDenied();
   }
 
-  /** For an "object-acl" verdict: the object's ACL must grant `permission`. */
+  /**
+   * For an "object-acl" verdict: the object's ACL must grant `permission`. The object's owner
+   * may always read and change the ACL itself, as the protocol defines.
+   */
   checkObjectAcl(
     principal: Principal,
     aclJson: string | undefined,
     owner: string,
     permission: Permission,
   ): void {
+    if (principal.id === owner && principal.kind !== "anonymous" && permission.endsWith("_ACP")) {
+      return;
+    }
     const acl = aclJson === undefined
       ? privateAcl({ id: owner, displayName: owner })
       : aclFromJson(aclJson);

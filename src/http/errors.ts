@@ -12,6 +12,7 @@ const STATUS: Record<string, number> = {
   ExpiredPresignedRequest: 403,
   IllegalLocationConstraintException: 400,
   IncompleteBody: 400,
+  InsufficientStorage: 507,
   InternalError: 500,
   InvalidAccessKeyId: 403,
   InvalidArgument: 400,

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { S3Error } from "../http/errors.ts";
 import { MissingBucketError } from "../meta/sqlite.ts";
 import type { BucketRecord, ListPage, ListQuery, MetaStore, ObjectVersion } from "../meta/store.ts";
-import type { BlobStore, BlobWriter } from "../storage/blob_store.ts";
+import { type BlobStore, type BlobWriter, isDiskFull } from "../storage/blob_store.ts";
 
 export const MAX_PUT_SIZE = 5 * 1024 ** 3;
 
@@ -126,6 +126,12 @@ export class ObjectLayer {
       if (writer) {
         await writer.abort();
         await this.blobs.remove(writer.id);
+      }
+      if (isDiskFull(err)) {
+        throw new S3Error(
+          "InsufficientStorage",
+          "The server has no space left to store the object.",
+        );
       }
       throw err;
     }

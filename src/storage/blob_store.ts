@@ -184,6 +184,9 @@ export class BlobWriter {
     const data = this.#buffers[this.#current].subarray(0, this.#filled);
     await this.#pending;
     this.#pending = writeAll(this.file, data);
+    // Awaited at the next flush or commit; until then a failure (a full disk) must not surface
+    // as an unhandled rejection, which would end the process.
+    this.#pending.catch(() => {});
     this.#current ^= 1;
     this.#filled = 0;
   }
@@ -215,4 +218,10 @@ export class BlobWriter {
 async function writeAll(file: Deno.FsFile, data: Uint8Array): Promise<void> {
   let offset = 0;
   while (offset < data.byteLength) offset += await file.write(data.subarray(offset));
+}
+
+/** True for the operating system's "no space left on device". */
+export function isDiskFull(err: unknown): boolean {
+  return err instanceof Error &&
+    ((err as { code?: string }).code === "ENOSPC" || /os error 28\b/.test(err.message));
 }

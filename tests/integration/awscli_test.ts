@@ -1,0 +1,169 @@
+// The real AWS CLI (Debian's awscli package at /usr/bin/aws) against a real server.
+//
+// The CLI reads a config file written for the test, not the user's: multipart_threshold is raised
+// to 64MB because multipart upload is not built yet (a 20 MiB upload must go as one PutObject),
+// and path-style addressing is forced because the server does not serve virtual-hosted buckets on
+// 127.0.0.1. Credentials come from the environment; the shared credentials file is an empty temp
+// file and HOME is a temp directory, so nothing from the machine's ~/.aws leaks in.
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import { assert, assertEquals } from "./assert.ts";
+import {
+  ADMIN_PASSWORD,
+  ADMIN_USER,
+  randomBytes,
+  REGION,
+  sha256Hex,
+  type TestServer,
+  withServer,
+} from "./server.ts";
+
+const AWS = "/usr/bin/aws";
+
+function awsInstalled(): boolean {
+  try {
+    return Deno.statSync(AWS).isFile;
+  } catch {
+    return false;
+  }
+}
+
+const installed = awsInstalled();
+if (!installed && Deno.env.get("CI") === "true") {
+  throw new Error(`${AWS} is missing; the awscli package is required in CI`);
+}
+
+interface Cli {
+  /** Runs `aws <args>` and returns stdout; throws with stderr and the server log on failure. */
+  run(...args: string[]): Promise<string>;
+  dir: string;
+}
+
+async function makeCli(server: TestServer): Promise<Cli> {
+  const dir = await Deno.makeTempDir({ prefix: "store-awscli-" });
+  const home = join(dir, "home");
+  await Deno.mkdir(home);
+  const config = join(dir, "config");
+  await Deno.writeTextFile(
+    config,
+    "[default]\n" +
+      `region = ${REGION}\n` +
+      "s3 =\n" +
+      "  multipart_threshold = 64MB\n" +
+      "  addressing_style = path\n",
+  );
+  const credentials = join(dir, "credentials");
+  await Deno.writeTextFile(credentials, "");
+  const env: Record<string, string> = {
+    PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+    HOME: home,
+    LANG: "C.UTF-8",
+    AWS_ACCESS_KEY_ID: ADMIN_USER,
+    AWS_SECRET_ACCESS_KEY: ADMIN_PASSWORD,
+    AWS_DEFAULT_REGION: REGION,
+    AWS_CONFIG_FILE: config,
+    AWS_SHARED_CREDENTIALS_FILE: credentials,
+    AWS_PAGER: "",
+    AWS_EC2_METADATA_DISABLED: "true",
+  };
+  return {
+    dir,
+    async run(...args: string[]): Promise<string> {
+      const out = await new Deno.Command(AWS, {
+        args: [...args, "--endpoint-url", server.url, "--no-cli-pager"],
+        env,
+        clearEnv: true,
+        cwd: dir,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stdout = new TextDecoder().decode(out.stdout);
+      if (!out.success) {
+        const stderr = new TextDecoder().decode(out.stderr);
+        throw new Error(
+          `aws ${args.join(" ")} exited with ${out.code}\nstdout:\n${stdout}\nstderr:\n${stderr}` +
+            `\nserver log:\n${server.logs().slice(-4000)}`,
+        );
+      }
+      return stdout;
+    },
+  };
+}
+
+/** Uploads `bytes` as `key`, downloads it again and checks the copy is identical. */
+async function roundTrip(cli: Cli, bucket: string, key: string, bytes: Uint8Array) {
+  const up = join(cli.dir, "up.bin");
+  const down = join(cli.dir, "down.bin");
+  await Deno.writeFile(up, bytes);
+  await cli.run("s3", "cp", up, `s3://${bucket}/${key}`);
+  await cli.run("s3", "cp", `s3://${bucket}/${key}`, down);
+  const back = await Deno.readFile(down);
+  assertEquals(back.byteLength, bytes.byteLength, `size of ${key} after the round trip`);
+  assertEquals(await sha256Hex(back), await sha256Hex(bytes), `bytes of ${key}`);
+  await Deno.remove(down);
+}
+
+function md5Hex(bytes: Uint8Array): string {
+  return createHash("md5").update(bytes).digest("hex");
+}
+
+Deno.test({
+  name: "aws cli: mb, cp up and down, ls, head-object, rm, rb",
+  ignore: !installed,
+  fn: () =>
+    withServer(async (server) => {
+      const cli = await makeCli(server);
+      try {
+        const bucket = "awscli-bucket";
+        const mb = await cli.run("s3", "mb", `s3://${bucket}`);
+        assert(mb.includes(`make_bucket: ${bucket}`), `mb output: ${mb}`);
+
+        const small = new TextEncoder().encode("hello from the aws cli\n");
+        await roundTrip(cli, bucket, "docs/hello.txt", small);
+        const big = randomBytes(20 * 1024 * 1024);
+        await roundTrip(cli, bucket, "data/big.bin", big);
+
+        const buckets = await cli.run("s3", "ls");
+        assert(
+          buckets.split("\n").some((l) => l.trim().endsWith(` ${bucket}`)),
+          `bucket list: ${buckets}`,
+        );
+
+        const docs = await cli.run("s3", "ls", `s3://${bucket}/docs/`);
+        const docLines = docs.trim().split("\n");
+        assertEquals(docLines.length, 1, `listing of docs/: ${docs}`);
+        assert(/\s23 hello\.txt$/.test(docLines[0]), `listing of docs/: ${docs}`);
+        const top = await cli.run("s3", "ls", `s3://${bucket}/`);
+        assert(/PRE data\//.test(top) && /PRE docs\//.test(top), `top listing: ${top}`);
+        const all = await cli.run("s3", "ls", "--recursive", `s3://${bucket}/d`);
+        assert(
+          /\s20971520 data\/big\.bin/.test(all) && /\s23 docs\/hello\.txt/.test(all),
+          `recursive listing: ${all}`,
+        );
+
+        const head = JSON.parse(
+          await cli.run("s3api", "head-object", "--bucket", bucket, "--key", "data/big.bin"),
+        );
+        assertEquals(head.ContentLength, big.byteLength, "ContentLength");
+        assertEquals(head.ETag, `"${md5Hex(big)}"`, "ETag");
+        const headSmall = JSON.parse(
+          await cli.run("s3api", "head-object", "--bucket", bucket, "--key", "docs/hello.txt"),
+        );
+        assertEquals(headSmall.ContentLength, small.byteLength, "ContentLength (small)");
+        assertEquals(headSmall.ETag, `"${md5Hex(small)}"`, "ETag (small)");
+
+        await cli.run("s3", "rm", `s3://${bucket}/docs/hello.txt`);
+        await cli.run("s3", "rm", `s3://${bucket}/data/big.bin`);
+        const empty = await cli.run("s3", "ls", "--recursive", `s3://${bucket}/`);
+        assertEquals(empty.trim(), "", "listing after rm");
+
+        const rb = await cli.run("s3", "rb", `s3://${bucket}`);
+        assert(rb.includes(`remove_bucket: ${bucket}`), `rb output: ${rb}`);
+        const after = await cli.run("s3", "ls");
+        assert(!after.includes(bucket), `bucket list after rb: ${after}`);
+      } finally {
+        await Deno.remove(cli.dir, { recursive: true }).catch(() => {});
+      }
+    }),
+});
