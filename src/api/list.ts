@@ -1,7 +1,7 @@
 // ListObjects (V1) and ListObjectsV2.
 import { S3Error } from "../http/errors.ts";
 import { el, text, xmlDocument } from "../http/xml.ts";
-import type { ListPage, ObjectVersion } from "../meta/store.ts";
+import type { ListEntry, ListPage } from "../meta/store.ts";
 import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
 
 const MAX_KEYS = 1000;
@@ -34,7 +34,7 @@ function encoderFor(query: URLSearchParams): (s: string) => string {
 }
 
 function contents(
-  o: ObjectVersion,
+  o: ListEntry,
   enc: (s: string) => string,
   withOwner: boolean,
 ): string {

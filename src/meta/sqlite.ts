@@ -1,6 +1,6 @@
 // The embedded MetaStore: SQLite in WAL mode through node:sqlite.
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
-import { compareKeys, prefixSuccessor } from "./keys.ts";
+import { listCurrent } from "./sqlite_list.ts";
 import { MIGRATIONS } from "./sqlite_schema.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import type {
@@ -23,9 +23,6 @@ export class MissingBucketError extends Error {
 }
 
 type Row = Record<string, SQLInputValue>;
-
-/** Keys skipped inside one common prefix before the scan seeks past the prefix instead. */
-const SKIP_RUN_BEFORE_SEEK = 32;
 
 const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
@@ -225,76 +222,7 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   listObjects(bucket: string, query: ListQuery): Promise<ListPage> {
-    return Promise.resolve(this.#listObjects(bucket, query));
-  }
-
-  /**
-   * A range scan over the current-version index. Keys under a common prefix are skipped while
-   * scanning; a long run of them triggers a fresh index seek past the whole prefix.
-   */
-  #listObjects(bucket: string, query: ListQuery): ListPage {
-    const { prefix, delimiter, maxKeys } = query;
-    const upper = prefix ? prefixSuccessor(prefix) : undefined;
-    const page: ListPage = { objects: [], commonPrefixes: [], isTruncated: false };
-    if (maxKeys === 0) return page;
-    let bound = query.after;
-    let inclusive = false;
-    if (compareKeys(prefix, query.after) > 0) {
-      bound = prefix;
-      inclusive = true;
-    }
-    let count = 0;
-    let common: string | undefined;
-    while (true) {
-      let skipRun = 0;
-      let reseek = false;
-      for (const row of this.#scan(bucket, { bound, inclusive, upper })) {
-        const key = row.key as string;
-        if (common !== undefined && key.startsWith(common)) {
-          if (++skipRun > SKIP_RUN_BEFORE_SEEK) {
-            reseek = true;
-            break;
-          }
-          continue;
-        }
-        common = undefined;
-        const cut = delimiter ? key.indexOf(delimiter, prefix.length) : -1;
-        if (cut >= 0) {
-          common = key.slice(0, cut + delimiter.length);
-          skipRun = 0;
-          // A common prefix that holds the marker was returned on an earlier page.
-          if (query.after.startsWith(common)) continue;
-          if (count === maxKeys) return { ...page, isTruncated: true };
-          page.commonPrefixes.push(common);
-          page.lastReturned = common;
-          count++;
-          continue;
-        }
-        if (row.delete_marker === 1) continue;
-        if (count === maxKeys) return { ...page, isTruncated: true };
-        page.objects.push(toVersion(row));
-        page.lastReturned = key;
-        count++;
-      }
-      if (!reseek || common === undefined) return page;
-      const next = prefixSuccessor(common);
-      if (next === undefined) return page;
-      bound = next;
-      inclusive = true;
-    }
-  }
-
-  #scan(
-    bucket: string,
-    opts: { bound: string; inclusive: boolean; upper?: string },
-  ): IterableIterator<Row> {
-    const lower = opts.inclusive ? "key >= ?" : "key > ?";
-    const upper = opts.upper === undefined ? "" : " AND key < ?";
-    const sql = `SELECT ${VERSION_COLUMNS} FROM versions ` +
-      `WHERE bucket = ? AND is_latest = 1 AND ${lower}${upper} ORDER BY key`;
-    const args: SQLInputValue[] = [bucket, opts.bound];
-    if (opts.upper !== undefined) args.push(opts.upper);
-    return this.#stmt(sql).iterate(...args) as IterableIterator<Row>;
+    return Promise.resolve(listCurrent((sql) => this.#stmt(sql), bucket, query));
   }
 
   isBlobReferenced(id: string): Promise<boolean> {

@@ -118,3 +118,33 @@ Deno.test("null version is replaced and reported as displaced", async () => {
   assertEquals(await meta.deleteBucket("b"), "missing");
   await meta.close();
 });
+
+Deno.test("listing seeks past long common prefixes and pages through them", async () => {
+  const keys: string[] = [];
+  for (let f = 0; f < 5; f++) {
+    for (let i = 0; i < 150; i++) keys.push(`f${f}/k${String(i).padStart(3, "0")}`);
+    keys.push(`f${f}x`);
+  }
+  const meta = await storeWith(keys);
+  for (const maxKeys of [1, 2, 3, 1000]) {
+    const rolled = await listAll(meta, "", "/", maxKeys);
+    assertEquals(
+      rolled.out.sort(compareKeys),
+      [
+        "f0/",
+        "f0x",
+        "f1/",
+        "f1x",
+        "f2/",
+        "f2x",
+        "f3/",
+        "f3x",
+        "f4/",
+        "f4x",
+      ].sort(compareKeys),
+    );
+    const inside = await listAll(meta, "f2/", "/", maxKeys === 1000 ? 1000 : 40);
+    assertEquals(inside.out.length, 150);
+  }
+  await meta.close();
+});

@@ -78,8 +78,17 @@ export interface ListQuery {
   maxKeys: number;
 }
 
+/** What a listing shows of an object: no metadata documents, no bytes. */
+export interface ListEntry {
+  key: string;
+  size: number;
+  etag: string;
+  lastModified: number;
+  owner: string;
+}
+
 export interface ListPage {
-  objects: ObjectVersion[];
+  objects: ListEntry[];
   commonPrefixes: string[];
   isTruncated: boolean;
   /** The last key or common prefix returned; resume after it. */
