@@ -11,7 +11,10 @@ import { InFlight } from "./src/http/in_flight.ts";
 import { log, setLogLevel } from "./src/log.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
-import { BlobStore } from "./src/storage/blob_store.ts";
+import { ChunkStore } from "./src/storage/chunk_store.ts";
+import { openDrives } from "./src/storage/drives.ts";
+import { sweepDrives } from "./src/storage/sweep.ts";
+import { startScrubber } from "./src/workers/scrubber.ts";
 
 /** How long shutdown waits for running requests (uploads) before closing anyway. */
 const SHUTDOWN_DRAIN_MS = 60_000;
@@ -40,9 +43,28 @@ async function main(): Promise<void> {
     console.log(`  secret key / password: ${admin.password}`);
   }
   const meta = new SqliteMetaStore(join(config.dataDir, "meta.db"));
-  const blobs = new BlobStore(config.dataDir);
-  await blobs.init();
-  const layer = new ObjectLayer(meta, blobs, config.inlineMax);
+  const drives = await openDrives(
+    config.dataDirs,
+    (uuid, path) => meta.driveId(uuid, path),
+    (message) => log("warn", message),
+  );
+  const chunks = new ChunkStore(meta, {
+    drives,
+    layout: config.erasure,
+    compression: config.compression,
+    dedup: config.dedup,
+  });
+  const layer = new ObjectLayer(meta, chunks, {
+    inlineMax: config.inlineMax,
+    chunkSize: config.chunkSize,
+  });
+  log("info", "Storage", {
+    drives: drives.list.map((d) => d.path),
+    erasure: `${config.erasure.dataShards}+${config.erasure.parityShards}`,
+    chunkSize: config.chunkSize,
+    compression: config.compression,
+    dedup: config.dedup,
+  });
   const inFlight = new InFlight();
   const sealer = new SecretSealer(await loadMasterKey(config.dataDir, config.masterKey));
   const handler = createHandler({
@@ -62,8 +84,9 @@ async function main(): Promise<void> {
     },
   }, handler);
 
-  const sweep = layer.sweep(startedAt).then(
-    (found) => log("info", "Start-up sweep finished", found),
+  const scrubber = startScrubber(chunks, config.scrubInterval);
+  const sweep = sweepDrives(chunks, startedAt).then(
+    (found) => log("info", "Start-up sweep finished", { ...found }),
     (err) => log("error", "Start-up sweep failed", { error: String(err) }),
   );
 
@@ -74,6 +97,7 @@ async function main(): Promise<void> {
     log("info", "Shutting down", { signal });
     await inFlight.drain(SHUTDOWN_DRAIN_MS);
     await server.shutdown();
+    await scrubber.stop();
     await sweep;
     await meta.close();
     log("info", "Stopped");

@@ -17,6 +17,37 @@ export interface Config {
   masterKey?: Uint8Array;
   /** Lifetime of bearer tokens of the presigned-URL service, in seconds. */
   tokenTtl: number;
+  /** Directories shards are spread over, one per drive (STORE_DATA_DIRS; default: dataDir). */
+  dataDirs: string[];
+  /** Erasure-coding layout of new chunks (STORE_EC, `k+m`); default from the drive count. */
+  erasure: { dataShards: number; parityShards: number };
+  /** Plaintext bytes per chunk. */
+  chunkSize: number;
+  compression: "auto" | "on" | "off";
+  dedup: boolean;
+  /** Seconds between background scrubs; 0 turns the periodic scrub off. */
+  scrubInterval: number;
+}
+
+/** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
+export function defaultErasure(drives: number): { dataShards: number; parityShards: number } {
+  if (drives <= 1) return { dataShards: 1, parityShards: 0 };
+  if (drives === 2) return { dataShards: 1, parityShards: 1 };
+  if (drives === 3) return { dataShards: 2, parityShards: 1 };
+  const parity = Math.min(4, Math.max(2, Math.floor(drives / 3)));
+  return { dataShards: Math.min(16, drives - parity), parityShards: parity };
+}
+
+function erasureSetting(env: Env, drives: number): { dataShards: number; parityShards: number } {
+  const raw = env("STORE_EC");
+  if (raw === undefined || raw === "") return defaultErasure(drives);
+  const m = /^(\d+)\+(\d+)$/.exec(raw);
+  if (!m || +m[1] < 1 || +m[1] > 32 || +m[2] > 16 || +m[1] + +m[2] > 48) {
+    throw new ConfigError(
+      `STORE_EC must be k+m with 1 <= k <= 32, 0 <= m <= 16 and k+m <= 48, got "${raw}"`,
+    );
+  }
+  return { dataShards: +m[1], parityShards: +m[2] };
 }
 
 export class ConfigError extends Error {}
@@ -68,10 +99,18 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
   if (rawMasterKey !== undefined && !masterKey) {
     throw new ConfigError("STORE_MASTER_KEY must be 64 hex characters or the base64 of 32 bytes");
   }
+  const dataDir = env("STORE_DATA_DIR") || undefined;
+  const dataDirs = (env("STORE_DATA_DIRS") ?? "").split(",").map((d) => d.trim()).filter((d) => d);
+  if (new Set(dataDirs).size !== dataDirs.length) {
+    throw new ConfigError("STORE_DATA_DIRS lists a directory twice");
+  }
+  const metaDir = dataDir ?? dataDirs[0] ?? "./data";
+  const drives = dataDirs.length > 0 ? dataDirs : [metaDir];
+  const dedup = choiceSetting(env, "STORE_DEDUP", ["on", "off"], "on");
   return {
     address: env("STORE_ADDRESS") || "0.0.0.0",
     port: intSetting(env, "STORE_PORT", 9000, 0, 65535),
-    dataDir: env("STORE_DATA_DIR") || "./data",
+    dataDir: metaDir,
     region,
     dialect: choiceSetting(env, "STORE_DIALECT", ["store", "amz"], "store"),
     adminUser,
@@ -80,5 +119,11 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
     logLevel: choiceSetting(env, "STORE_LOG_LEVEL", ["debug", "info", "warn", "error"], "info"),
     masterKey,
     tokenTtl: intSetting(env, "STORE_TOKEN_TTL", 3600, 60, 7 * 24 * 3600),
+    dataDirs: drives,
+    erasure: erasureSetting(env, drives.length),
+    chunkSize: intSetting(env, "STORE_CHUNK_SIZE", 4 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024),
+    compression: choiceSetting(env, "STORE_COMPRESSION", ["auto", "on", "off"], "auto"),
+    dedup: dedup === "on",
+    scrubInterval: intSetting(env, "STORE_SCRUB_INTERVAL", 7 * 24 * 3600, 0, 365 * 24 * 3600),
   };
 }

@@ -119,6 +119,7 @@ export const copyObject: Handler = async (ctx) => {
     owner: ctx.principal.id,
     acl: await newObjectAcl(ctx),
     replace,
+    shareChunks: src.sse === undefined,
   });
   const result = xmlResult(
     xmlDocument(

@@ -33,10 +33,19 @@ function encoderFor(query: URLSearchParams): (s: string) => string {
   return (s) => encodeURIComponent(s).replace(/%2F/g, "/");
 }
 
+/** Owner display names of a page, looked up once per distinct owner. */
+async function ownerNames(ctx: RequestContext, page: ListPage): Promise<Map<string, string>> {
+  const names = new Map<string, string>();
+  for (const o of page.objects) {
+    if (!names.has(o.owner)) names.set(o.owner, await ctx.credentials.ownerName(o.owner));
+  }
+  return names;
+}
+
 function contents(
   o: ListEntry,
   enc: (s: string) => string,
-  withOwner: boolean,
+  owners: Map<string, string> | undefined,
 ): string {
   return el(
     "Contents",
@@ -44,7 +53,9 @@ function contents(
     text("LastModified", isoDate(o.lastModified)),
     text("ETag", o.etag),
     text("Size", o.size),
-    withOwner ? el("Owner", text("ID", o.owner), text("DisplayName", o.owner)) : "",
+    owners
+      ? el("Owner", text("ID", o.owner), text("DisplayName", owners.get(o.owner) ?? o.owner))
+      : "",
     text("StorageClass", "STANDARD"),
   );
 }
@@ -71,6 +82,7 @@ export const listObjectsV1: Handler = async (ctx) => {
     after: marker,
     maxKeys,
   });
+  const owners = await ownerNames(ctx, page);
   const body = [
     text("Name", ctx.bucket),
     text("Prefix", enc(prefix)),
@@ -82,7 +94,7 @@ export const listObjectsV1: Handler = async (ctx) => {
       ? text("NextMarker", enc(page.lastReturned))
       : "",
     ctx.query.has("encoding-type") ? text("EncodingType", "url") : "",
-    ...page.objects.map((o) => contents(o, enc, true)),
+    ...page.objects.map((o) => contents(o, enc, owners)),
     commonPrefixes(page, enc),
   ];
   return xmlResult(xmlDocument("ListBucketResult", ctx.dialect.xmlns, body.join("")));
@@ -118,6 +130,7 @@ export const listObjectsV2: Handler = async (ctx) => {
   const fetchOwner = ctx.query.get("fetch-owner") === "true";
   const after = token !== null ? decodeToken(token) : startAfter;
   const page = await ctx.layer.listObjects(ctx.bucket, { prefix, delimiter, after, maxKeys });
+  const owners = fetchOwner ? await ownerNames(ctx, page) : undefined;
   const body = [
     text("Name", ctx.bucket),
     text("Prefix", enc(prefix)),
@@ -131,7 +144,7 @@ export const listObjectsV2: Handler = async (ctx) => {
       : "",
     startAfter ? text("StartAfter", enc(startAfter)) : "",
     ctx.query.has("encoding-type") ? text("EncodingType", "url") : "",
-    ...page.objects.map((o) => contents(o, enc, fetchOwner)),
+    ...page.objects.map((o) => contents(o, enc, owners)),
     commonPrefixes(page, enc),
   ];
   return xmlResult(xmlDocument("ListBucketResult", ctx.dialect.xmlns, body.join("")));

@@ -1,5 +1,6 @@
 // Loading an object for a caller whose access may hinge on the object's own ACL.
 import { accessDenied } from "../auth/access.ts";
+import { OPERATION_RULES } from "../auth/actions.ts";
 import type { Permission } from "../auth/acl.ts";
 import { S3Error } from "../http/errors.ts";
 import type { ObjectVersion } from "../meta/store.ts";
@@ -13,8 +14,25 @@ export function versionIdParam(ctx: RequestContext): string | undefined {
 }
 
 /**
+ * Whether the caller may list the bucket: only then does a missing key answer NoSuchKey, so
+ * that reads cannot be used to probe which keys exist.
+ */
+async function mayList(ctx: RequestContext): Promise<boolean> {
+  if (ctx.verdict === "object-acl") return false;
+  try {
+    const bucket = await ctx.layer.meta.getBucket(ctx.bucket);
+    return await ctx.access.decideRule(ctx.principal, OPERATION_RULES.ListObjects, {
+      bucket,
+      facts: ctx.facts,
+    }) === "allow";
+  } catch {
+    return false;
+  }
+}
+
+/**
  * The addressed version, when the caller may act on it with `permission`. A caller allowed only
- * by object ACLs learns nothing about keys it cannot read: a missing key is AccessDenied too.
+ * without the right to list the bucket learns nothing about keys: a missing key is AccessDenied.
  */
 export async function readableVersion(
   ctx: RequestContext,
@@ -24,8 +42,8 @@ export async function readableVersion(
   try {
     version = await ctx.layer.headObject(ctx.bucket, ctx.key, versionIdParam(ctx));
   } catch (err) {
-    if (ctx.verdict === "object-acl" && err instanceof S3Error && err.status === 404) {
-      throw accessDenied();
+    if (err instanceof S3Error && (err.code === "NoSuchKey" || err.code === "NoSuchVersion")) {
+      if (!(await mayList(ctx))) throw accessDenied();
     }
     throw err;
   }

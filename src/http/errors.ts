@@ -18,6 +18,7 @@ const STATUS: Record<string, number> = {
   InvalidArgument: 400,
   InvalidBucketName: 400,
   InvalidDigest: 400,
+  InvalidEncryptionAlgorithmError: 400,
   InvalidLocationConstraint: 400,
   InvalidRange: 416,
   InvalidRequest: 400,

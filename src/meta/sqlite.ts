@@ -2,10 +2,12 @@
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { listCurrent } from "./sqlite_list.ts";
 import { MIGRATIONS } from "./sqlite_schema.ts";
+import { SqliteChunks } from "./sqlite_chunks.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import type {
   BucketConfigKind,
   BucketRecord,
+  ChunkRecord,
   DataRef,
   ListPage,
   ListQuery,
@@ -14,6 +16,7 @@ import type {
   PutResult,
   TokenRecord,
   UserRecord,
+  VersionChunk,
 } from "./store.ts";
 
 export class MissingBucketError extends Error {
@@ -26,7 +29,7 @@ type Row = Record<string, SQLInputValue>;
 
 const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
-  "user_meta, headers, owner, blob_id, acl";
+  "user_meta, headers, owner, vid, chunked, sse, acl";
 
 function toBucket(row: Row): BucketRecord {
   return {
@@ -41,7 +44,7 @@ function toBucket(row: Row): BucketRecord {
 
 function toVersion(row: Row): ObjectVersion {
   let data: DataRef = { kind: "none" };
-  if (row.blob_id) data = { kind: "blob", id: row.blob_id as string };
+  if (row.chunked === 1) data = { kind: "chunks", vid: row.vid as number };
   else if (row.inline_data) data = { kind: "inline", bytes: row.inline_data as Uint8Array };
   return {
     bucket: row.bucket as string,
@@ -57,6 +60,7 @@ function toVersion(row: Row): ObjectVersion {
     owner: row.owner as string,
     data,
     acl: (row.acl as string | null) ?? undefined,
+    sse: (row.sse as string | null) ?? undefined,
   };
 }
 
@@ -64,6 +68,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #db: DatabaseSync;
   readonly #stmts = new Map<string, StatementSync>();
   readonly #users: SqliteUsers;
+  readonly #chunks: SqliteChunks;
 
   constructor(path: string) {
     this.#db = new DatabaseSync(path);
@@ -74,6 +79,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#db.exec("PRAGMA foreign_keys = ON");
     this.#migrate();
     this.#users = new SqliteUsers((sql) => this.#stmt(sql), (fn) => this.#tx(fn));
+    this.#chunks = new SqliteChunks((sql) => this.#stmt(sql));
   }
 
   #migrate(): void {
@@ -137,17 +143,22 @@ export class SqliteMetaStore implements MetaStore {
     }));
   }
 
-  putObjectVersion(v: ObjectVersion): Promise<PutResult> {
+  putObjectVersion(v: ObjectVersion, chunks: VersionChunk[] = []): Promise<PutResult> {
     return Promise.resolve(this.#tx(() => {
       if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(v.bucket)) {
         throw new MissingBucketError(v.bucket);
       }
       const displaced: ObjectVersion[] = [];
+      const freed: ChunkRecord[] = [];
       const old = this.#stmt(
         `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
       ).get(v.bucket, v.key, v.versionId) as Row | undefined;
       if (old) {
-        displaced.push(toVersion(old));
+        const oldVersion = toVersion(old);
+        displaced.push(oldVersion);
+        if (oldVersion.data.kind === "chunks") {
+          freed.push(...this.#chunks.dropRefs(oldVersion.data.vid));
+        }
         this.#stmt("DELETE FROM versions WHERE bucket = ? AND key = ? AND version_id = ?")
           .run(v.bucket, v.key, v.versionId);
       }
@@ -157,29 +168,38 @@ export class SqliteMetaStore implements MetaStore {
       const seq = (this.#stmt(
         "SELECT coalesce(max(seq), 0) + 1 AS seq FROM versions WHERE bucket = ? AND key = ?",
       ).get(v.bucket, v.key) as Row).seq as number;
-      this.#stmt(
-        "INSERT INTO versions (bucket, key, seq, version_id, is_latest, delete_marker, size, etag, " +
-          "last_modified, content_type, user_meta, headers, owner, inline_data, blob_id, acl) " +
-          "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      ).run(
-        v.bucket,
-        v.key,
-        seq,
-        v.versionId,
-        v.deleteMarker ? 1 : 0,
-        v.size,
-        v.etag,
-        v.lastModified,
-        v.contentType,
-        JSON.stringify(v.userMeta),
-        JSON.stringify(v.headers),
-        v.owner,
-        v.data.kind === "inline" ? v.data.bytes : null,
-        v.data.kind === "blob" ? v.data.id : null,
-        v.acl ?? null,
-      );
-      return { displaced };
+      const vid = this.#chunks.nextVid();
+      this.#insertVersion(v, { seq, vid, chunked: chunks.length > 0 || v.data.kind === "chunks" });
+      if (chunks.length > 0) this.#chunks.addRefs(vid, chunks);
+      // Chunks that were freed and re-referenced in this same write stay.
+      return { displaced, freed: freed.filter((c) => !this.#chunks.hasChunk(c.id)) };
     }));
+  }
+
+  #insertVersion(v: ObjectVersion, opts: { seq: number; vid: number; chunked: boolean }): void {
+    this.#stmt(
+      "INSERT INTO versions (bucket, key, seq, version_id, is_latest, delete_marker, size, etag, " +
+        "last_modified, content_type, user_meta, headers, owner, inline_data, acl, vid, chunked, " +
+        "sse) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    ).run(
+      v.bucket,
+      v.key,
+      opts.seq,
+      v.versionId,
+      v.deleteMarker ? 1 : 0,
+      v.size,
+      v.etag,
+      v.lastModified,
+      v.contentType,
+      JSON.stringify(v.userMeta),
+      JSON.stringify(v.headers),
+      v.owner,
+      v.data.kind === "inline" ? v.data.bytes : null,
+      v.acl ?? null,
+      opts.vid,
+      opts.chunked ? 1 : 0,
+      v.sse ?? null,
+    );
   }
 
   getObjectVersion(
@@ -202,13 +222,14 @@ export class SqliteMetaStore implements MetaStore {
     bucket: string,
     key: string,
     versionId: string,
-  ): Promise<ObjectVersion | undefined> {
+  ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }> {
     return Promise.resolve(this.#tx(() => {
       const row = this.#stmt(
         `SELECT ${VERSION_COLUMNS}, is_latest FROM versions ` +
           "WHERE bucket = ? AND key = ? AND version_id = ?",
       ).get(bucket, key, versionId) as Row | undefined;
-      if (!row) return undefined;
+      if (!row) return { freed: [] };
+      const removed = toVersion(row);
       this.#stmt("DELETE FROM versions WHERE bucket = ? AND key = ? AND version_id = ?")
         .run(bucket, key, versionId);
       if (row.is_latest === 1) {
@@ -217,18 +238,33 @@ export class SqliteMetaStore implements MetaStore {
             "(SELECT max(seq) FROM versions WHERE bucket = ? AND key = ?)",
         ).run(bucket, key, bucket, key);
       }
-      return toVersion(row);
+      const freed = removed.data.kind === "chunks" ? this.#chunks.dropRefs(removed.data.vid) : [];
+      return { removed, freed };
     }));
+  }
+
+  versionChunks(vid: number, range?: { from: number; to: number }): Promise<VersionChunk[]> {
+    return Promise.resolve(this.#chunks.versionChunks(vid, range));
+  }
+
+  hasChunk(id: string): Promise<boolean> {
+    return Promise.resolve(this.#chunks.hasChunk(id));
+  }
+
+  getChunk(id: string): Promise<ChunkRecord | undefined> {
+    return Promise.resolve(this.#chunks.getChunk(id));
+  }
+
+  listChunks(after: string, limit: number): Promise<ChunkRecord[]> {
+    return Promise.resolve(this.#chunks.listChunks(after, limit));
+  }
+
+  driveId(uuid: string, path: string): Promise<number> {
+    return Promise.resolve(this.#chunks.driveId(uuid, path));
   }
 
   listObjects(bucket: string, query: ListQuery): Promise<ListPage> {
     return Promise.resolve(listCurrent((sql) => this.#stmt(sql), bucket, query));
-  }
-
-  isBlobReferenced(id: string): Promise<boolean> {
-    return Promise.resolve(
-      this.#stmt("SELECT 1 FROM versions WHERE blob_id = ? LIMIT 1").get(id) !== undefined,
-    );
   }
 
   getBucketConfig(bucket: string, kind: BucketConfigKind): Promise<string | undefined> {

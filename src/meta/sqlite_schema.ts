@@ -81,4 +81,46 @@ export const MIGRATIONS: string[] = [
   -- Per-version ACL (JSON); NULL means the default private ACL of the object's owner.
   ALTER TABLE versions ADD COLUMN acl TEXT;
   `,
+  `
+  -- Content-addressed chunks: one row per stored chunk, counted by the object versions (and,
+  -- later, multipart parts) that refer to it. Each chunk is k data + m parity shards; shard i
+  -- lives on drive drives[i] (ids from the drives table).
+  CREATE TABLE chunks (
+    id TEXT PRIMARY KEY,
+    refcount INTEGER NOT NULL,
+    plain_size INTEGER NOT NULL,
+    stored_size INTEGER NOT NULL,
+    compression TEXT NOT NULL,
+    encrypted INTEGER NOT NULL,
+    data_shards INTEGER NOT NULL,
+    parity_shards INTEGER NOT NULL,
+    drives TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  );
+
+  -- The chunks of a version, in order, with their plaintext offsets (parts may differ in size).
+  CREATE TABLE version_chunks (
+    version_id INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    chunk_id TEXT NOT NULL,
+    offset INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    PRIMARY KEY (version_id, idx)
+  );
+  CREATE INDEX version_chunks_by_offset ON version_chunks(version_id, offset);
+
+  -- Drives known to this server: a stable small id for each drive directory's identity.
+  CREATE TABLE drives (
+    id INTEGER PRIMARY KEY,
+    uuid TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL
+  );
+
+  -- Versions gain a stable id for version_chunks (rowids may change on VACUUM), a flag for
+  -- chunked data, and the SSE record (JSON).
+  ALTER TABLE versions ADD COLUMN vid INTEGER;
+  CREATE UNIQUE INDEX versions_by_vid ON versions(vid);
+  ALTER TABLE versions ADD COLUMN chunked INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE versions ADD COLUMN sse TEXT;
+  `,
 ];

@@ -96,24 +96,51 @@ Deno.test("delete markers are not listed and deleting the newest restores the pr
   await meta.putObjectVersion(version("b", { versionId: "v2", deleteMarker: true }));
   let page = await meta.listObjects("b", { prefix: "", delimiter: "", after: "", maxKeys: 10 });
   assertEquals(page.objects.map((o) => o.key), ["a", "c"]);
-  const removed = await meta.deleteObjectVersion("b", "b", "v2");
+  const { removed } = await meta.deleteObjectVersion("b", "b", "v2");
   assertEquals(removed?.deleteMarker, true);
   page = await meta.listObjects("b", { prefix: "", delimiter: "", after: "", maxKeys: 10 });
   assertEquals(page.objects.map((o) => o.key), ["a", "b", "c"]);
   await meta.close();
 });
 
-Deno.test("null version is replaced and reported as displaced", async () => {
+function chunk(id: string) {
+  return {
+    id,
+    plainSize: 10,
+    storedSize: 10,
+    compression: "none" as const,
+    encrypted: false,
+    dataShards: 1,
+    parityShards: 0,
+    drives: [1],
+  };
+}
+
+Deno.test("chunk reference counts follow versions: shared, replaced, deleted", async () => {
   const meta = await storeWith([]);
-  await meta.putObjectVersion(version("k", { data: { kind: "blob", id: "one" } }));
-  const { displaced } = await meta.putObjectVersion(
-    version("k", { data: { kind: "blob", id: "two" } }),
-  );
-  assertEquals(displaced.map((d) => d.data), [{ kind: "blob", id: "one" }]);
-  assertEquals(await meta.isBlobReferenced("one"), false);
-  assertEquals(await meta.isBlobReferenced("two"), true);
+  const chunked = { data: { kind: "chunks" as const, vid: 0 } };
+  const refs = (...ids: string[]) =>
+    ids.map((id, i) => ({ chunk: chunk(id), offset: i * 10, size: 10 }));
+  await meta.putObjectVersion(version("a", chunked), refs("c1", "c2"));
+  await meta.putObjectVersion(version("b", chunked), refs("c2", "c3"));
+  // Overwriting "a" drops c1 (only "a" had it) but keeps c2 (shared with "b").
+  const replaced = await meta.putObjectVersion(version("a", chunked), refs("c4"));
+  assertEquals(replaced.freed.map((c) => c.id), ["c1"]);
+  assertEquals(replaced.displaced.length, 1);
+  assertEquals(await meta.hasChunk("c2"), true);
+  // Re-referencing a chunk in the same write keeps it.
+  const same = await meta.putObjectVersion(version("a", chunked), refs("c4"));
+  assertEquals(same.freed, []);
+  const current = await meta.getObjectVersion("b", "b");
+  if (current?.data.kind !== "chunks") throw new Error("chunked version expected");
+  const listed = await meta.versionChunks(current.data.vid, { from: 10, to: 11 });
+  assertEquals(listed.map((c) => [c.chunk.id, c.offset]), [["c3", 10]]);
   assertEquals(await meta.deleteBucket("b"), "not_empty");
-  await meta.deleteObjectVersion("b", "k", "null");
+  const gone = await meta.deleteObjectVersion("b", "b", "null");
+  assertEquals(gone.freed.map((c) => c.id).sort(), ["c2", "c3"]);
+  const last = await meta.deleteObjectVersion("b", "a", "null");
+  assertEquals(last.freed.map((c) => c.id), ["c4"]);
+  assertEquals(await meta.listChunks("", 10), []);
   assertEquals(await meta.deleteBucket("b"), "deleted");
   assertEquals(await meta.deleteBucket("b"), "missing");
   await meta.close();

@@ -11,11 +11,31 @@ export interface BucketRecord {
   objectLock: boolean;
 }
 
-/** Where an object version's bytes live. */
+/** Where an object version's bytes live: inline in the row, or in chunks (see version_chunks). */
 export type DataRef =
   | { kind: "inline"; bytes: Uint8Array }
-  | { kind: "blob"; id: string }
+  | { kind: "chunks"; vid: number }
   | { kind: "none" };
+
+/** A stored chunk: how it was encoded and where its shards are. */
+export interface ChunkRecord {
+  id: string;
+  plainSize: number;
+  storedSize: number;
+  compression: "none" | "zstd";
+  encrypted: boolean;
+  dataShards: number;
+  parityShards: number;
+  /** Drive id of each shard, data shards first. */
+  drives: number[];
+}
+
+/** One chunk of a version: the chunk and the plaintext range of the object it holds. */
+export interface VersionChunk {
+  chunk: ChunkRecord;
+  offset: number;
+  size: number;
+}
 
 export interface ObjectVersion {
   bucket: string;
@@ -36,6 +56,8 @@ export interface ObjectVersion {
   data: DataRef;
   /** ACL as stored JSON; undefined means the default private ACL of the owner. */
   acl?: string;
+  /** Server-side encryption record as stored JSON; undefined when not encrypted. */
+  sse?: string;
 }
 
 export type BucketPermission = "read" | "write" | "readwrite" | "none";
@@ -96,8 +118,10 @@ export interface ListPage {
 }
 
 export interface PutResult {
-  /** Versions displaced by the write whose data must now be freed. */
+  /** Versions displaced by the write. */
   displaced: ObjectVersion[];
+  /** Chunks no version refers to any more: their shards may be deleted. */
+  freed: ChunkRecord[];
 }
 
 export interface MetaStore {
@@ -108,10 +132,11 @@ export interface MetaStore {
   deleteBucket(name: string): Promise<"deleted" | "not_empty" | "missing">;
 
   /**
-   * Makes `version` the current version of its key in one transaction. When it is the
-   * "null" version, the previous "null" version of the key is replaced.
+   * Makes `version` the current version of its key in one transaction, with its chunks (whose
+   * reference counts rise, new chunks being recorded). When it is the "null" version, the
+   * previous "null" version of the key is replaced and its chunk references dropped.
    */
-  putObjectVersion(version: ObjectVersion): Promise<PutResult>;
+  putObjectVersion(version: ObjectVersion, chunks?: VersionChunk[]): Promise<PutResult>;
   /** The current version (no id given) or a specific one. */
   getObjectVersion(
     bucket: string,
@@ -123,11 +148,18 @@ export interface MetaStore {
     bucket: string,
     key: string,
     versionId: string,
-  ): Promise<ObjectVersion | undefined>;
+  ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }>;
+  /** The chunks of a chunked version that overlap the plaintext range [from, to). */
+  versionChunks(vid: number, range?: { from: number; to: number }): Promise<VersionChunk[]>;
+  /** True while a chunk row exists (some version refers to it). */
+  hasChunk(id: string): Promise<boolean>;
+  getChunk(id: string): Promise<ChunkRecord | undefined>;
+  /** Every chunk record, in id order from `after` (scrub and sweep walk them in pages). */
+  listChunks(after: string, limit: number): Promise<ChunkRecord[]>;
+  /** A stable small id for a drive identity, assigned on first sight. */
+  driveId(uuid: string, path: string): Promise<number>;
   /** Current, non-deleted objects in key order, rolling keys up into common prefixes. */
   listObjects(bucket: string, query: ListQuery): Promise<ListPage>;
-  /** True when some version still refers to the blob (used by the orphan sweep). */
-  isBlobReferenced(id: string): Promise<boolean>;
 
   getBucketConfig(bucket: string, kind: BucketConfigKind): Promise<string | undefined>;
   putBucketConfig(bucket: string, kind: BucketConfigKind, value: string): Promise<void>;

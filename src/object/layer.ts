@@ -1,17 +1,29 @@
 // The object layer: the only code that combines metadata and stored bytes.
-import { createHash } from "node:crypto";
 import { S3Error } from "../http/errors.ts";
 import { MissingBucketError } from "../meta/sqlite.ts";
-import type { BucketRecord, ListPage, ListQuery, MetaStore, ObjectVersion } from "../meta/store.ts";
-import { type BlobStore, type BlobWriter, isDiskFull } from "../storage/blob_store.ts";
+import type {
+  BucketRecord,
+  ListPage,
+  ListQuery,
+  MetaStore,
+  ObjectVersion,
+  VersionChunk,
+} from "../meta/store.ts";
+import { ChunkLostError, type ChunkStore } from "../storage/chunk_store.ts";
+import { ChunkIntegrityError } from "../storage/codec.ts";
+import { isDiskFull } from "../storage/disk_errors.ts";
+import { chunkStream } from "./read_stream.ts";
+import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
+
+export type { BodyCheck };
 
 export const MAX_PUT_SIZE = 5 * 1024 ** 3;
 
-/** Something that watches the body go by and may refuse it at the end (checksums). */
-export interface BodyCheck {
-  update(chunk: Uint8Array): void;
-  /** Throws an S3Error when the body does not match. */
-  finish(): void;
+/** Encryption of a new version: the key to encode with and the record to store. */
+export interface Encryption {
+  key: CryptoKey;
+  /** SSE record JSON kept with the version. */
+  record: string;
 }
 
 export interface PutInput {
@@ -27,6 +39,7 @@ export interface PutInput {
   checks?: BodyCheck[];
   /** Stored ACL JSON; undefined means private to the owner. */
   acl?: string;
+  encryption?: Encryption;
 }
 
 export interface ReadResult {
@@ -36,6 +49,8 @@ export interface ReadResult {
 
 export interface CopyInput {
   source: ObjectVersion;
+  /** Key to decrypt the source with, when it is encrypted. */
+  sourceKey?: CryptoKey;
   bucket: string;
   key: string;
   owner: string;
@@ -46,6 +61,10 @@ export interface CopyInput {
     userMeta: Record<string, string>;
     headers: Record<string, string>;
   };
+  /** Encryption of the copy; with `shareChunks` the source's chunks are reused as they are. */
+  encryption?: Encryption;
+  /** True when the copy may refer to the source's chunks (same encryption or none). */
+  shareChunks: boolean;
 }
 
 function noSuchBucket(bucket: string): S3Error {
@@ -54,11 +73,18 @@ function noSuchBucket(bucket: string): S3Error {
   });
 }
 
+function tooLarge(): S3Error {
+  return new S3Error(
+    "EntityTooLarge",
+    "Your proposed upload exceeds the maximum allowed object size.",
+  );
+}
+
 export class ObjectLayer {
   constructor(
     readonly meta: MetaStore,
-    readonly blobs: BlobStore,
-    readonly inlineMax: number,
+    readonly chunks: ChunkStore,
+    readonly limits: { inlineMax: number; chunkSize: number },
   ) {}
 
   async requireBucket(name: string): Promise<BucketRecord> {
@@ -68,65 +94,22 @@ export class ObjectLayer {
   }
 
   /**
-   * Streams the body into storage (inline when small), verifies digests, then commits the new
-   * version. Bytes are durable before the metadata that makes them visible.
+   * Streams the body into storage, verifies digests, then commits the new version. Every chunk
+   * is durable before the metadata that makes it visible.
    */
   async putObject(input: PutInput): Promise<ObjectVersion> {
     await this.requireBucket(input.bucket);
-    const md5 = createHash("md5");
-    const pending: Uint8Array[] = [];
-    let pendingSize = 0;
-    let writer: BlobWriter | undefined;
+    let written;
     try {
-      for await (const chunk of input.body) {
-        md5.update(chunk);
-        for (const c of input.checks ?? []) c.update(chunk);
-        if (writer) {
-          if (writer.size + chunk.byteLength > MAX_PUT_SIZE) throw tooLarge();
-          await writer.write(chunk);
-          continue;
-        }
-        pending.push(chunk);
-        pendingSize += chunk.byteLength;
-        if (pendingSize > this.inlineMax) {
-          writer = await this.blobs.create();
-          for (const p of pending) await writer.write(p);
-          pending.length = 0;
-        }
-      }
-      const digest = md5.digest();
-      if (input.contentMd5 !== undefined && digest.toString("base64") !== input.contentMd5) {
-        throw new S3Error(
-          "BadDigest",
-          "The Content-MD5 you specified did not match what we received.",
-        );
-      }
-      for (const c of input.checks ?? []) c.finish();
-      if (writer) await writer.commit();
-      const version: ObjectVersion = {
-        bucket: input.bucket,
-        key: input.key,
-        versionId: "null",
-        deleteMarker: false,
-        size: writer ? writer.size : pendingSize,
-        etag: `"${digest.toString("hex")}"`,
-        lastModified: Date.now(),
-        contentType: input.contentType,
-        userMeta: input.userMeta,
-        headers: input.headers,
-        owner: input.owner,
-        acl: input.acl,
-        data: writer
-          ? { kind: "blob", id: writer.id }
-          : { kind: "inline", bytes: concat(pending, pendingSize) },
-      };
-      await this.#commit(version);
-      return version;
+      written = await writeBody(input.body, this.chunks, {
+        inlineMax: this.limits.inlineMax,
+        chunkSize: this.limits.chunkSize,
+        key: input.encryption?.key,
+        checks: input.checks,
+        maxSize: MAX_PUT_SIZE,
+        tooLarge,
+      });
     } catch (err) {
-      if (writer) {
-        await writer.abort();
-        await this.blobs.remove(writer.id);
-      }
       if (isDiskFull(err)) {
         throw new S3Error(
           "InsufficientStorage",
@@ -135,21 +118,48 @@ export class ObjectLayer {
       }
       throw err;
     }
+    try {
+      const md5 = btoa(String.fromCharCode(...written.md5));
+      if (input.contentMd5 !== undefined && md5 !== input.contentMd5) {
+        throw new S3Error(
+          "BadDigest",
+          "The Content-MD5 you specified did not match what we received.",
+        );
+      }
+      const version: ObjectVersion = {
+        bucket: input.bucket,
+        key: input.key,
+        versionId: "null",
+        deleteMarker: false,
+        size: written.size,
+        etag: `"${Array.from(written.md5, (b) => b.toString(16).padStart(2, "0")).join("")}"`,
+        lastModified: Date.now(),
+        contentType: input.contentType,
+        userMeta: input.userMeta,
+        headers: input.headers,
+        owner: input.owner,
+        acl: input.acl,
+        sse: input.encryption?.record,
+        data: written.inline
+          ? { kind: "inline", bytes: written.inline }
+          : { kind: "chunks", vid: 0 },
+      };
+      await this.#commit(version, written.chunks);
+      return version;
+    } finally {
+      await releaseAll(this.chunks, written.chunks);
+    }
   }
 
-  /** Records the version; frees the data of whatever it displaced. */
-  async #commit(version: ObjectVersion): Promise<void> {
+  /** Records the version with its chunks; collects the chunks nothing refers to any more. */
+  async #commit(version: ObjectVersion, chunks: VersionChunk[]): Promise<void> {
     try {
-      const { displaced } = await this.meta.putObjectVersion(version);
-      for (const old of displaced) await this.#free(old);
+      const { freed } = await this.meta.putObjectVersion(version, chunks);
+      await this.chunks.collect(freed);
     } catch (err) {
       if (err instanceof MissingBucketError) throw noSuchBucket(version.bucket);
       throw err;
     }
-  }
-
-  async #free(version: ObjectVersion): Promise<void> {
-    if (version.data.kind === "blob") await this.blobs.remove(version.data.id);
   }
 
   /** The version to read, or NoSuchKey / NoSuchVersion. */
@@ -173,26 +183,22 @@ export class ObjectLayer {
   async openObject(
     version: ObjectVersion,
     range?: { offset: number; length: number },
+    key?: CryptoKey,
   ): Promise<ReadResult> {
     const data = version.data;
+    const r = range ?? { offset: 0, length: version.size };
     if (data.kind === "inline") {
-      const bytes = range
-        ? data.bytes.subarray(range.offset, range.offset + range.length)
-        : data.bytes;
-      return { version, body: bytes };
+      return { version, body: data.bytes.subarray(r.offset, r.offset + r.length) };
     }
-    if (data.kind === "none") return { version, body: new Uint8Array(0) };
+    if (data.kind === "none" || r.length === 0) return { version, body: new Uint8Array(0) };
+    const chunks = await this.meta.versionChunks(data.vid, {
+      from: r.offset,
+      to: r.offset + r.length,
+    });
     try {
-      return { version, body: await this.blobs.read(data.id, range) };
+      return { version, body: await chunkStream(this.chunks, chunks, { ...r, key }) };
     } catch (err) {
-      if (!(err instanceof Deno.errors.NotFound)) throw err;
-      // Overwritten between the metadata read and the open: read the newer version instead.
-      const fresh = await this.headObject(version.bucket, version.key);
-      if (fresh.data.kind === "blob" && fresh.data.id === data.id) throw err;
-      return this.openObject(
-        fresh,
-        range && fresh.size >= range.offset + range.length ? range : undefined,
-      );
+      throw readFailure(err, version);
     }
   }
 
@@ -202,66 +208,83 @@ export class ObjectLayer {
     versionId?: string,
   ): Promise<ObjectVersion | undefined> {
     await this.requireBucket(bucket);
-    const removed = await this.meta.deleteObjectVersion(bucket, key, versionId ?? "null");
-    if (removed) await this.#free(removed);
+    const { removed, freed } = await this.meta.deleteObjectVersion(
+      bucket,
+      key,
+      versionId ?? "null",
+    );
+    await this.chunks.collect(freed);
     return removed;
   }
 
-  /** A new version with the source's bytes: inline bytes are copied, blobs are hard-linked. */
+  /**
+   * A new version with the source's bytes. Chunks are shared (no bytes copied) when the
+   * encryption allows it; otherwise the data is decoded and stored again.
+   */
   async copyObject(input: CopyInput): Promise<ObjectVersion> {
     await this.requireBucket(input.bucket);
     const src = input.source;
-    let data = src.data;
-    if (data.kind === "blob") data = { kind: "blob", id: await this.blobs.link(data.id) };
-    const version: ObjectVersion = {
+    const base = {
       bucket: input.bucket,
       key: input.key,
       versionId: "null",
       deleteMarker: false,
-      size: src.size,
-      etag: src.etag,
       lastModified: Date.now(),
       contentType: input.replace?.contentType ?? src.contentType,
       userMeta: input.replace?.userMeta ?? src.userMeta,
       headers: input.replace?.headers ?? src.headers,
       owner: input.owner,
       acl: input.acl,
-      data,
     };
-    try {
-      await this.#commit(version);
-    } catch (err) {
-      if (data.kind === "blob") await this.blobs.remove(data.id);
-      throw err;
+    if (src.data.kind !== "chunks" || !input.shareChunks) {
+      const { body } = await this.openObject(src, undefined, input.sourceKey);
+      const version = await this.putObject({
+        ...base,
+        body: body instanceof Uint8Array ? single(body) : body,
+        encryption: input.encryption,
+      });
+      // The ETag stays the source's: the bytes are the same.
+      return version;
     }
-    return version;
+    const chunks = await this.meta.versionChunks(src.data.vid);
+    for (const c of chunks) await this.chunks.claims.claim(c.chunk.id);
+    try {
+      for (const c of chunks) {
+        if (!(await this.meta.hasChunk(c.chunk.id))) {
+          throw new S3Error("NoSuchKey", "The source object was deleted during the copy.");
+        }
+      }
+      const version: ObjectVersion = {
+        ...base,
+        size: src.size,
+        etag: src.etag,
+        sse: input.encryption?.record ?? src.sse,
+        data: { kind: "chunks", vid: 0 },
+      };
+      await this.#commit(version, chunks);
+      return version;
+    } finally {
+      await releaseAll(this.chunks, chunks);
+    }
   }
 
   async listObjects(bucket: string, query: ListQuery): Promise<ListPage> {
     await this.requireBucket(bucket);
     return this.meta.listObjects(bucket, query);
   }
-
-  /** Removes what a crash left behind; runs in the background after start-up. */
-  sweep(before: number): Promise<{ tmp: number; orphans: number }> {
-    return this.blobs.sweep(before, (id) => this.meta.isBlobReferenced(id));
-  }
 }
 
-function tooLarge(): S3Error {
-  return new S3Error(
-    "EntityTooLarge",
-    "Your proposed upload exceeds the maximum allowed object size.",
-  );
+/** A stored object that cannot be read back is a server fault, never wrong bytes. */
+function readFailure(err: unknown, version: ObjectVersion): unknown {
+  if (err instanceof ChunkLostError || err instanceof ChunkIntegrityError) {
+    return new S3Error(
+      "InternalError",
+      `The data of ${version.bucket}/${version.key} cannot be read: ${err.message}`,
+    );
+  }
+  return err;
 }
 
-function concat(parts: Uint8Array[], size: number): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.byteLength;
-  }
-  return out;
+async function* single(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
+  yield bytes;
 }

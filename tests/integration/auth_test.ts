@@ -349,7 +349,7 @@ Deno.test("authentication in both dialects", async (t) => {
         res = await req({ method: "HEAD", path: large });
         await expectError(res, { status: 404, code: "NoSuchKey", dialect, head: true });
         assertEquals(await fileCount(join(server.dataDir, "tmp")), 0, "temp files left");
-        assertEquals(await fileCount(join(server.dataDir, "blobs")), 0, "blob files left");
+        assertEquals(await fileCount(join(server.dataDir, "chunks")), 0, "shard files left");
       });
 
       await t.step(`${dialect}: UNSIGNED-PAYLOAD`, async () => {

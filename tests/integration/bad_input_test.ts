@@ -235,7 +235,7 @@ async function snapshot(server: TestServer): Promise<string> {
     });
   }
   out.push({
-    blobs: await fileCount(join(server.dataDir, "blobs")),
+    shards: await fileCount(join(server.dataDir, "chunks")),
     tmp: await fileCount(join(server.dataDir, "tmp")),
   });
   return JSON.stringify(out, null, 1);
@@ -659,7 +659,7 @@ Deno.test("bad input is rejected and changes nothing", async (t) => {
     await ok({ method: "PUT", path: objectPath(BUCKET, LARGE), body: LARGE_BODY });
     const before = await snapshot(server);
     assert(before.includes(md5(SMALL_BODY, "hex")) && before.includes(md5(LARGE_BODY, "hex")));
-    assertEquals(await fileCount(join(server.dataDir, "blobs")), 1, "one file-backed object");
+    assertEquals(await fileCount(join(server.dataDir, "chunks")), 1, "one file-backed object");
 
     for (const c of cases()) {
       await t.step(c.name, async () => {
@@ -806,7 +806,7 @@ Deno.test("bad input is rejected and changes nothing", async (t) => {
         const p of [
           join(server.dataDir, "etc"),
           join(server.dataDir, "..", "etc", "passwd"),
-          join(server.dataDir, "blobs", "..", "etc"),
+          join(server.dataDir, "chunks", "..", "etc"),
           join(server.dataDir, "..", "escaped"),
           "/tmp/escaped",
         ]
@@ -867,7 +867,7 @@ Deno.test("bad input is rejected and changes nothing", async (t) => {
       assertEquals(xmlValue(listing.text, "Size"), String(bodies[winner].byteLength));
       // Only the winner's file (if it has one) and the big object's file remain.
       const expectedBlobs = 1 + (winner % 2 === 0 ? 1 : 0);
-      assertEquals(await fileCount(join(server.dataDir, "blobs")), expectedBlobs, "blob files");
+      assertEquals(await fileCount(join(server.dataDir, "chunks")), expectedBlobs, "shard files");
       assertEquals(await fileCount(join(server.dataDir, "tmp")), 0, "temp files");
       assert(!server.logs().includes(`"level":"error"`), `errors logged:\n${server.logs()}`);
     });

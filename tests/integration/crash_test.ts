@@ -17,6 +17,9 @@ import { objectPath, presign, signedFetch, xmlValue, xmlValues } from "./signer.
 
 const BUCKET = "crash-bucket";
 const INLINE_MAX = 64 * 1024;
+/** The smallest chunk size, so uploads write shard files while they stream. */
+const CHUNK_SIZE = 64 * 1024;
+const SERVER_ENV = { STORE_CHUNK_SIZE: String(CHUNK_SIZE) };
 const KiB = 1024;
 const MiB = 1024 * 1024;
 const STREAM_CHUNK = 64 * KiB;
@@ -157,11 +160,12 @@ async function tmpFiles(dataDir: string): Promise<Deno.DirEntry[]> {
   return out;
 }
 
-async function blobFiles(dataDir: string): Promise<string[]> {
+/** Shard files on the (single) drive; with the default 1+0 layout, one per chunk. */
+async function shardFiles(dataDir: string): Promise<string[]> {
   const out: string[] = [];
-  for await (const shard of Deno.readDir(join(dataDir, "blobs"))) {
+  for await (const shard of Deno.readDir(join(dataDir, "chunks"))) {
     if (!shard.isDirectory) continue;
-    for await (const e of Deno.readDir(join(dataDir, "blobs", shard.name))) out.push(e.name);
+    for await (const e of Deno.readDir(join(dataDir, "chunks", shard.name))) out.push(e.name);
   }
   return out;
 }
@@ -199,15 +203,16 @@ async function readBack(server: TestServer, key: string): Promise<{ size: number
 
 /** Runs every upload, kills the server mid-flight, and returns the data directory. */
 async function crashDuringUploads(uploads: Upload[]): Promise<string> {
-  const server = await startServer();
+  const server = await startServer({ env: SERVER_ENV });
   const res = await signedFetch(server, { method: "PUT", path: objectPath(BUCKET) });
   assertEquals(res.status, 200, `CreateBucket: ${await res.text()}`);
 
   // 1. The acked group, all at once; every one must be answered 200.
   await Promise.all(uploads.filter((u) => u.group === "acked").map((u) => putWhole(server, u)));
 
-  // 2. The held group: stream each body to its hold point and wait until the server is writing
-  // the large ones to temp files.
+  // 2. The held group: stream each body to its hold point and wait until the server has written
+  // a first chunk of each large one (shard files that no metadata refers to yet).
+  const shardsBefore = (await shardFiles(server.dataDir)).length;
   let openGate!: () => void;
   const gate = new Promise<void>((r) => (openGate = r));
   const held = uploads.filter((u) => u.group === "held");
@@ -217,18 +222,23 @@ async function crashDuringUploads(uploads: Upload[]): Promise<string> {
     putHeld(server, u, { gate, signal: controllers[i].signal, sent: () => reachedHold++ })
   );
   await waitFor("held uploads to reach their hold point", () => reachedHold === held.length);
-  const largeHeld = held.filter((u) => u.holdAt! > INLINE_MAX).length;
-  // A temp file appears once a body outgrows the inline limit (its bytes may still be buffered).
+  // A chunk is written once a body outgrows a chunk (the rest may still be buffered).
+  const heldChunks = (u: Upload) => Math.floor((u.holdAt! - 1) / CHUNK_SIZE);
+  const expectedHeld = held.reduce((n, u) => n + (u.holdAt! > INLINE_MAX ? heldChunks(u) : 0), 0);
   await waitFor(
-    "temp files of held uploads",
-    async () => (await tmpFiles(server.dataDir)).length >= largeHeld,
+    "the first chunks of held uploads",
+    async () => (await shardFiles(server.dataDir)).length >= shardsBefore + expectedHeld,
   );
-  // Some clients give up half-way: the server must throw those bodies away at once.
+  // Some clients give up half-way: the server must throw those chunks away at once.
   held.forEach((u, i) => u.abort && controllers[i].abort());
-  const abortedLarge = held.filter((u) => u.abort && u.holdAt! > INLINE_MAX).length;
+  const abortedChunks = held.reduce(
+    (n, u) => n + (u.abort && u.holdAt! > INLINE_MAX ? heldChunks(u) : 0),
+    0,
+  );
   await waitFor(
-    "the server to remove the temp files of aborted uploads",
-    async () => (await tmpFiles(server.dataDir)).length === largeHeld - abortedLarge,
+    "the server to remove the chunks of aborted uploads",
+    async () =>
+      (await shardFiles(server.dataDir)).length === shardsBefore + expectedHeld - abortedChunks,
   );
 
   // 3. The racing group: fire, let about half be acknowledged, then kill.
@@ -259,16 +269,16 @@ Deno.test("crash: SIGKILL during uploads keeps acknowledged objects and nothing 
   );
   assert(acked.length >= 16 && acked.length < uploads.length, `acked ${acked.length}`);
 
-  // The window between a blob's rename into blobs/ and its metadata commit is too short to hit
-  // on purpose, so plant what a crash there leaves: an unreferenced blob file, written earlier.
-  const orphanId = "ff" + crypto.randomUUID().replaceAll("-", "").slice(2);
-  await Deno.mkdir(join(dataDir, "blobs", "ff"), { recursive: true });
-  const orphanPath = join(dataDir, "blobs", "ff", orphanId);
+  // The window between a shard's rename into chunks/ and its metadata commit is too short to hit
+  // on purpose, so plant what a crash there leaves: an unreferenced shard file, written earlier.
+  const orphanId = "ff" + crypto.randomUUID().replaceAll("-", "").repeat(2).slice(2);
+  await Deno.mkdir(join(dataDir, "chunks", "ff"), { recursive: true });
+  const orphanPath = join(dataDir, "chunks", "ff", `${orphanId}.0`);
   await Deno.writeFile(orphanPath, randomBytes(100 * KiB));
   const past = new Date(Date.now() - 60_000);
   await Deno.utime(orphanPath, past, past);
 
-  const server = await startServer({ dataDir });
+  const server = await startServer({ dataDir, env: SERVER_ENV });
   try {
     await waitFor("the start-up sweep", () => server.logs().includes("Start-up sweep finished"));
     const listed = await listAll(server);
@@ -311,9 +321,12 @@ Deno.test("crash: SIGKILL during uploads keeps acknowledged objects and nothing 
     }
 
     assertEquals((await tmpFiles(dataDir)).map((e) => e.name), [], "files left under tmp/");
-    const blobs = await blobFiles(dataDir);
-    const large = [...listed.values()].filter((s) => s > INLINE_MAX).length;
-    assertEquals(blobs.length, large, "blob files vs. listed objects larger than 64 KiB");
+    // Bodies are random, so every chunk of every listed object above the inline limit is its
+    // own (one shard each in the default one-drive layout), and nothing else may remain.
+    const shards = await shardFiles(dataDir);
+    const expected = [...listed.values()].filter((s) => s > INLINE_MAX)
+      .reduce((n, s) => n + Math.ceil(s / CHUNK_SIZE), 0);
+    assertEquals(shards.length, expected, "shard files vs. chunks of listed objects");
   } finally {
     await server.stop();
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});

@@ -247,16 +247,16 @@ Deno.test("object operations with the AWS SDK", async (t) => {
     });
 
     await t.step("overwrite replaces data and frees the old file", async () => {
-      const blobsBefore = await countFiles(`${server.dataDir}/blobs`);
+      const shardsBefore = await countFiles(`${server.dataDir}/chunks`);
       const next = randomBytes(200_000);
       await s3.send(new PutObjectCommand({ Bucket, Key: "dir/large.bin", Body: next }));
       const got = await s3.send(new GetObjectCommand({ Bucket, Key: "dir/large.bin" }));
       assertBytesEqual(await got.Body!.transformToByteArray(), next);
-      assertEquals(await countFiles(`${server.dataDir}/blobs`), blobsBefore);
+      assertEquals(await countFiles(`${server.dataDir}/chunks`), shardsBefore);
       await s3.send(new PutObjectCommand({ Bucket, Key: "dir/large.bin", Body: small }));
       assertEquals(
-        await countFiles(`${server.dataDir}/blobs`),
-        blobsBefore - 1,
+        await countFiles(`${server.dataDir}/chunks`),
+        shardsBefore - 1,
         "inline overwrite frees the file",
       );
     });

@@ -1,0 +1,122 @@
+// Chunk records, their reference counts and the chunk lists of versions (part of
+// SqliteMetaStore). Every function here runs inside the caller's transaction where it matters.
+import type { SQLInputValue, StatementSync } from "node:sqlite";
+import type { ChunkRecord, VersionChunk } from "./store.ts";
+
+type Row = Record<string, SQLInputValue>;
+
+function toChunk(row: Row): ChunkRecord {
+  return {
+    id: row.id as string,
+    plainSize: row.plain_size as number,
+    storedSize: row.stored_size as number,
+    compression: row.compression as ChunkRecord["compression"],
+    encrypted: row.encrypted === 1,
+    dataShards: row.data_shards as number,
+    parityShards: row.parity_shards as number,
+    drives: (row.drives as string).split(",").map(Number),
+  };
+}
+
+export class SqliteChunks {
+  constructor(readonly stmt: (sql: string) => StatementSync) {}
+
+  /** Records `chunks` as the data of version `vid`, raising (or creating) their counts. */
+  addRefs(vid: number, chunks: VersionChunk[]): void {
+    const upsert = this.stmt(
+      "INSERT INTO chunks (id, refcount, plain_size, stored_size, compression, encrypted, " +
+        "data_shards, parity_shards, drives, created_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?) " +
+        "ON CONFLICT(id) DO UPDATE SET refcount = refcount + 1",
+    );
+    const link = this.stmt(
+      "INSERT INTO version_chunks (version_id, idx, chunk_id, offset, size) VALUES (?, ?, ?, ?, ?)",
+    );
+    const now = Date.now();
+    chunks.forEach(({ chunk: c, offset, size }, idx) => {
+      upsert.run(
+        c.id,
+        c.plainSize,
+        c.storedSize,
+        c.compression,
+        c.encrypted ? 1 : 0,
+        c.dataShards,
+        c.parityShards,
+        c.drives.join(","),
+        now,
+      );
+      link.run(vid, idx, c.id, offset, size);
+    });
+  }
+
+  /** Drops the chunk references of version `vid`; returns the chunks nothing refers to now. */
+  dropRefs(vid: number): ChunkRecord[] {
+    const ids =
+      (this.stmt("SELECT chunk_id FROM version_chunks WHERE version_id = ?").all(vid) as Row[])
+        .map((r) => r.chunk_id as string);
+    this.stmt("DELETE FROM version_chunks WHERE version_id = ?").run(vid);
+    const freed: ChunkRecord[] = [];
+    for (const id of ids) {
+      this.stmt("UPDATE chunks SET refcount = refcount - 1 WHERE id = ?").run(id);
+      const row = this.stmt("SELECT * FROM chunks WHERE id = ? AND refcount <= 0").get(id) as
+        | Row
+        | undefined;
+      if (row) {
+        this.stmt("DELETE FROM chunks WHERE id = ?").run(id);
+        freed.push(toChunk(row));
+      }
+    }
+    return freed;
+  }
+
+  versionChunks(vid: number, range?: { from: number; to: number }): VersionChunk[] {
+    const cols = "vc.offset AS offset, vc.size AS size, c.*";
+    const rows = range
+      ? this.stmt(
+        `SELECT ${cols} FROM version_chunks vc JOIN chunks c ON c.id = vc.chunk_id ` +
+          "WHERE vc.version_id = ? AND vc.offset < ? AND vc.offset + vc.size > ? ORDER BY vc.idx",
+      ).all(vid, range.to, range.from)
+      : this.stmt(
+        `SELECT ${cols} FROM version_chunks vc JOIN chunks c ON c.id = vc.chunk_id ` +
+          "WHERE vc.version_id = ? ORDER BY vc.idx",
+      ).all(vid);
+    return (rows as Row[]).map((r) => ({
+      chunk: toChunk(r),
+      offset: r.offset as number,
+      size: r.size as number,
+    }));
+  }
+
+  hasChunk(id: string): boolean {
+    return this.stmt("SELECT 1 FROM chunks WHERE id = ?").get(id) !== undefined;
+  }
+
+  getChunk(id: string): ChunkRecord | undefined {
+    const row = this.stmt("SELECT * FROM chunks WHERE id = ?").get(id) as Row | undefined;
+    return row ? toChunk(row) : undefined;
+  }
+
+  listChunks(after: string, limit: number): ChunkRecord[] {
+    return (this.stmt("SELECT * FROM chunks WHERE id > ? ORDER BY id LIMIT ?").all(
+      after,
+      limit,
+    ) as Row[])
+      .map(toChunk);
+  }
+
+  driveId(uuid: string, path: string): number {
+    const row = this.stmt("SELECT id FROM drives WHERE uuid = ?").get(uuid) as Row | undefined;
+    if (row) {
+      this.stmt("UPDATE drives SET path = ? WHERE uuid = ?").run(path, uuid);
+      return row.id as number;
+    }
+    return Number(
+      this.stmt("INSERT INTO drives (uuid, path) VALUES (?, ?)").run(uuid, path).lastInsertRowid,
+    );
+  }
+
+  /** The next free version id. */
+  nextVid(): number {
+    return ((this.stmt("SELECT coalesce(max(vid), 0) + 1 AS v FROM versions").get() as Row)
+      .v as number);
+  }
+}

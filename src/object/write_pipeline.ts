@@ -1,0 +1,106 @@
+// The write path: a body stream cut into fixed-size plaintext chunks, each stored (deduplicated,
+// compressed, encrypted, erasure-coded) while the next one is read. Memory stays bounded by a
+// few chunks whatever the object size.
+import { createHash, type Hash } from "node:crypto";
+import type { VersionChunk } from "../meta/store.ts";
+import type { ChunkStore } from "../storage/chunk_store.ts";
+
+/** Chunk writes allowed in flight while the body keeps streaming. */
+const WRITES_IN_FLIGHT = 2;
+
+export interface BodyCheck {
+  update(chunk: Uint8Array): void;
+  /** Throws an S3Error when the body does not match. */
+  finish(): void;
+}
+
+export interface WrittenBody {
+  size: number;
+  md5: Uint8Array;
+  /** The whole body when it fit within the inline limit (and inline storage is allowed). */
+  inline?: Uint8Array;
+  chunks: VersionChunk[];
+}
+
+/**
+ * Reads `body` to the end, hashing it (MD5 for the ETag, plus `checks`), and stores it: inline
+ * when it ends within `inlineMax` bytes, otherwise as chunks. On any failure every chunk written
+ * so far is released (and removed unless something else refers to it).
+ */
+export async function writeBody(
+  body: AsyncIterable<Uint8Array>,
+  store: ChunkStore,
+  opts: {
+    inlineMax: number;
+    chunkSize: number;
+    key?: CryptoKey;
+    checks?: BodyCheck[];
+    maxSize: number;
+    tooLarge: () => Error;
+  },
+): Promise<WrittenBody> {
+  const md5: Hash = createHash("md5");
+  const chunks: Promise<VersionChunk>[] = [];
+  let buffer: Uint8Array = new Uint8Array(
+    Math.min(opts.chunkSize, Math.max(opts.inlineMax + 1, 64 * 1024)),
+  );
+  let filled = 0;
+  let offset = 0;
+  const flush = async () => {
+    const plain = buffer.subarray(0, filled);
+    const at = offset;
+    offset += filled;
+    const written = store.write(plain, { key: opts.key })
+      .then((chunk) => ({ chunk, offset: at, size: plain.byteLength }));
+    // Awaited later; a failure must not surface as an unhandled rejection meanwhile.
+    written.catch(() => {});
+    chunks.push(written);
+    buffer = new Uint8Array(opts.chunkSize);
+    filled = 0;
+    if (chunks.length > WRITES_IN_FLIGHT) await chunks[chunks.length - 1 - WRITES_IN_FLIGHT];
+  };
+  try {
+    for await (const part of body) {
+      md5.update(part);
+      for (const c of opts.checks ?? []) c.update(part);
+      if (offset + filled + part.byteLength > opts.maxSize) throw opts.tooLarge();
+      let at = 0;
+      while (at < part.byteLength) {
+        if (filled === buffer.byteLength) {
+          if (buffer.byteLength < opts.chunkSize) buffer = grow(buffer, opts.chunkSize);
+          else await flush();
+        }
+        const n = Math.min(buffer.byteLength - filled, part.byteLength - at);
+        buffer.set(part.subarray(at, at + n), filled);
+        filled += n;
+        at += n;
+      }
+    }
+    for (const c of opts.checks ?? []) c.finish();
+    const size = offset + filled;
+    const digest = new Uint8Array(md5.digest());
+    if (chunks.length === 0 && size <= opts.inlineMax && !opts.key) {
+      return { size, md5: digest, inline: buffer.slice(0, filled), chunks: [] };
+    }
+    if (filled > 0 || chunks.length === 0) await flush();
+    return { size, md5: digest, chunks: await Promise.all(chunks) };
+  } catch (err) {
+    await releaseAll(store, chunks);
+    throw err;
+  }
+}
+
+function grow(buffer: Uint8Array, size: number): Uint8Array {
+  const next = new Uint8Array(size);
+  next.set(buffer);
+  return next;
+}
+
+/** Releases the claims of every chunk write that succeeded (failures released their own). */
+export async function releaseAll(
+  store: ChunkStore,
+  chunks: (Promise<VersionChunk> | VersionChunk)[],
+): Promise<void> {
+  const done = await Promise.allSettled(chunks);
+  for (const r of done) if (r.status === "fulfilled") await store.release(r.value.chunk.id);
+}

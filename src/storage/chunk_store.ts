@@ -1,0 +1,200 @@
+// Chunks: content-addressed pieces of objects, encoded (zstd, AES-256-GCM), erasure-coded into
+// k data + m parity shards spread over the drives, verified on every read and healed.
+import { createHash } from "node:crypto";
+import type { ChunkRecord, MetaStore } from "../meta/store.ts";
+import { type CompressionMode, decodeChunk, encodeChunk } from "./codec.ts";
+import { type DriveSet, placeShards } from "./drives.ts";
+import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
+import { ChunkClaims } from "./chunk_claims.ts";
+import { readShard, removeShard, type ShardRead, syncDir, writeShard } from "./shard_files.ts";
+
+export interface ErasureLayout {
+  dataShards: number;
+  parityShards: number;
+}
+
+export interface ChunkStoreOptions {
+  drives: DriveSet;
+  layout: ErasureLayout;
+  compression: CompressionMode;
+  dedup: boolean;
+}
+
+/** A chunk could not be read: too many shards are missing or corrupt. */
+export class ChunkLostError extends Error {}
+
+export interface ChunkHealth {
+  id: string;
+  /** Shards that were missing or corrupt, by index. */
+  bad: number[];
+  healed: number[];
+  lost: boolean;
+}
+
+const coders = new Map<string, ReedSolomon>();
+
+function coder(k: number, m: number): ReedSolomon {
+  const key = `${k}+${m}`;
+  let rs = coders.get(key);
+  if (!rs) coders.set(key, rs = new ReedSolomon(k, m));
+  return rs;
+}
+
+function randomId(): string {
+  return Array.from(
+    crypto.getRandomValues(new Uint8Array(32)),
+    (b) => b.toString(16).padStart(2, "0"),
+  )
+    .join("");
+}
+
+export class ChunkStore {
+  readonly claims: ChunkClaims;
+
+  constructor(readonly meta: MetaStore, readonly options: ChunkStoreOptions) {
+    this.claims = new ChunkClaims((id) => meta.hasChunk(id));
+  }
+
+  /**
+   * Stores one chunk of plaintext and returns its record. The chunk id stays claimed until the
+   * caller calls `claims.release(id)` after committing (or abandoning) the metadata, so it
+   * cannot be collected in between. Unencrypted chunks with dedup on are content-addressed: an
+   * existing chunk is not written again.
+   */
+  async write(plain: Uint8Array, opts: { key?: CryptoKey } = {}): Promise<ChunkRecord> {
+    const addressed = this.options.dedup && !opts.key;
+    const id = addressed ? createHash("sha256").update(plain).digest("hex") : randomId();
+    await this.claims.claim(id);
+    try {
+      const existing = addressed ? await this.meta.getChunk(id) : undefined;
+      if (existing) return existing;
+      return await this.#encodeAndWrite(id, plain, opts.key);
+    } catch (err) {
+      await this.release(id);
+      throw err;
+    }
+  }
+
+  /**
+   * Ends the claim `write` took. A chunk written for a commit that did not happen (a bad digest,
+   * a crash of the request) is removed here, unless another writer claimed or committed it.
+   */
+  release(id: string): Promise<void> {
+    const { dataShards: k, parityShards: m } = this.options.layout;
+    const drives = placeShards(id, k + m, this.options.drives.list);
+    return this.claims.release(id, () => this.#removeShards(id, drives));
+  }
+
+  async #encodeAndWrite(id: string, plain: Uint8Array, key?: CryptoKey): Promise<ChunkRecord> {
+    const { dataShards: k, parityShards: m } = this.options.layout;
+    const { bytes, form } = await encodeChunk(plain, {
+      compression: this.options.compression,
+      key,
+      aad: key ? new TextEncoder().encode(id) : undefined,
+    });
+    const shards = split(bytes, k);
+    if (m > 0) {
+      const parity = Array.from({ length: m }, () => new Uint8Array(shards[0].byteLength));
+      coder(k, m).encode(shards, parity);
+      shards.push(...parity);
+    }
+    const drives = placeShards(id, k + m, this.options.drives.list);
+    const dirs = await Promise.all(
+      shards.map((s, i) => writeShard(this.options.drives.byId.get(drives[i])!, id, i, s)),
+    );
+    await Promise.all([...new Set(dirs)].map(syncDir));
+    return {
+      id,
+      plainSize: plain.byteLength,
+      storedSize: bytes.byteLength,
+      compression: form.compression,
+      encrypted: form.encrypted,
+      dataShards: k,
+      parityShards: m,
+      drives,
+    };
+  }
+
+  /** The chunk's plaintext; missing or corrupt shards are rebuilt from the others and healed. */
+  async read(rec: ChunkRecord, opts: { key?: CryptoKey } = {}): Promise<Uint8Array> {
+    const { stored } = await this.#readStored(rec, { heal: true });
+    const plain = await decodeChunk(stored, rec, {
+      key: opts.key,
+      aad: rec.encrypted ? new TextEncoder().encode(rec.id) : undefined,
+    });
+    if (plain.byteLength !== rec.plainSize) {
+      throw new ChunkLostError(
+        `Chunk ${rec.id} decoded to ${plain.byteLength} bytes, not ${rec.plainSize}`,
+      );
+    }
+    return plain;
+  }
+
+  /** Verifies every shard of a chunk and heals the bad ones (the scrub's unit of work). */
+  async verify(rec: ChunkRecord): Promise<ChunkHealth> {
+    try {
+      const { health } = await this.#readStored(rec, { heal: true, all: true });
+      return health;
+    } catch (err) {
+      if (!(err instanceof ChunkLostError)) throw err;
+      return { id: rec.id, bad: [], healed: [], lost: true };
+    }
+  }
+
+  async #readStored(
+    rec: ChunkRecord,
+    opts: { heal: boolean; all?: boolean },
+  ): Promise<{ stored: Uint8Array; health: ChunkHealth }> {
+    const k = rec.dataShards;
+    const n = k + rec.parityShards;
+    const shardLen = Math.ceil(rec.storedSize / k) || 0;
+    const reads: (ShardRead | undefined)[] = new Array(n);
+    const readOne = async (i: number) => {
+      reads[i] = await readShard(this.options.drives.byId.get(rec.drives[i]), rec.id, i, shardLen);
+    };
+    await Promise.all(Array.from({ length: opts.all ? n : k }, (_, i) => readOne(i)));
+    const ok = () => reads.filter((r) => r?.state === "ok").length;
+    if (ok() < k || opts.all) {
+      await Promise.all(
+        Array.from({ length: n }, (_, i) => i).filter((i) => !reads[i]).map(readOne),
+      );
+    }
+    const bad = reads.flatMap((r, i) => (r && r.state !== "ok" ? [i] : []));
+    const health: ChunkHealth = { id: rec.id, bad, healed: [], lost: false };
+    if (ok() < k) {
+      throw new ChunkLostError(`Chunk ${rec.id} has only ${ok()} of the ${k} shards it needs`);
+    }
+    const shards = reads.map((r) => (r?.state === "ok" ? r.payload : null));
+    let full = shards;
+    if (bad.length > 0) {
+      full = coder(k, rec.parityShards).reconstruct(shards);
+      if (opts.heal) health.healed = await this.#heal(rec, full, bad);
+    }
+    return { stored: join(full.slice(0, k) as Uint8Array[], k, rec.storedSize), health };
+  }
+
+  /** Rewrites rebuilt shards where they belong; returns the indexes healed. */
+  async #heal(rec: ChunkRecord, shards: (Uint8Array | null)[], bad: number[]): Promise<number[]> {
+    const healed: number[] = [];
+    for (const i of bad) {
+      const drive = this.options.drives.byId.get(rec.drives[i]);
+      if (!drive || !shards[i]) continue;
+      try {
+        await syncDir(await writeShard(drive, rec.id, i, shards[i]!));
+        healed.push(i);
+      } catch { /* the drive is failing; the next scrub tries again */ }
+    }
+    return healed;
+  }
+
+  async #removeShards(id: string, drives: number[]): Promise<void> {
+    await Promise.all(drives.map((d, i) => removeShard(this.options.drives.byId.get(d), id, i)));
+  }
+
+  /** Removes the shards of chunks no version refers to any more (after the metadata commit). */
+  async collect(freed: ChunkRecord[]): Promise<void> {
+    for (const rec of freed) {
+      await this.claims.collect(rec.id, () => this.#removeShards(rec.id, rec.drives));
+    }
+  }
+}

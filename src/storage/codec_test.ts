@@ -1,0 +1,214 @@
+import { assert, assertBytesEqual, assertEquals } from "../../tests/integration/assert.ts";
+import {
+  ChunkIntegrityError,
+  type CompressionMode,
+  decodeChunk,
+  encodeChunk,
+  importAesKey,
+  type StoredForm,
+} from "./codec.ts";
+
+const MiB = 1024 * 1024;
+const WORDS = (
+  "object bucket storage chunk server request response header policy version " +
+  "metadata upload download region client error status encryption compression key " +
+  "the a of to and in is for on with that by from at as be this are or"
+).split(" ");
+
+/** Deterministic English-like text: compresses the way logs and documents do. */
+function text(size: number, seed = 1): Uint8Array {
+  let state = seed >>> 0;
+  const next = () => { // mulberry32
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), state | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (t ^ (t >>> 14)) >>> 0;
+  };
+  const parts: string[] = [];
+  let length = 0;
+  while (length < size) {
+    const r = next();
+    const word = WORDS[r % WORDS.length] + ((r >>> 24) < 16 ? ".\n" : (r >>> 24) < 40 ? ", " : " ");
+    parts.push(word);
+    length += word.length;
+  }
+  return new TextEncoder().encode(parts.join("")).subarray(0, size);
+}
+
+function random(size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  for (let i = 0; i < size; i += 65536) crypto.getRandomValues(out.subarray(i, i + 65536));
+  return out;
+}
+
+async function rejectsIntegrity(fn: () => Promise<unknown>, what: string): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    assert(err instanceof ChunkIntegrityError, `${what}: expected ChunkIntegrityError, ${err}`);
+    return;
+  }
+  throw new Error(`${what}: decoding succeeded`);
+}
+
+const KEY = await importAesKey(crypto.getRandomValues(new Uint8Array(32)));
+const OTHER_KEY = await importAesKey(crypto.getRandomValues(new Uint8Array(32)));
+const AAD = new TextEncoder().encode("bucket/object@v1#0");
+
+const SAMPLES: Array<{ name: string; data: Uint8Array; compressible: boolean }> = [
+  { name: "0 bytes", data: new Uint8Array(0), compressible: false },
+  { name: "1 byte", data: text(1), compressible: false },
+  { name: "4095 bytes of text", data: text(4095), compressible: true },
+  { name: "4096 bytes of text", data: text(4096), compressible: true },
+  { name: "1 MiB of text", data: text(MiB), compressible: true },
+  { name: "1 MiB random", data: random(MiB), compressible: false },
+];
+
+function expectedCompression(mode: CompressionMode, size: number, compressible: boolean) {
+  if (mode === "off" || !compressible) return "none";
+  if (mode === "auto" && size < 4096) return "none";
+  return "zstd";
+}
+
+for (const mode of ["auto", "on", "off"] as const) {
+  for (const encrypted of [false, true]) {
+    Deno.test(`codec round trip: compression ${mode}, encrypted ${encrypted}`, async () => {
+      for (const sample of SAMPLES) {
+        const key = encrypted ? KEY : undefined;
+        const { bytes, form } = await encodeChunk(sample.data, {
+          compression: mode,
+          key,
+          aad: AAD,
+        });
+        const want = expectedCompression(mode, sample.data.byteLength, sample.compressible);
+        assertEquals(form, { compression: want, encrypted }, sample.name);
+        if (encrypted) assertEquals(bytes.byteLength >= 28, true, sample.name);
+        const back = await decodeChunk(bytes, form, { key, aad: AAD });
+        assertBytesEqual(back, sample.data, `${mode}/${encrypted}/${sample.name}`);
+        const size = sample.data.byteLength;
+        const sized = await decodeChunk(bytes, form, { key, aad: AAD, size });
+        assertBytesEqual(sized, sample.data, `${mode}/${encrypted}/${sample.name} with size`);
+      }
+    });
+  }
+}
+
+Deno.test("codec auto: incompressible data stays uncompressed", async () => {
+  for (const size of [4096, 65536, 4 * MiB]) {
+    const data = random(size);
+    const { bytes, form } = await encodeChunk(data, { compression: "auto" });
+    assertEquals(form.compression, "none");
+    assertBytesEqual(bytes, data);
+  }
+});
+
+Deno.test("codec auto: the first 64 KiB decide whether a chunk is tried", async () => {
+  const data = new Uint8Array(MiB);
+  data.set(random(65536), 0);
+  data.set(text(MiB - 65536), 65536);
+  const { form } = await encodeChunk(data, { compression: "auto" });
+  assertEquals(form.compression, "none");
+  const on = await encodeChunk(data, { compression: "on" });
+  assertEquals(on.form.compression, "zstd");
+  assertBytesEqual(await decodeChunk(on.bytes, on.form, {}), data);
+});
+
+Deno.test("codec: text compresses well, at level 1 and 3", async () => {
+  const data = text(MiB);
+  for (const level of [1, 3]) {
+    const { bytes, form } = await encodeChunk(data, { compression: "auto", level });
+    assertEquals(form, { compression: "zstd", encrypted: false });
+    assert(bytes.byteLength < data.byteLength / 2, `level ${level}: ${bytes.byteLength}`);
+    assertBytesEqual(await decodeChunk(bytes, form, {}), data);
+  }
+});
+
+Deno.test("codec: encrypting the same chunk twice gives different bytes", async () => {
+  const data = text(10000);
+  const a = await encodeChunk(data, { compression: "auto", key: KEY, aad: AAD });
+  const b = await encodeChunk(data, { compression: "auto", key: KEY, aad: AAD });
+  assert(a.bytes.some((v, i) => v !== b.bytes[i]), "nonce reused");
+});
+
+Deno.test("codec: every flipped bit of a small encrypted chunk is detected", async () => {
+  for (const mode of ["off", "on"] as const) {
+    const data = text(200);
+    const { bytes, form } = await encodeChunk(data, { compression: mode, key: KEY, aad: AAD });
+    for (let bit = 0; bit < bytes.byteLength * 8; bit++) {
+      const bad = bytes.slice();
+      bad[bit >> 3] ^= 1 << (bit & 7);
+      await rejectsIntegrity(() => decodeChunk(bad, form, { key: KEY, aad: AAD }), `bit ${bit}`);
+    }
+  }
+});
+
+Deno.test("codec: flipped bits in large encrypted chunks are detected", async () => {
+  for (const data of [text(MiB), random(MiB)]) {
+    const { bytes, form } = await encodeChunk(data, { compression: "auto", key: KEY, aad: AAD });
+    const positions = [0, 11, 12, 13, bytes.byteLength >> 1, bytes.byteLength - 17];
+    positions.push(bytes.byteLength - 16, bytes.byteLength - 1);
+    for (const at of positions) {
+      const bad = bytes.slice();
+      bad[at] ^= 0x80;
+      await rejectsIntegrity(() => decodeChunk(bad, form, { key: KEY, aad: AAD }), `byte ${at}`);
+    }
+  }
+});
+
+Deno.test("codec: wrong key, aad, form or truncation are detected", async () => {
+  const data = text(MiB);
+  const { bytes, form } = await encodeChunk(data, { compression: "auto", key: KEY, aad: AAD });
+  assertEquals(form.compression, "zstd");
+  const otherAad = new TextEncoder().encode("bucket/object@v1#1");
+  const flipped: StoredForm = { compression: "none", encrypted: true };
+  const cases: Array<[string, () => Promise<unknown>]> = [
+    ["wrong key", () => decodeChunk(bytes, form, { key: OTHER_KEY, aad: AAD })],
+    ["wrong aad", () => decodeChunk(bytes, form, { key: KEY, aad: otherAad })],
+    ["missing aad", () => decodeChunk(bytes, form, { key: KEY })],
+    ["compression flag", () => decodeChunk(bytes, flipped, { key: KEY, aad: AAD })],
+    ["truncated tag", () => decodeChunk(bytes.subarray(0, -1), form, { key: KEY, aad: AAD })],
+    ["only a nonce", () => decodeChunk(bytes.subarray(0, 12), form, { key: KEY, aad: AAD })],
+    ["empty", () => decodeChunk(new Uint8Array(0), form, { key: KEY, aad: AAD })],
+  ];
+  for (const [what, fn] of cases) await rejectsIntegrity(fn, what);
+});
+
+Deno.test("codec: a corrupted unencrypted zstd chunk does not decode", async () => {
+  const data = text(MiB);
+  const { bytes, form } = await encodeChunk(data, { compression: "on" });
+  assertEquals(form, { compression: "zstd", encrypted: false });
+  for (const at of [bytes.byteLength >> 1, bytes.byteLength - 2]) {
+    const bad = bytes.slice();
+    bad[at] ^= 0x55;
+    await rejectsIntegrity(() => decodeChunk(bad, form, {}), `byte ${at}`);
+  }
+});
+
+Deno.test("codec: an encrypted chunk needs a key; keys must be 32 bytes", async () => {
+  const { bytes, form } = await encodeChunk(text(100), { compression: "off", key: KEY });
+  let failed = false;
+  await decodeChunk(bytes, form, {}).catch(() => failed = true);
+  assert(failed, "decoded without a key");
+  failed = false;
+  await importAesKey(new Uint8Array(16)).catch(() => failed = true);
+  assert(failed, "accepted a 16-byte key");
+});
+
+Deno.test("codec: subarray inputs are encoded from their own bytes only", async () => {
+  const backing = text(3 * MiB);
+  const middle = backing.subarray(MiB, 2 * MiB);
+  for (const key of [undefined, KEY]) {
+    const { bytes, form } = await encodeChunk(middle, { compression: "auto", key, aad: AAD });
+    assertBytesEqual(await decodeChunk(bytes, form, { key, aad: AAD }), middle);
+  }
+});
+
+Deno.test("codec: a chunk that decodes to another size than expected is refused", async () => {
+  for (const mode of ["off", "on"] as const) {
+    const data = text(100000);
+    const { bytes, form } = await encodeChunk(data, { compression: mode });
+    for (const size of [99999, 100001, 0]) {
+      await rejectsIntegrity(() => decodeChunk(bytes, form, { size }), `${mode} size ${size}`);
+    }
+  }
+});
