@@ -67,6 +67,7 @@ async function main(): Promise<void> {
   });
   const inFlight = new InFlight();
   const sealer = new SecretSealer(await loadMasterKey(config.dataDir, config.masterKey));
+  const scrubber = startScrubber(chunks, config.scrubInterval);
   const handler = createHandler({
     config,
     layer,
@@ -74,6 +75,7 @@ async function main(): Promise<void> {
     access: new AccessControl(meta),
     sealer,
     inFlight,
+    scrubber,
   });
 
   const server = Deno.serve({
@@ -84,7 +86,6 @@ async function main(): Promise<void> {
     },
   }, handler);
 
-  const scrubber = startScrubber(chunks, config.scrubInterval);
   const sweep = sweepDrives(chunks, startedAt).then(
     (found) => log("info", "Start-up sweep finished", { ...found }),
     (err) => log("error", "Start-up sweep failed", { error: String(err) }),

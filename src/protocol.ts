@@ -6,6 +6,7 @@ import type { AccessControl, RequestFacts } from "./auth/access.ts";
 import type { Credentials } from "./auth/credentials.ts";
 import { ANONYMOUS, type Principal } from "./auth/principal.ts";
 import type { SecretSealer } from "./auth/secrets.ts";
+import type { Scrubber } from "./workers/scrubber.ts";
 import { type SignedRequest, verifyHeaderAuth, verifyPresigned } from "./auth/sigv4.ts";
 import type { Config } from "./config.ts";
 import { RequestBody } from "./http/body.ts";
@@ -24,6 +25,7 @@ export interface AppDeps {
   access: AccessControl;
   sealer: SecretSealer;
   inFlight: InFlight;
+  scrubber: Scrubber;
 }
 
 interface Target {

@@ -144,6 +144,7 @@ async function userAction(
 
 async function route(req: Request, deps: AppDeps): Promise<Response> {
   const [resource, accessKey, action, ...rest] = pathSegments(req.url, "/admin");
+  if (resource === "scrub" && accessKey === undefined) return await scrubRoute(req, deps);
   if (resource !== "users" || rest.length > 0) {
     throw new ApiError(404, "not_found", "No such administration resource.");
   }
@@ -164,6 +165,17 @@ async function route(req: Request, deps: AppDeps): Promise<Response> {
     return jsonResponse(204, null);
   }
   throw new ApiError(405, "method_not_allowed", "Method not allowed.");
+}
+
+/** POST runs a scrub now and answers its report; GET answers the last report. */
+async function scrubRoute(req: Request, deps: AppDeps): Promise<Response> {
+  if (req.method === "POST") return jsonResponse(200, await deps.scrubber.runNow());
+  if (req.method === "GET") {
+    const last = deps.scrubber.last();
+    if (!last) throw new ApiError(404, "no_scrub_yet", "No scrub has run since the server started.");
+    return jsonResponse(200, last);
+  }
+  throw new ApiError(405, "method_not_allowed", "Use POST to scrub, GET for the last report.");
 }
 
 export async function handleAdmin(req: Request, deps: AppDeps): Promise<Response> {
