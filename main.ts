@@ -6,6 +6,7 @@ import { loadAdminCredentials } from "./src/auth/admin_credentials.ts";
 import { Credentials } from "./src/auth/credentials.ts";
 import { loadMasterKey } from "./src/auth/master_key.ts";
 import { SecretSealer } from "./src/auth/secrets.ts";
+import { SseKeys } from "./src/object/sse.ts";
 import { ConfigError, loadConfig } from "./src/config.ts";
 import { InFlight } from "./src/http/in_flight.ts";
 import { log, setLogLevel } from "./src/log.ts";
@@ -66,7 +67,8 @@ async function main(): Promise<void> {
     dedup: config.dedup,
   });
   const inFlight = new InFlight();
-  const sealer = new SecretSealer(await loadMasterKey(config.dataDir, config.masterKey));
+  const masterKey = await loadMasterKey(config.dataDir, config.masterKey);
+  const sealer = new SecretSealer(masterKey);
   const scrubber = startScrubber(chunks, config.scrubInterval);
   const handler = createHandler({
     config,
@@ -76,6 +78,7 @@ async function main(): Promise<void> {
     sealer,
     inFlight,
     scrubber,
+    sseKeys: new SseKeys(masterKey),
   });
 
   const server = Deno.serve({

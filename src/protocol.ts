@@ -7,6 +7,7 @@ import type { Credentials } from "./auth/credentials.ts";
 import { ANONYMOUS, type Principal } from "./auth/principal.ts";
 import type { SecretSealer } from "./auth/secrets.ts";
 import type { Scrubber } from "./workers/scrubber.ts";
+import type { SseKeys } from "./object/sse.ts";
 import { type SignedRequest, verifyHeaderAuth, verifyPresigned } from "./auth/sigv4.ts";
 import type { Config } from "./config.ts";
 import { RequestBody } from "./http/body.ts";
@@ -26,6 +27,7 @@ export interface AppDeps {
   sealer: SecretSealer;
   inFlight: InFlight;
   scrubber: Scrubber;
+  sseKeys: SseKeys;
 }
 
 interface Target {
@@ -197,6 +199,7 @@ export async function handleProtocol(
       verdict,
       facts,
       credentials: deps.credentials,
+      sseKeys: deps.sseKeys,
     };
     response = toResponse(await handler(ctx), head);
   } catch (err) {

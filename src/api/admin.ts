@@ -172,7 +172,9 @@ async function scrubRoute(req: Request, deps: AppDeps): Promise<Response> {
   if (req.method === "POST") return jsonResponse(200, await deps.scrubber.runNow());
   if (req.method === "GET") {
     const last = deps.scrubber.last();
-    if (!last) throw new ApiError(404, "no_scrub_yet", "No scrub has run since the server started.");
+    if (!last) {
+      throw new ApiError(404, "no_scrub_yet", "No scrub has run since the server started.");
+    }
     return jsonResponse(200, last);
   }
   throw new ApiError(405, "method_not_allowed", "Use POST to scrub, GET for the last report.");

@@ -2,6 +2,7 @@
 import type { AccessControl, RequestFacts, Verdict } from "../auth/access.ts";
 import type { Credentials } from "../auth/credentials.ts";
 import type { Principal } from "../auth/principal.ts";
+import type { SseKeys } from "../object/sse.ts";
 import type { Config } from "../config.ts";
 import type { RequestBody } from "../http/body.ts";
 import type { Dialect } from "../http/dialect.ts";
@@ -25,6 +26,7 @@ export interface RequestContext {
   verdict: Verdict;
   facts: RequestFacts;
   credentials: Credentials;
+  sseKeys: SseKeys;
 }
 
 export interface HandlerResult {

@@ -8,6 +8,8 @@ import { contentTypeFor } from "../http/mime.ts";
 import { text, xmlDocument } from "../http/xml.ts";
 import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
 import type { ObjectVersion } from "../meta/store.ts";
+import type { Encryption } from "../object/layer.ts";
+import { readHeaders, readKey, sseRecordOf, writeEncryption } from "./encryption.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
 import { newObjectAcl } from "./objects.ts";
 
@@ -92,7 +94,8 @@ export const copyObject: Handler = async (ctx) => {
     throw new S3Error("NotImplemented", "Object tagging is not supported yet.");
   }
   const sameObject = source.bucket === ctx.bucket && source.key === ctx.key;
-  if (sameObject && directive === "COPY") {
+  const sse = await writeEncryption(ctx);
+  if (sameObject && directive === "COPY" && sse.kind === "none") {
     throw new S3Error(
       "InvalidRequest",
       "This copy request is illegal because it is trying to copy an object to itself without " +
@@ -102,6 +105,7 @@ export const copyObject: Handler = async (ctx) => {
   await ctx.layer.requireBucket(ctx.bucket);
   const src = await readableSource(ctx, source);
   checkConditions(copyConditions(ctx), src, { notModifiedAllowed: false });
+  const sourceKey = await readKey(ctx, src, { copySource: true });
   await ctx.body.discard();
   let replace;
   if (directive === "REPLACE") {
@@ -119,7 +123,8 @@ export const copyObject: Handler = async (ctx) => {
     owner: ctx.principal.id,
     acl: await newObjectAcl(ctx),
     replace,
-    shareChunks: src.sse === undefined,
+    ...copyEncryption(sseRecordOf(src)?.kind ?? "none", sse),
+    sourceKey,
   });
   const result = xmlResult(
     xmlDocument(
@@ -131,5 +136,18 @@ export const copyObject: Handler = async (ctx) => {
   if (src.versionId !== "null") {
     result.headers![h(ctx.dialect, "copy-source-version-id")] = src.versionId;
   }
+  Object.assign(result.headers!, readHeaders(ctx, version));
   return result;
 };
+
+/**
+ * Chunks are shared when they need no re-encoding: plain to plain, or SSE-S3 to SSE-S3 (the copy
+ * keeps the source's sealed data key). Any other change of encryption stores the data again.
+ */
+function copyEncryption(
+  sourceKind: "none" | "s3" | "c",
+  dest: Awaited<ReturnType<typeof writeEncryption>>,
+): { shareChunks: boolean; encryption?: Encryption } {
+  if (sourceKind === dest.kind && sourceKind !== "c") return { shareChunks: true };
+  return { shareChunks: false, encryption: dest.encryption };
+}

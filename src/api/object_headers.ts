@@ -62,7 +62,7 @@ export function readMetadata(headers: Headers, dialect: Dialect): RequestMetadat
 
 /**
  * Refuses write options this server cannot honour yet instead of silently dropping them:
- * a storage class other than STANDARD, encryption, tagging and Object Lock.
+ * a storage class other than STANDARD, tagging and Object Lock.
  */
 export function rejectUnsupportedWriteOptions(headers: Headers, dialect: Dialect): void {
   const storageClass = headers.get(h(dialect, "storage-class"));
@@ -73,8 +73,6 @@ export function rejectUnsupportedWriteOptions(headers: Headers, dialect: Dialect
   }
   for (
     const suffix of [
-      "server-side-encryption",
-      "server-side-encryption-customer-algorithm",
       "tagging",
       "object-lock-mode",
       "object-lock-retain-until-date",

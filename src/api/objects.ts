@@ -8,6 +8,7 @@ import { contentTypeFor } from "../http/mime.ts";
 import { contentRange, parseRange } from "../http/range.ts";
 import { MAX_PUT_SIZE } from "../object/layer.ts";
 import { requestedAcl } from "./acl.ts";
+import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
 import type { Handler, RequestContext } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
 import {
@@ -62,6 +63,7 @@ export const putObject: Handler = async (ctx) => {
   rejectUnsupportedWriteOptions(ctx.headers, ctx.dialect);
   const meta = readMetadata(ctx.headers, ctx.dialect);
   const acl = await newObjectAcl(ctx);
+  const sse = await writeEncryption(ctx);
   const version = await ctx.layer.putObject({
     bucket: ctx.bucket,
     key: ctx.key,
@@ -73,8 +75,9 @@ export const putObject: Handler = async (ctx) => {
     contentMd5: contentMd5(ctx.headers),
     checks: checksumChecks(ctx.headers, ctx.dialect),
     acl,
+    encryption: sse.encryption,
   });
-  const headers: Record<string, string> = { etag: version.etag };
+  const headers: Record<string, string> = { etag: version.etag, ...sse.headers };
   for (const name of ["crc32", "crc32c", "sha1", "sha256"]) {
     const value = ctx.headers.get(h(ctx.dialect, `checksum-${name}`));
     if (value !== null) headers[h(ctx.dialect, `checksum-${name}`)] = value;
@@ -93,7 +96,8 @@ function readConditions(ctx: RequestContext) {
 
 async function readObject(ctx: RequestContext, withBody: boolean) {
   const version = await readableVersion(ctx, { permission: "READ" });
-  const headers = objectHeaders(version, ctx.dialect);
+  const key = await readKey(ctx, version);
+  const headers = { ...objectHeaders(version, ctx.dialect), ...readHeaders(ctx, version) };
   try {
     checkConditions(readConditions(ctx), version, { notModifiedAllowed: true });
   } catch (err) {
@@ -114,7 +118,7 @@ async function readObject(ctx: RequestContext, withBody: boolean) {
   if (range) headers["content-range"] = contentRange(range, version.size);
   const status = range ? 206 : 200;
   if (!withBody) return { status, headers };
-  const { body } = await ctx.layer.openObject(version, range);
+  const { body } = await ctx.layer.openObject(version, range, key);
   return { status, headers, body };
 }
 

@@ -238,13 +238,12 @@ export class ObjectLayer {
     };
     if (src.data.kind !== "chunks" || !input.shareChunks) {
       const { body } = await this.openObject(src, undefined, input.sourceKey);
-      const version = await this.putObject({
+      // The ETag stays the MD5 of the bytes, the same as the source's for a single-part object.
+      return await this.putObject({
         ...base,
         body: body instanceof Uint8Array ? single(body) : body,
         encryption: input.encryption,
       });
-      // The ETag stays the source's: the bytes are the same.
-      return version;
     }
     const chunks = await this.meta.versionChunks(src.data.vid);
     for (const c of chunks) await this.chunks.claims.claim(c.chunk.id);
@@ -258,7 +257,7 @@ export class ObjectLayer {
         ...base,
         size: src.size,
         etag: src.etag,
-        sse: input.encryption?.record ?? src.sse,
+        sse: src.sse,
         data: { kind: "chunks", vid: 0 },
       };
       await this.#commit(version, chunks);

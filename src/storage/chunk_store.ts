@@ -121,6 +121,7 @@ export class ChunkStore {
     const plain = await decodeChunk(stored, rec, {
       key: opts.key,
       aad: rec.encrypted ? new TextEncoder().encode(rec.id) : undefined,
+      size: rec.plainSize,
     });
     if (plain.byteLength !== rec.plainSize) {
       throw new ChunkLostError(

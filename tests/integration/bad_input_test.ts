@@ -582,9 +582,14 @@ function cases(): Case[] {
       code: "BadDigest",
     },
     put("tagging header (unsupported)", { "x-store-tagging": "a=b" }, "NotImplemented"),
-    put("encryption header (unsupported)", {
-      "x-store-server-side-encryption": "AES256",
-    }, "NotImplemented"),
+    put("unknown encryption algorithm", {
+      "x-store-server-side-encryption": "DES",
+    }, "InvalidArgument"),
+    put("customer key of the wrong length", {
+      "x-store-server-side-encryption-customer-algorithm": "AES256",
+      "x-store-server-side-encryption-customer-key": btoa("short"),
+      "x-store-server-side-encryption-customer-key-md5": btoa("0123456789abcdef"),
+    }, "InvalidArgument"),
     put("unknown canned ACL", { "x-store-acl": "everyone-can-read" }, "InvalidArgument"),
     put("canned ACL and grant headers together", {
       "x-store-acl": "public-read",

@@ -1,0 +1,44 @@
+// Server-side encryption as the handlers see it: the key and record for a new version, the key
+// to read an existing one, and the headers echoed back.
+import type { Encryption } from "../object/layer.ts";
+import {
+  parseSseCustomerKey,
+  parseSseWrite,
+  type SseRecord,
+  sseResponseHeaders,
+} from "../object/sse.ts";
+import type { ObjectVersion } from "../meta/store.ts";
+import type { RequestContext } from "./context.ts";
+
+export function sseRecordOf(version: ObjectVersion): SseRecord | undefined {
+  return version.sse === undefined ? undefined : JSON.parse(version.sse) as SseRecord;
+}
+
+/** What a write asks for: the encryption of the new version, and the headers to echo. */
+export async function writeEncryption(
+  ctx: RequestContext,
+): Promise<
+  { kind: "none" | "s3" | "c"; encryption?: Encryption; headers: Record<string, string> }
+> {
+  const request = parseSseWrite(ctx.headers, ctx.dialect);
+  const { record, key } = await ctx.sseKeys.forNewObject(request);
+  return {
+    kind: request.kind,
+    encryption: key && record ? { key, record: JSON.stringify(record) } : undefined,
+    headers: sseResponseHeaders(record, ctx.dialect),
+  };
+}
+
+/** The key to read `version` with (SSE-C needs the customer's key on the request). */
+export function readKey(
+  ctx: RequestContext,
+  version: ObjectVersion,
+  opts: { copySource?: boolean } = {},
+): Promise<CryptoKey | undefined> {
+  const customer = parseSseCustomerKey(ctx.headers, ctx.dialect, opts);
+  return ctx.sseKeys.forExistingObject(sseRecordOf(version), customer);
+}
+
+export function readHeaders(ctx: RequestContext, version: ObjectVersion): Record<string, string> {
+  return sseResponseHeaders(sseRecordOf(version), ctx.dialect);
+}
