@@ -171,7 +171,11 @@ export class ChunkStore {
       full = coder(k, rec.parityShards).reconstruct(shards);
       if (opts.heal) health.healed = await this.#heal(rec, full, bad);
     }
-    return { stored: join(full.slice(0, k) as Uint8Array[], k, rec.storedSize), health };
+    // One data shard is the stored bytes themselves: no copy.
+    const stored = k === 1
+      ? full[0]!.subarray(0, rec.storedSize)
+      : join(full.slice(0, k), k, rec.storedSize);
+    return { stored, health };
   }
 
   /** Rewrites rebuilt shards where they belong; returns the indexes healed. */
