@@ -46,7 +46,7 @@ export function parseCopySource(value: string): CopySource {
   return { bucket: decoded.slice(0, slash), key: decoded.slice(slash + 1), versionId };
 }
 
-function copyConditions(ctx: RequestContext) {
+export function copyConditions(ctx: RequestContext) {
   const get = (suffix: string) => ctx.headers.get(h(ctx.dialect, "copy-source-" + suffix));
   return {
     ifMatch: get("if-match"),
@@ -57,7 +57,10 @@ function copyConditions(ctx: RequestContext) {
 }
 
 /** The source version, when the caller may read it (a second access decision). */
-async function readableSource(ctx: RequestContext, source: CopySource): Promise<ObjectVersion> {
+export async function readableSource(
+  ctx: RequestContext,
+  source: CopySource,
+): Promise<ObjectVersion> {
   const bucket = await ctx.layer.meta.getBucket(source.bucket);
   const verdict = await ctx.access.decideRule(ctx.principal, OPERATION_RULES.GetObject, {
     bucket,

@@ -10,8 +10,11 @@ import {
 import type { ObjectVersion } from "../meta/store.ts";
 import type { RequestContext } from "./context.ts";
 
-export function sseRecordOf(version: ObjectVersion): SseRecord | undefined {
-  return version.sse === undefined ? undefined : JSON.parse(version.sse) as SseRecord;
+/** Anything that carries a stored SSE record: a version or a multipart upload. */
+type Encrypted = Pick<ObjectVersion, "sse">;
+
+export function sseRecordOf(holder: Encrypted): SseRecord | undefined {
+  return holder.sse === undefined ? undefined : JSON.parse(holder.sse) as SseRecord;
 }
 
 /** What a write asks for: the encryption of the new version, and the headers to echo. */
@@ -29,16 +32,16 @@ export async function writeEncryption(
   };
 }
 
-/** The key to read `version` with (SSE-C needs the customer's key on the request). */
+/** The key to read `holder` with (SSE-C needs the customer's key on the request). */
 export function readKey(
   ctx: RequestContext,
-  version: ObjectVersion,
+  version: Encrypted,
   opts: { copySource?: boolean } = {},
 ): Promise<CryptoKey | undefined> {
   const customer = parseSseCustomerKey(ctx.headers, ctx.dialect, opts);
   return ctx.sseKeys.forExistingObject(sseRecordOf(version), customer);
 }
 
-export function readHeaders(ctx: RequestContext, version: ObjectVersion): Record<string, string> {
+export function readHeaders(ctx: RequestContext, version: Encrypted): Record<string, string> {
   return sseResponseHeaders(sseRecordOf(version), ctx.dialect);
 }

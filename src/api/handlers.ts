@@ -10,6 +10,14 @@ import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./acl.ts
 import type { Handler } from "./context.ts";
 import { copyObject } from "./copy.ts";
 import { deleteObjects } from "./delete_objects.ts";
+import {
+  abortMultipartUpload,
+  completeMultipartUpload,
+  createMultipartUpload,
+  uploadPartCopy,
+  uploadPartHandler,
+} from "./multipart.ts";
+import { listMultipartUploads, listParts } from "./multipart_list.ts";
 import { listObjectsV1, listObjectsV2 } from "./list.ts";
 import { deleteObject, getObject, headObject, putObject } from "./objects.ts";
 import {
@@ -41,6 +49,13 @@ export const HANDLERS: Record<string, Handler> = {
   PutBucketAcl: putBucketAcl,
   GetObjectAcl: getObjectAcl,
   PutObjectAcl: putObjectAcl,
+  CreateMultipartUpload: createMultipartUpload,
+  UploadPart: uploadPartHandler,
+  UploadPartCopy: uploadPartCopy,
+  CompleteMultipartUpload: completeMultipartUpload,
+  AbortMultipartUpload: abortMultipartUpload,
+  ListParts: listParts,
+  ListMultipartUploads: listMultipartUploads,
 };
 
 /**
@@ -55,4 +70,6 @@ export const READS_BODY = new Set([
   "PutBucketPolicy",
   "PutBucketAcl",
   "PutObjectAcl",
+  "UploadPart",
+  "CompleteMultipartUpload",
 ]);

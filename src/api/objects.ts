@@ -6,7 +6,9 @@ import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { contentTypeFor } from "../http/mime.ts";
 import { contentRange, parseRange } from "../http/range.ts";
+import type { ObjectVersion } from "../meta/store.ts";
 import { MAX_PUT_SIZE } from "../object/layer.ts";
+import { partRange } from "../object/multipart.ts";
 import { requestedAcl } from "./acl.ts";
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
 import type { Handler, RequestContext } from "./context.ts";
@@ -94,6 +96,29 @@ function readConditions(ctx: RequestContext) {
   };
 }
 
+/** The Range header's range, or the range of part `partNumber` (the two do not combine). */
+function readRange(ctx: RequestContext, version: ObjectVersion) {
+  const part = ctx.query.get("partNumber");
+  if (part === null) return parseRange(ctx.headers.get("range"), version.size);
+  if (ctx.headers.has("range")) {
+    throw new S3Error(
+      "InvalidRequest",
+      "Cannot specify both Range header and partNumber query parameter.",
+    );
+  }
+  if (!/^\d+$/.test(part)) {
+    throw new S3Error(
+      "InvalidArgument",
+      "Part number must be an integer between 1 and 10000, inclusive.",
+      {
+        details: { ArgumentName: "partNumber", ArgumentValue: part },
+      },
+    );
+  }
+  const range = partRange(version, Number(part));
+  return version.size === 0 ? undefined : range;
+}
+
 async function readObject(ctx: RequestContext, withBody: boolean) {
   const version = await readableVersion(ctx, { permission: "READ" });
   const key = await readKey(ctx, version);
@@ -109,10 +134,8 @@ async function readObject(ctx: RequestContext, withBody: boolean) {
     }
     throw err;
   }
-  if (ctx.query.has("partNumber")) {
-    throw new S3Error("NotImplemented", "Reading by partNumber is not supported yet.");
-  }
-  const range = parseRange(ctx.headers.get("range"), version.size);
+  const range = readRange(ctx, version);
+  if (version.parts) headers[h(ctx.dialect, "mp-parts-count")] = String(version.parts.length);
   applyResponseOverrides(headers, ctx.query);
   headers["content-length"] = String(range ? range.length : version.size);
   if (range) headers["content-range"] = contentRange(range, version.size);

@@ -71,6 +71,42 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
     access: write,
     object: true,
   },
+  CreateMultipartUpload: {
+    action: "PutObject",
+    acl: { on: "bucket", permission: "WRITE" },
+    access: write,
+    object: true,
+  },
+  UploadPart: {
+    action: "PutObject",
+    acl: { on: "bucket", permission: "WRITE" },
+    access: write,
+    object: true,
+  },
+  UploadPartCopy: {
+    action: "PutObject",
+    acl: { on: "bucket", permission: "WRITE" },
+    access: write,
+    object: true,
+  },
+  CompleteMultipartUpload: {
+    action: "PutObject",
+    acl: { on: "bucket", permission: "WRITE" },
+    access: write,
+    object: true,
+  },
+  AbortMultipartUpload: {
+    action: "AbortMultipartUpload",
+    acl: { on: "bucket", permission: "WRITE" },
+    access: write,
+    object: true,
+  },
+  ListParts: { action: "ListMultipartUploadParts", access: write, object: true },
+  ListMultipartUploads: {
+    action: "ListBucketMultipartUploads",
+    acl: { on: "bucket", permission: "READ" },
+    access: read,
+  },
   DeleteObjects: {
     action: "DeleteObject",
     acl: { on: "bucket", permission: "WRITE" },

@@ -3,6 +3,7 @@ import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlit
 import { listCurrent } from "./sqlite_list.ts";
 import { MIGRATIONS } from "./sqlite_schema.ts";
 import { SqliteChunks } from "./sqlite_chunks.ts";
+import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import type {
   BucketConfigKind,
@@ -13,8 +14,12 @@ import type {
   ListQuery,
   MetaStore,
   ObjectVersion,
+  PartRecord,
   PutResult,
   TokenRecord,
+  UploadListPage,
+  UploadListQuery,
+  UploadRecord,
   UserRecord,
   VersionChunk,
 } from "./store.ts";
@@ -29,7 +34,7 @@ type Row = Record<string, SQLInputValue>;
 
 const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
-  "user_meta, headers, owner, vid, chunked, sse, acl";
+  "user_meta, headers, owner, vid, chunked, sse, acl, parts";
 
 function toBucket(row: Row): BucketRecord {
   return {
@@ -61,6 +66,7 @@ function toVersion(row: Row): ObjectVersion {
     data,
     acl: (row.acl as string | null) ?? undefined,
     sse: (row.sse as string | null) ?? undefined,
+    parts: row.parts ? JSON.parse(row.parts as string) : undefined,
   };
 }
 
@@ -69,6 +75,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #stmts = new Map<string, StatementSync>();
   readonly #users: SqliteUsers;
   readonly #chunks: SqliteChunks;
+  readonly #uploads: SqliteUploads;
 
   constructor(path: string) {
     this.#db = new DatabaseSync(path);
@@ -80,6 +87,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#migrate();
     this.#users = new SqliteUsers((sql) => this.#stmt(sql), (fn) => this.#tx(fn));
     this.#chunks = new SqliteChunks((sql) => this.#stmt(sql));
+    this.#uploads = new SqliteUploads((sql) => this.#stmt(sql), this.#chunks);
   }
 
   #migrate(): void {
@@ -144,7 +152,12 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   putObjectVersion(v: ObjectVersion, chunks: VersionChunk[] = []): Promise<PutResult> {
-    return Promise.resolve(this.#tx(() => {
+    return Promise.resolve(this.#tx(() => this.#putVersion(v, chunks)));
+  }
+
+  /** The body of putObjectVersion, for use inside a transaction. */
+  #putVersion(v: ObjectVersion, chunks: VersionChunk[]): PutResult {
+    {
       if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(v.bucket)) {
         throw new MissingBucketError(v.bucket);
       }
@@ -173,14 +186,14 @@ export class SqliteMetaStore implements MetaStore {
       if (chunks.length > 0) this.#chunks.addRefs(vid, chunks);
       // Chunks that were freed and re-referenced in this same write stay.
       return { displaced, freed: freed.filter((c) => !this.#chunks.hasChunk(c.id)) };
-    }));
+    }
   }
 
   #insertVersion(v: ObjectVersion, opts: { seq: number; vid: number; chunked: boolean }): void {
     this.#stmt(
       "INSERT INTO versions (bucket, key, seq, version_id, is_latest, delete_marker, size, etag, " +
         "last_modified, content_type, user_meta, headers, owner, inline_data, acl, vid, chunked, " +
-        "sse) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "sse, parts) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ).run(
       v.bucket,
       v.key,
@@ -199,6 +212,7 @@ export class SqliteMetaStore implements MetaStore {
       opts.vid,
       opts.chunked ? 1 : 0,
       v.sse ?? null,
+      v.parts ? JSON.stringify(v.parts) : null,
     );
   }
 
@@ -334,6 +348,56 @@ export class SqliteMetaStore implements MetaStore {
 
   deleteUserTokens(userId: string): Promise<void> {
     return this.#users.deleteUserTokens(userId);
+  }
+
+  createUpload(upload: UploadRecord): Promise<void> {
+    return Promise.resolve(this.#uploads.create(upload));
+  }
+
+  getUpload(bucket: string, key: string, uploadId: string): Promise<UploadRecord | undefined> {
+    return Promise.resolve(this.#uploads.get(bucket, key, uploadId));
+  }
+
+  putPart(
+    uploadId: string,
+    part: PartRecord,
+    chunks: VersionChunk[],
+  ): Promise<{ freed: ChunkRecord[] } | undefined> {
+    return Promise.resolve(this.#tx(() => this.#uploads.putPart(uploadId, part, chunks)));
+  }
+
+  listParts(uploadId: string, after: number, max: number): Promise<PartRecord[]> {
+    return Promise.resolve(this.#uploads.listParts(uploadId, after, max));
+  }
+
+  listUploads(bucket: string, query: UploadListQuery): Promise<UploadListPage> {
+    return Promise.resolve(this.#uploads.list(bucket, query));
+  }
+
+  listStaleUploads(before: number, limit: number): Promise<UploadRecord[]> {
+    return Promise.resolve(this.#uploads.listStale(before, limit));
+  }
+
+  completeUpload(
+    upload: UploadRecord,
+    parts: number[],
+    version: ObjectVersion,
+  ): Promise<PutResult | undefined> {
+    return Promise.resolve(this.#tx(() => {
+      const chunks = this.#uploads.partChunks(upload.uploadId, parts);
+      if (!chunks) return undefined;
+      const result = this.#putVersion(version, chunks);
+      const dropped = this.#uploads.remove(upload.uploadId);
+      const freed = [...result.freed, ...dropped].filter((c) => !this.#chunks.hasChunk(c.id));
+      return { displaced: result.displaced, freed };
+    }));
+  }
+
+  abortUpload(uploadId: string): Promise<{ freed: ChunkRecord[] } | undefined> {
+    return Promise.resolve(this.#tx(() => {
+      if (!this.#uploads.exists(uploadId)) return undefined;
+      return { freed: this.#uploads.remove(uploadId) };
+    }));
   }
 
   close(): Promise<void> {

@@ -114,9 +114,12 @@ export class SqliteChunks {
     );
   }
 
-  /** The next free version id. */
+  /** The next free data id: versions and multipart parts share the id space of version_chunks. */
   nextVid(): number {
-    return ((this.stmt("SELECT coalesce(max(vid), 0) + 1 AS v FROM versions").get() as Row)
-      .v as number);
+    const v = (this.stmt("SELECT coalesce(max(vid), 0) AS v FROM versions").get() as Row)
+      .v as number;
+    const p = (this.stmt("SELECT coalesce(max(data_id), 0) AS v FROM parts").get() as Row)
+      .v as number;
+    return Math.max(v, p) + 1;
   }
 }

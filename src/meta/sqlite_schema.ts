@@ -123,4 +123,27 @@ export const MIGRATIONS: string[] = [
   ALTER TABLE versions ADD COLUMN chunked INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE versions ADD COLUMN sse TEXT;
   `,
+  `
+  -- Multipart uploads keep what CreateMultipartUpload was given for the final object, and their
+  -- parts. A part's data is chunks listed in version_chunks under the part's data_id (the same
+  -- id space as versions.vid), so completing an upload moves chunk references, never bytes.
+  ALTER TABLE uploads ADD COLUMN content_type TEXT NOT NULL DEFAULT '';
+  ALTER TABLE uploads ADD COLUMN user_meta TEXT NOT NULL DEFAULT '{}';
+  ALTER TABLE uploads ADD COLUMN headers TEXT NOT NULL DEFAULT '{}';
+  ALTER TABLE uploads ADD COLUMN acl TEXT;
+  ALTER TABLE uploads ADD COLUMN sse TEXT;
+  CREATE UNIQUE INDEX uploads_by_id ON uploads(upload_id);
+  CREATE TABLE parts (
+    upload_id TEXT NOT NULL,
+    part_number INTEGER NOT NULL,
+    etag TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    last_modified INTEGER NOT NULL,
+    data_id INTEGER NOT NULL,
+    PRIMARY KEY (upload_id, part_number)
+  );
+  CREATE UNIQUE INDEX parts_by_data_id ON parts(data_id);
+  -- Sizes of the parts of a completed multipart object (JSON array), for partNumber reads.
+  ALTER TABLE versions ADD COLUMN parts TEXT;
+  `,
 ];

@@ -58,6 +58,44 @@ export interface ObjectVersion {
   acl?: string;
   /** Server-side encryption record as stored JSON; undefined when not encrypted. */
   sse?: string;
+  /** Part sizes of an object completed from a multipart upload. */
+  parts?: number[];
+}
+
+export interface UploadRecord {
+  bucket: string;
+  key: string;
+  uploadId: string;
+  initiated: number;
+  owner: string;
+  contentType: string;
+  userMeta: Record<string, string>;
+  headers: Record<string, string>;
+  acl?: string;
+  sse?: string;
+}
+
+export interface PartRecord {
+  partNumber: number;
+  etag: string;
+  size: number;
+  lastModified: number;
+}
+
+export interface UploadListQuery {
+  prefix: string;
+  delimiter: string;
+  keyMarker: string;
+  uploadIdMarker: string;
+  maxUploads: number;
+}
+
+export interface UploadListPage {
+  uploads: UploadRecord[];
+  commonPrefixes: string[];
+  isTruncated: boolean;
+  nextKeyMarker?: string;
+  nextUploadIdMarker?: string;
 }
 
 export type BucketPermission = "read" | "write" | "readwrite" | "none";
@@ -182,6 +220,33 @@ export interface MetaStore {
   getToken(hash: string): Promise<TokenRecord | undefined>;
   deleteToken(hash: string): Promise<boolean>;
   deleteUserTokens(userId: string): Promise<void>;
+
+  createUpload(upload: UploadRecord): Promise<void>;
+  getUpload(bucket: string, key: string, uploadId: string): Promise<UploadRecord | undefined>;
+  /**
+   * Stores a part (replacing an earlier one with the same number) with its chunks; returns the
+   * chunks nothing refers to any more. Undefined when the upload does not exist (any more).
+   */
+  putPart(
+    uploadId: string,
+    part: PartRecord,
+    chunks: VersionChunk[],
+  ): Promise<{ freed: ChunkRecord[] } | undefined>;
+  listParts(uploadId: string, after: number, max: number): Promise<PartRecord[]>;
+  listUploads(bucket: string, query: UploadListQuery): Promise<UploadListPage>;
+  /** Uploads of any bucket initiated before `before`, oldest first (abandoned uploads). */
+  listStaleUploads(before: number, limit: number): Promise<UploadRecord[]>;
+  /**
+   * Makes `version` from the chosen parts (their chunks in order) and ends the upload: every
+   * part's references are dropped in the same transaction. Undefined when the upload is gone.
+   */
+  completeUpload(
+    upload: UploadRecord,
+    parts: number[],
+    version: ObjectVersion,
+  ): Promise<PutResult | undefined>;
+  /** Ends an upload and drops its parts; undefined when it does not exist. */
+  abortUpload(uploadId: string): Promise<{ freed: ChunkRecord[] } | undefined>;
 
   close(): Promise<void>;
 }

@@ -258,6 +258,7 @@ export class ObjectLayer {
         size: src.size,
         etag: src.etag,
         sse: src.sse,
+        parts: src.parts,
         data: { kind: "chunks", vid: 0 },
       };
       await this.#commit(version, chunks);

@@ -1,0 +1,207 @@
+// Multipart upload operations: Create, UploadPart, UploadPartCopy, Complete, Abort, ListParts.
+import { checksumChecks } from "../http/checksum.ts";
+import { checkConditions } from "../http/conditional.ts";
+import { h } from "../http/dialect.ts";
+import { S3Error } from "../http/errors.ts";
+import { contentTypeFor } from "../http/mime.ts";
+import { children, el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
+import type { UploadRecord } from "../meta/store.ts";
+import {
+  abortUpload,
+  completeUpload,
+  MAX_PART_NUMBER,
+  newUploadId,
+  noSuchUpload,
+  uploadPart,
+} from "../object/multipart.ts";
+import { copyConditions, parseCopySource, readableSource } from "./copy.ts";
+import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
+import { contentMd5, newObjectAcl } from "./objects.ts";
+import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
+
+const MAX_COMPLETE_BODY = 4 * 1024 * 1024;
+
+export const createMultipartUpload: Handler = async (ctx) => {
+  validateKey(ctx.key);
+  rejectUnsupportedWriteOptions(ctx.headers, ctx.dialect);
+  await ctx.layer.requireBucket(ctx.bucket);
+  const meta = readMetadata(ctx.headers, ctx.dialect);
+  const sse = await writeEncryption(ctx);
+  const upload: UploadRecord = {
+    bucket: ctx.bucket,
+    key: ctx.key,
+    uploadId: newUploadId(),
+    initiated: Date.now(),
+    owner: ctx.principal.id,
+    contentType: meta.contentType ?? contentTypeFor(ctx.key),
+    userMeta: meta.userMeta,
+    headers: meta.headers,
+    acl: await newObjectAcl(ctx),
+    sse: sse.encryption?.record,
+  };
+  await ctx.layer.meta.createUpload(upload);
+  const result = xmlResult(
+    xmlDocument(
+      "InitiateMultipartUploadResult",
+      ctx.dialect.xmlns,
+      text("Bucket", ctx.bucket) + text("Key", ctx.key) + text("UploadId", upload.uploadId),
+    ),
+  );
+  Object.assign(result.headers!, sse.headers);
+  return result;
+};
+
+/** The upload named by `uploadId`, which must belong to this bucket and key. */
+export async function requireUpload(ctx: RequestContext): Promise<UploadRecord> {
+  await ctx.layer.requireBucket(ctx.bucket);
+  const uploadId = ctx.query.get("uploadId") ?? "";
+  const upload = await ctx.layer.meta.getUpload(ctx.bucket, ctx.key, uploadId);
+  if (!upload) throw noSuchUpload(uploadId);
+  return upload;
+}
+
+function partNumberParam(ctx: RequestContext): number {
+  const raw = ctx.query.get("partNumber") ?? "";
+  if (!/^\d+$/.test(raw) || +raw < 1 || +raw > MAX_PART_NUMBER) {
+    throw new S3Error(
+      "InvalidArgument",
+      `Part number must be an integer between 1 and ${MAX_PART_NUMBER}, inclusive.`,
+      {
+        details: { ArgumentName: "partNumber", ArgumentValue: raw },
+      },
+    );
+  }
+  return Number(raw);
+}
+
+/** The key parts of an encrypted upload are written with (SSE-C: the same customer key). */
+function partKey(ctx: RequestContext, upload: UploadRecord): Promise<CryptoKey | undefined> {
+  return readKey(ctx, upload);
+}
+
+export const uploadPartHandler: Handler = async (ctx) => {
+  const partNumber = partNumberParam(ctx);
+  const upload = await requireUpload(ctx);
+  const key = await partKey(ctx, upload);
+  const part = await uploadPart(ctx.layer, upload, {
+    partNumber,
+    body: ctx.body.chunks(),
+    contentMd5: contentMd5(ctx.headers),
+    checks: checksumChecks(ctx.headers, ctx.dialect),
+    key,
+  });
+  const headers: Record<string, string> = {
+    etag: part.etag,
+    ...readHeaders(ctx, upload),
+  };
+  for (const name of ["crc32", "crc32c", "sha1", "sha256"]) {
+    const value = ctx.headers.get(h(ctx.dialect, `checksum-${name}`));
+    if (value !== null) headers[h(ctx.dialect, `checksum-${name}`)] = value;
+  }
+  return { status: 200, headers };
+};
+
+/** `x-*-copy-source-range: bytes=first-last`, within the source's size. */
+function copyRange(
+  ctx: RequestContext,
+  size: number,
+): { offset: number; length: number } | undefined {
+  const raw = ctx.headers.get(h(ctx.dialect, "copy-source-range"));
+  if (raw === null) return undefined;
+  const m = /^bytes=(\d+)-(\d+)$/.exec(raw.trim());
+  if (!m || +m[2] < +m[1]) {
+    throw new S3Error(
+      "InvalidArgument",
+      "The x-*-copy-source-range value must be of the form bytes=first-last.",
+      {
+        details: { ArgumentName: h(ctx.dialect, "copy-source-range"), ArgumentValue: raw },
+      },
+    );
+  }
+  if (+m[2] >= size) {
+    throw new S3Error("InvalidRange", "The requested range is not satisfiable.", {
+      details: { ActualObjectSize: String(size) },
+    });
+  }
+  return { offset: +m[1], length: +m[2] - +m[1] + 1 };
+}
+
+export const uploadPartCopy: Handler = async (ctx) => {
+  const partNumber = partNumberParam(ctx);
+  const upload = await requireUpload(ctx);
+  const src = await readableSource(
+    ctx,
+    parseCopySource(ctx.headers.get(h(ctx.dialect, "copy-source"))!),
+  );
+  checkConditions(copyConditions(ctx), src, { notModifiedAllowed: false });
+  const range = copyRange(ctx, src.size);
+  const { body } = await ctx.layer.openObject(
+    src,
+    range,
+    await readKey(ctx, src, { copySource: true }),
+  );
+  const part = await uploadPart(ctx.layer, upload, {
+    partNumber,
+    body: body instanceof Uint8Array ? once(body) : body,
+    key: await partKey(ctx, upload),
+  });
+  return xmlResult(
+    xmlDocument(
+      "CopyPartResult",
+      ctx.dialect.xmlns,
+      text("LastModified", isoDate(part.lastModified)) + text("ETag", part.etag),
+    ),
+  );
+};
+
+async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
+  yield bytes;
+}
+
+function parseCompleteBody(body: string): { partNumber: number; etag: string }[] {
+  const root = parseXml(body, "CompleteMultipartUpload");
+  const parts = children(root.Part).map((node: XmlNode) => {
+    if (typeof node !== "object") {
+      throw new S3Error("MalformedXML", "Part must hold PartNumber and ETag.");
+    }
+    const n = leafText(node.PartNumber as XmlNode, "PartNumber");
+    const etag = leafText(node.ETag as XmlNode, "ETag");
+    if (n === undefined || !/^\d+$/.test(n) || etag === undefined) {
+      throw new S3Error("MalformedXML", "Part must hold a numeric PartNumber and an ETag.");
+    }
+    return { partNumber: Number(n), etag };
+  });
+  if (parts.length === 0) {
+    throw new S3Error("MalformedXML", "The XML you provided did not list any part.");
+  }
+  return parts;
+}
+
+export const completeMultipartUpload: Handler = async (ctx) => {
+  const upload = await requireUpload(ctx);
+  const requested = parseCompleteBody(await ctx.body.text(MAX_COMPLETE_BODY));
+  const version = await completeUpload(ctx.layer, upload, requested);
+  const result = xmlResult(
+    xmlDocument(
+      "CompleteMultipartUploadResult",
+      ctx.dialect.xmlns,
+      text("Location", `/${ctx.bucket}/${ctx.key}`) + text("Bucket", ctx.bucket) +
+        text("Key", ctx.key) +
+        text("ETag", version.etag),
+    ),
+  );
+  Object.assign(result.headers!, readHeaders(ctx, version));
+  return result;
+};
+
+export const abortMultipartUpload: Handler = async (ctx) => {
+  const upload = await requireUpload(ctx);
+  await abortUpload(ctx.layer, upload.uploadId);
+  return { status: 204 };
+};
+
+export function initiator(id: string, name: string): string {
+  return el("Initiator", text("ID", id), text("DisplayName", name)) +
+    el("Owner", text("ID", id), text("DisplayName", name));
+}

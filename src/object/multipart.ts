@@ -1,0 +1,188 @@
+// Multipart uploads in the object layer: parts are stored as chunks like any object data, and
+// completing an upload moves chunk references to the new version: no bytes are copied.
+import { createHash } from "node:crypto";
+import { S3Error } from "../http/errors.ts";
+import type { ObjectVersion, PartRecord, UploadRecord } from "../meta/store.ts";
+import type { BodyCheck, Encryption, ObjectLayer } from "./layer.ts";
+import { releaseAll, writeBody } from "./write_pipeline.ts";
+
+export const MAX_PART_SIZE = 5 * 1024 ** 3;
+export const MIN_PART_SIZE = 5 * 1024 ** 2;
+export const MAX_PART_NUMBER = 10000;
+
+export function noSuchUpload(uploadId: string): S3Error {
+  return new S3Error(
+    "NoSuchUpload",
+    "The specified multipart upload does not exist. The upload ID may be invalid, or the " +
+      "upload may have been aborted or completed.",
+    { details: { UploadId: uploadId } },
+  );
+}
+
+/** Upload ids sort by creation time. */
+export function newUploadId(): string {
+  const random = Array.from(
+    crypto.getRandomValues(new Uint8Array(12)),
+    (b) => b.toString(16).padStart(2, "0"),
+  );
+  return Date.now().toString(16).padStart(12, "0") + random.join("");
+}
+
+function hex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export async function uploadPart(
+  layer: ObjectLayer,
+  upload: UploadRecord,
+  input: {
+    partNumber: number;
+    body: AsyncIterable<Uint8Array>;
+    contentMd5?: string;
+    checks?: BodyCheck[];
+    key?: CryptoKey;
+  },
+): Promise<PartRecord> {
+  const written = await writeBody(input.body, layer.chunks, {
+    inlineMax: -1,
+    chunkSize: layer.limits.chunkSize,
+    key: input.key,
+    checks: input.checks,
+    maxSize: MAX_PART_SIZE,
+    tooLarge: () => new S3Error("EntityTooLarge", "A part may be at most 5 GiB."),
+  });
+  try {
+    if (
+      input.contentMd5 !== undefined &&
+      btoa(String.fromCharCode(...written.md5)) !== input.contentMd5
+    ) {
+      throw new S3Error(
+        "BadDigest",
+        "The Content-MD5 you specified did not match what we received.",
+      );
+    }
+    const part: PartRecord = {
+      partNumber: input.partNumber,
+      etag: `"${hex(written.md5)}"`,
+      size: written.size,
+      lastModified: Date.now(),
+    };
+    const stored = await layer.meta.putPart(upload.uploadId, part, written.chunks);
+    if (!stored) throw noSuchUpload(upload.uploadId);
+    await layer.chunks.collect(stored.freed);
+    return part;
+  } finally {
+    await releaseAll(layer.chunks, written.chunks);
+  }
+}
+
+async function allParts(layer: ObjectLayer, uploadId: string): Promise<Map<number, PartRecord>> {
+  const parts = new Map<number, PartRecord>();
+  let after = 0;
+  while (true) {
+    const page = await layer.meta.listParts(uploadId, after, 1000);
+    for (const p of page) parts.set(p.partNumber, p);
+    if (page.length < 1000) return parts;
+    after = page[page.length - 1].partNumber;
+  }
+}
+
+function normalizeEtag(etag: string): string {
+  const bare = etag.trim().replace(/^"|"$/g, "");
+  return `"${bare}"`;
+}
+
+/** Checks the requested part list against the stored parts, as the protocol does. */
+function choose(
+  requested: { partNumber: number; etag: string }[],
+  stored: Map<number, PartRecord>,
+): PartRecord[] {
+  const chosen: PartRecord[] = [];
+  let previous = 0;
+  for (const r of requested) {
+    if (r.partNumber <= previous) {
+      throw new S3Error("InvalidPartOrder", "The list of parts was not in ascending order.");
+    }
+    previous = r.partNumber;
+    const part = stored.get(r.partNumber);
+    if (!part || part.etag !== normalizeEtag(r.etag)) {
+      throw new S3Error(
+        "InvalidPart",
+        "One or more of the specified parts could not be found. The part may not have been " +
+          "uploaded, or the specified entity tag may not match the part's entity tag.",
+        { details: { PartNumber: String(r.partNumber), ETag: r.etag } },
+      );
+    }
+    chosen.push(part);
+  }
+  chosen.slice(0, -1).forEach((p) => {
+    if (p.size < MIN_PART_SIZE) {
+      throw new S3Error(
+        "EntityTooSmall",
+        "Your proposed upload is smaller than the minimum allowed size.",
+        {
+          details: { PartNumber: String(p.partNumber), MinSizeAllowed: String(MIN_PART_SIZE) },
+        },
+      );
+    }
+  });
+  return chosen;
+}
+
+/** The multipart ETag: MD5 of the concatenated binary part MD5s, then `-<parts>`. */
+export function multipartEtag(parts: PartRecord[]): string {
+  const hash = createHash("md5");
+  for (const p of parts) {
+    hash.update(Uint8Array.from(p.etag.slice(1, 33).match(/../g)!, (b) => parseInt(b, 16)));
+  }
+  return `"${hash.digest("hex")}-${parts.length}"`;
+}
+
+export async function completeUpload(
+  layer: ObjectLayer,
+  upload: UploadRecord,
+  requested: { partNumber: number; etag: string }[],
+): Promise<ObjectVersion> {
+  const chosen = choose(requested, await allParts(layer, upload.uploadId));
+  const version: ObjectVersion = {
+    bucket: upload.bucket,
+    key: upload.key,
+    versionId: "null",
+    deleteMarker: false,
+    size: chosen.reduce((n, p) => n + p.size, 0),
+    etag: multipartEtag(chosen),
+    lastModified: Date.now(),
+    contentType: upload.contentType,
+    userMeta: upload.userMeta,
+    headers: upload.headers,
+    owner: upload.owner,
+    acl: upload.acl,
+    sse: upload.sse,
+    parts: chosen.map((p) => p.size),
+    data: { kind: "chunks", vid: 0 },
+  };
+  const result = await layer.meta.completeUpload(upload, chosen.map((p) => p.partNumber), version);
+  if (!result) throw noSuchUpload(upload.uploadId);
+  await layer.chunks.collect(result.freed);
+  return version;
+}
+
+export async function abortUpload(layer: ObjectLayer, uploadId: string): Promise<void> {
+  const result = await layer.meta.abortUpload(uploadId);
+  if (!result) throw noSuchUpload(uploadId);
+  await layer.chunks.collect(result.freed);
+}
+
+/** The byte range of part `n` of a version (partNumber reads). */
+export function partRange(version: ObjectVersion, n: number): { offset: number; length: number } {
+  const sizes = version.parts ?? [version.size];
+  if (n < 1 || n > sizes.length) {
+    throw new S3Error("InvalidPartNumber", "The requested partnumber is not satisfiable.", {
+      details: { PartNumberRequested: String(n), ActualPartCount: String(sizes.length) },
+    });
+  }
+  const offset = sizes.slice(0, n - 1).reduce((a, b) => a + b, 0);
+  return { offset, length: sizes[n - 1] };
+}
+
+export type { Encryption };
