@@ -1,10 +1,10 @@
 // The real AWS CLI (Debian's awscli package at /usr/bin/aws) against a real server.
 //
-// The CLI reads a config file written for the test, not the user's: multipart_threshold is raised
-// to 64MB because multipart upload is not built yet (a 20 MiB upload must go as one PutObject),
-// and path-style addressing is forced because the server does not serve virtual-hosted buckets on
-// 127.0.0.1. Credentials come from the environment; the shared credentials file is an empty temp
-// file and HOME is a temp directory, so nothing from the machine's ~/.aws leaks in.
+// The CLI reads a config file written for the test, not the user's, with its default multipart
+// settings (files over 8 MiB go in 8 MiB parts), and path-style addressing forced because the
+// server does not serve virtual-hosted buckets on 127.0.0.1. Credentials come from the
+// environment; the shared credentials file is an empty temp file and HOME is a temp directory, so
+// nothing from the machine's ~/.aws leaks in.
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { assert, assertEquals } from "./assert.ts";
@@ -17,6 +17,16 @@ import {
   type TestServer,
   withServer,
 } from "./server.ts";
+
+/** The ETag of an object uploaded in parts of `partSize`: MD5 of the part MD5s, then `-n`. */
+function multipartEtag(data: Uint8Array, partSize: number): string {
+  const all = createHash("md5");
+  let n = 0;
+  for (let at = 0; at < data.byteLength; at += partSize, n++) {
+    all.update(createHash("md5").update(data.subarray(at, at + partSize)).digest());
+  }
+  return `"${all.digest("hex")}-${n}"`;
+}
 
 const AWS = "/usr/bin/aws";
 
@@ -49,7 +59,6 @@ async function makeCli(server: TestServer): Promise<Cli> {
     "[default]\n" +
       `region = ${REGION}\n` +
       "s3 =\n" +
-      "  multipart_threshold = 64MB\n" +
       "  addressing_style = path\n",
   );
   const credentials = join(dir, "credentials");
@@ -123,6 +132,15 @@ Deno.test({
         await roundTrip(cli, bucket, "docs/hello.txt", small);
         const big = randomBytes(20 * 1024 * 1024);
         await roundTrip(cli, bucket, "data/big.bin", big);
+        // 200 MiB: 25 parts up, ranged GETs down.
+        const huge = randomBytes(200 * 1024 * 1024);
+        await roundTrip(cli, bucket, "data/huge.bin", huge);
+        const hugeHead = JSON.parse(
+          await cli.run("s3api", "head-object", "--bucket", bucket, "--key", "data/huge.bin"),
+        );
+        assertEquals(hugeHead.ContentLength, huge.byteLength, "ContentLength (200 MiB)");
+        assertEquals(hugeHead.ETag, multipartEtag(huge, 8 * 1024 * 1024), "ETag (200 MiB)");
+        await cli.run("s3", "rm", `s3://${bucket}/data/huge.bin`);
 
         const buckets = await cli.run("s3", "ls");
         assert(
@@ -146,7 +164,7 @@ Deno.test({
           await cli.run("s3api", "head-object", "--bucket", bucket, "--key", "data/big.bin"),
         );
         assertEquals(head.ContentLength, big.byteLength, "ContentLength");
-        assertEquals(head.ETag, `"${md5Hex(big)}"`, "ETag");
+        assertEquals(head.ETag, multipartEtag(big, 8 * 1024 * 1024), "ETag");
         const headSmall = JSON.parse(
           await cli.run("s3api", "head-object", "--bucket", bucket, "--key", "docs/hello.txt"),
         );
