@@ -17,7 +17,7 @@ import { escapeXml } from "./http/xml.ts";
 import type { InFlight } from "./http/in_flight.ts";
 import { METHODS, route } from "./http/router.ts";
 import { isDebug, log } from "./log.ts";
-import type { ObjectLayer } from "./object/layer.ts";
+import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
 
 export interface AppDeps {
   config: Config;
@@ -215,6 +215,10 @@ export async function handleProtocol(
       s3err = new S3Error("InternalError", "We encountered an internal error. Please try again.");
     }
     response = errorResponse(s3err, { dialect, requestId, resource, head });
+    if (s3err instanceof DeleteMarkerError) {
+      response.headers.set(h(dialect, "delete-marker"), "true");
+      response.headers.set(h(dialect, "version-id"), s3err.versionId);
+    }
     // Whatever the handler left unread is discarded (the reader was released on error).
     if (req.body && !req.body.locked) req.body.cancel().catch(() => {});
   }

@@ -140,6 +140,9 @@ export const copyObject: Handler = async (ctx) => {
     result.headers![h(ctx.dialect, "copy-source-version-id")] = src.versionId;
   }
   Object.assign(result.headers!, readHeaders(ctx, version));
+  if (version.versionId !== "null") {
+    result.headers![h(ctx.dialect, "version-id")] = version.versionId;
+  }
   return result;
 };
 

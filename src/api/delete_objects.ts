@@ -39,6 +39,19 @@ function parseTargets(body: string): { quiet: boolean; targets: Target[] } {
   return { quiet: quietText === "true", targets };
 }
 
+function deletedEntry(t: Target, r: { versionId?: string; deleteMarker: boolean }): string {
+  // A marker created by this delete reports DeleteMarkerVersionId; removing a marker by id
+  // reports both the VersionId and DeleteMarker.
+  const created = t.versionId === undefined && r.deleteMarker;
+  return el(
+    "Deleted",
+    text("Key", t.key),
+    text("VersionId", t.versionId),
+    r.deleteMarker ? text("DeleteMarker", true) : "",
+    created ? text("DeleteMarkerVersionId", r.versionId) : "",
+  );
+}
+
 export const deleteObjects: Handler = async (ctx) => {
   const md5 = contentMd5(ctx.headers);
   const checks = checksumChecks(ctx.headers, ctx.dialect);
@@ -69,8 +82,11 @@ export const deleteObjects: Handler = async (ctx) => {
         key: t.key,
         facts: ctx.facts,
       });
-      await ctx.layer.deleteObject(ctx.bucket, t.key, t.versionId);
-      if (!quiet) parts.push(el("Deleted", text("Key", t.key), text("VersionId", t.versionId)));
+      const result = await ctx.layer.deleteObject(ctx.bucket, t.key, {
+        versionId: t.versionId,
+        owner: ctx.principal.id,
+      });
+      if (!quiet) parts.push(deletedEntry(t, result));
     } catch (err) {
       if (!(err instanceof S3Error)) throw err;
       parts.push(

@@ -18,6 +18,7 @@ import {
   uploadPartHandler,
 } from "./multipart.ts";
 import { listMultipartUploads, listParts } from "./multipart_list.ts";
+import { getBucketVersioning, listObjectVersions, putBucketVersioning } from "./versioning.ts";
 import { listObjectsV1, listObjectsV2 } from "./list.ts";
 import { deleteObject, getObject, headObject, putObject } from "./objects.ts";
 import {
@@ -56,6 +57,9 @@ export const HANDLERS: Record<string, Handler> = {
   AbortMultipartUpload: abortMultipartUpload,
   ListParts: listParts,
   ListMultipartUploads: listMultipartUploads,
+  GetBucketVersioning: getBucketVersioning,
+  PutBucketVersioning: putBucketVersioning,
+  ListObjectVersions: listObjectVersions,
 };
 
 /**
@@ -72,4 +76,5 @@ export const READS_BODY = new Set([
   "PutObjectAcl",
   "UploadPart",
   "CompleteMultipartUpload",
+  "PutBucketVersioning",
 ]);

@@ -192,6 +192,9 @@ export const completeMultipartUpload: Handler = async (ctx) => {
     ),
   );
   Object.assign(result.headers!, readHeaders(ctx, version));
+  if (version.versionId !== "null") {
+    result.headers![h(ctx.dialect, "version-id")] = version.versionId;
+  }
   return result;
 };
 

@@ -80,6 +80,7 @@ export const putObject: Handler = async (ctx) => {
     encryption: sse.encryption,
   });
   const headers: Record<string, string> = { etag: version.etag, ...sse.headers };
+  if (version.versionId !== "null") headers[h(ctx.dialect, "version-id")] = version.versionId;
   for (const name of ["crc32", "crc32c", "sha1", "sha256"]) {
     const value = ctx.headers.get(h(ctx.dialect, `checksum-${name}`));
     if (value !== null) headers[h(ctx.dialect, `checksum-${name}`)] = value;
@@ -150,6 +151,12 @@ export const headObject: Handler = (ctx) => readObject(ctx, false);
 
 export const deleteObject: Handler = async (ctx) => {
   validateKey(ctx.key);
-  await ctx.layer.deleteObject(ctx.bucket, ctx.key, versionIdParam(ctx));
-  return { status: 204 };
+  const result = await ctx.layer.deleteObject(ctx.bucket, ctx.key, {
+    versionId: versionIdParam(ctx),
+    owner: ctx.principal.id,
+  });
+  const headers: Record<string, string> = {};
+  if (result.deleteMarker) headers[h(ctx.dialect, "delete-marker")] = "true";
+  if (result.versionId !== undefined) headers[h(ctx.dialect, "version-id")] = result.versionId;
+  return { status: 204, headers };
 };

@@ -25,6 +25,13 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
   ListObjects: { action: "ListBucket", acl: { on: "bucket", permission: "READ" }, access: read },
   ListObjectsV2: { action: "ListBucket", acl: { on: "bucket", permission: "READ" }, access: read },
   DeleteBucket: { action: "DeleteBucket" },
+  GetBucketVersioning: { action: "GetBucketVersioning" },
+  PutBucketVersioning: { action: "PutBucketVersioning" },
+  ListObjectVersions: {
+    action: "ListBucketVersions",
+    acl: { on: "bucket", permission: "READ" },
+    access: read,
+  },
   GetBucketPolicy: { action: "GetBucketPolicy" },
   PutBucketPolicy: { action: "PutBucketPolicy" },
   DeleteBucketPolicy: { action: "DeleteBucketPolicy" },

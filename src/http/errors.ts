@@ -17,6 +17,7 @@ const STATUS: Record<string, number> = {
   InvalidAccessKeyId: 403,
   InvalidArgument: 400,
   InvalidBucketName: 400,
+  InvalidBucketState: 409,
   InvalidDigest: 400,
   InvalidEncryptionAlgorithmError: 400,
   InvalidLocationConstraint: 400,

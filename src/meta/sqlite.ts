@@ -1,6 +1,7 @@
 // The embedded MetaStore: SQLite in WAL mode through node:sqlite.
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { listCurrent } from "./sqlite_list.ts";
+import { listVersions } from "./sqlite_versions.ts";
 import { MIGRATIONS } from "./sqlite_schema.ts";
 import { SqliteChunks } from "./sqlite_chunks.ts";
 import { SqliteUploads } from "./sqlite_uploads.ts";
@@ -22,6 +23,8 @@ import type {
   UploadRecord,
   UserRecord,
   VersionChunk,
+  VersionListPage,
+  VersionListQuery,
 } from "./store.ts";
 
 export class MissingBucketError extends Error {
@@ -275,6 +278,19 @@ export class SqliteMetaStore implements MetaStore {
 
   driveId(uuid: string, path: string): Promise<number> {
     return Promise.resolve(this.#chunks.driveId(uuid, path));
+  }
+
+  listVersions(bucket: string, query: VersionListQuery): Promise<VersionListPage> {
+    return Promise.resolve(listVersions((sql) => this.#stmt(sql), bucket, query));
+  }
+
+  setBucketVersioning(bucket: string, status: "Enabled" | "Suspended"): Promise<void> {
+    const result = this.#stmt("UPDATE buckets SET versioning = ? WHERE name = ?").run(
+      status,
+      bucket,
+    );
+    if (result.changes !== 1) throw new MissingBucketError(bucket);
+    return Promise.resolve();
   }
 
   listObjects(bucket: string, query: ListQuery): Promise<ListPage> {

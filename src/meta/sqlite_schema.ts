@@ -146,4 +146,8 @@ export const MIGRATIONS: string[] = [
   -- Sizes of the parts of a completed multipart object (JSON array), for partNumber reads.
   ALTER TABLE versions ADD COLUMN parts TEXT;
   `,
+  `
+  -- ListObjectVersions walks keys in order and each key's versions newest first.
+  CREATE INDEX versions_listing ON versions(bucket, key, seq DESC);
+  `,
 ];

@@ -155,6 +155,34 @@ export interface ListPage {
   lastReturned?: string;
 }
 
+export interface VersionListQuery {
+  prefix: string;
+  delimiter: string;
+  keyMarker: string;
+  versionIdMarker: string;
+  maxKeys: number;
+}
+
+/** One entry of ListObjectVersions: a version or a delete marker. */
+export interface VersionEntry {
+  key: string;
+  versionId: string;
+  isLatest: boolean;
+  deleteMarker: boolean;
+  size: number;
+  etag: string;
+  lastModified: number;
+  owner: string;
+}
+
+export interface VersionListPage {
+  versions: VersionEntry[];
+  commonPrefixes: string[];
+  isTruncated: boolean;
+  nextKeyMarker?: string;
+  nextVersionIdMarker?: string;
+}
+
 export interface PutResult {
   /** Versions displaced by the write. */
   displaced: ObjectVersion[];
@@ -196,6 +224,9 @@ export interface MetaStore {
   listChunks(after: string, limit: number): Promise<ChunkRecord[]>;
   /** A stable small id for a drive identity, assigned on first sight. */
   driveId(uuid: string, path: string): Promise<number>;
+  /** Every version and delete marker in key order, newest first within a key. */
+  listVersions(bucket: string, query: VersionListQuery): Promise<VersionListPage>;
+  setBucketVersioning(bucket: string, status: "Enabled" | "Suspended"): Promise<void>;
   /** Current, non-deleted objects in key order, rolling keys up into common prefixes. */
   listObjects(bucket: string, query: ListQuery): Promise<ListPage>;
 

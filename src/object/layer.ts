@@ -13,6 +13,7 @@ import { ChunkLostError, type ChunkStore } from "../storage/chunk_store.ts";
 import { ChunkIntegrityError } from "../storage/codec.ts";
 import { isDiskFull } from "../storage/disk_errors.ts";
 import { chunkStream } from "./read_stream.ts";
+import { versionIdFor } from "./versioning.ts";
 import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
 
 export type { BodyCheck };
@@ -67,6 +68,22 @@ export interface CopyInput {
   shareChunks: boolean;
 }
 
+/**
+ * The addressed version is a delete marker: 404 NoSuchKey when it is the current version,
+ * 405 MethodNotAllowed when it was asked for by id. The responder adds the marker's headers.
+ */
+export class DeleteMarkerError extends S3Error {
+  constructor(key: string, readonly versionId: string, byId: boolean) {
+    super(
+      byId ? "MethodNotAllowed" : "NoSuchKey",
+      byId
+        ? "The specified method is not allowed against this resource."
+        : "The specified key does not exist.",
+      { details: { Key: key } },
+    );
+  }
+}
+
 function noSuchBucket(bucket: string): S3Error {
   return new S3Error("NoSuchBucket", "The specified bucket does not exist.", {
     details: { BucketName: bucket },
@@ -98,7 +115,7 @@ export class ObjectLayer {
    * is durable before the metadata that makes it visible.
    */
   async putObject(input: PutInput): Promise<ObjectVersion> {
-    await this.requireBucket(input.bucket);
+    const bucket = await this.requireBucket(input.bucket);
     let written;
     try {
       written = await writeBody(input.body, this.chunks, {
@@ -129,7 +146,7 @@ export class ObjectLayer {
       const version: ObjectVersion = {
         bucket: input.bucket,
         key: input.key,
-        versionId: "null",
+        versionId: versionIdFor(bucket),
         deleteMarker: false,
         size: written.size,
         etag: `"${Array.from(written.md5, (b) => b.toString(16).padStart(2, "0")).join("")}"`,
@@ -171,7 +188,10 @@ export class ObjectLayer {
         details: { Key: key, VersionId: versionId },
       });
     }
-    if (!version || version.deleteMarker) {
+    if (version?.deleteMarker) {
+      throw new DeleteMarkerError(key, version.versionId, versionId !== undefined);
+    }
+    if (!version) {
       throw new S3Error("NoSuchKey", "The specified key does not exist.", {
         details: { Key: key },
       });
@@ -202,19 +222,44 @@ export class ObjectLayer {
     }
   }
 
+  /**
+   * Deletes one version (when `versionId` is given), or the object as the bucket's versioning
+   * state says: unversioned buckets drop the "null" version; versioned ones gain a delete marker
+   * ("null" while suspended). Returns what the response reports.
+   */
   async deleteObject(
     bucket: string,
     key: string,
-    versionId?: string,
-  ): Promise<ObjectVersion | undefined> {
-    await this.requireBucket(bucket);
+    opts: { versionId?: string; owner: string },
+  ): Promise<{ versionId?: string; deleteMarker: boolean }> {
+    const versionId = opts.versionId;
+    const record = await this.requireBucket(bucket);
+    if (versionId === undefined && record.versioning !== "") {
+      const marker: ObjectVersion = {
+        bucket,
+        key,
+        versionId: versionIdFor(record),
+        deleteMarker: true,
+        size: 0,
+        etag: "",
+        lastModified: Date.now(),
+        contentType: "",
+        userMeta: {},
+        headers: {},
+        owner: opts.owner,
+        data: { kind: "none" },
+      };
+      await this.#commit(marker, []);
+      return { versionId: marker.versionId, deleteMarker: true };
+    }
     const { removed, freed } = await this.meta.deleteObjectVersion(
       bucket,
       key,
       versionId ?? "null",
     );
     await this.chunks.collect(freed);
-    return removed;
+    if (versionId === undefined) return { deleteMarker: false };
+    return { versionId, deleteMarker: removed?.deleteMarker ?? false };
   }
 
   /**
@@ -222,12 +267,12 @@ export class ObjectLayer {
    * encryption allows it; otherwise the data is decoded and stored again.
    */
   async copyObject(input: CopyInput): Promise<ObjectVersion> {
-    await this.requireBucket(input.bucket);
+    const bucket = await this.requireBucket(input.bucket);
     const src = input.source;
     const base = {
       bucket: input.bucket,
       key: input.key,
-      versionId: "null",
+      versionId: versionIdFor(bucket),
       deleteMarker: false,
       lastModified: Date.now(),
       contentType: input.replace?.contentType ?? src.contentType,

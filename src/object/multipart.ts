@@ -4,6 +4,7 @@ import { createHash } from "node:crypto";
 import { S3Error } from "../http/errors.ts";
 import type { ObjectVersion, PartRecord, UploadRecord } from "../meta/store.ts";
 import type { BodyCheck, Encryption, ObjectLayer } from "./layer.ts";
+import { versionIdFor } from "./versioning.ts";
 import { releaseAll, writeBody } from "./write_pipeline.ts";
 
 export const MAX_PART_SIZE = 5 * 1024 ** 3;
@@ -144,10 +145,11 @@ export async function completeUpload(
   requested: { partNumber: number; etag: string }[],
 ): Promise<ObjectVersion> {
   const chosen = choose(requested, await allParts(layer, upload.uploadId));
+  const bucket = await layer.requireBucket(upload.bucket);
   const version: ObjectVersion = {
     bucket: upload.bucket,
     key: upload.key,
-    versionId: "null",
+    versionId: versionIdFor(bucket),
     deleteMarker: false,
     size: chosen.reduce((n, p) => n + p.size, 0),
     etag: multipartEtag(chosen),

@@ -1,0 +1,122 @@
+// Bucket versioning: Get/PutBucketVersioning and ListObjectVersions.
+import { S3Error } from "../http/errors.ts";
+import { el, leafText, parseXml, text, xmlDocument } from "../http/xml.ts";
+import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+
+const MAX_KEYS = 1000;
+
+export const getBucketVersioning: Handler = async (ctx) => {
+  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const inner = bucket.versioning ? text("Status", bucket.versioning) : "";
+  return xmlResult(xmlDocument("VersioningConfiguration", ctx.dialect.xmlns, inner));
+};
+
+export const putBucketVersioning: Handler = async (ctx) => {
+  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const root = parseXml(await ctx.body.text(64 * 1024), "VersioningConfiguration");
+  for (const name of Object.keys(root)) {
+    if (name !== "Status" && name !== "MfaDelete") {
+      throw new S3Error("MalformedXML", `Unexpected element ${name} in VersioningConfiguration.`);
+    }
+  }
+  const status = leafText(root.Status, "Status");
+  if (status !== "Enabled" && status !== "Suspended") {
+    throw new S3Error("MalformedXML", "Status must be Enabled or Suspended.");
+  }
+  const mfa = leafText(root.MfaDelete, "MfaDelete");
+  if (mfa === "Enabled") {
+    throw new S3Error("NotImplemented", "MFA delete is not supported.");
+  }
+  if (mfa !== undefined && mfa !== "Disabled") {
+    throw new S3Error("MalformedXML", "MfaDelete must be Enabled or Disabled.");
+  }
+  if (status === "Suspended" && bucket.objectLock) {
+    throw new S3Error(
+      "InvalidBucketState",
+      "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.",
+    );
+  }
+  await ctx.layer.meta.setBucketVersioning(bucket.name, status);
+  return { status: 200 };
+};
+
+function maxKeys(ctx: RequestContext): number {
+  const raw = ctx.query.get("max-keys");
+  if (raw === null) return MAX_KEYS;
+  if (!/^\d+$/.test(raw)) {
+    throw new S3Error(
+      "InvalidArgument",
+      "Provided max-keys not an integer or within integer range.",
+      {
+        details: { ArgumentName: "max-keys", ArgumentValue: raw },
+      },
+    );
+  }
+  return Math.min(Number(raw), MAX_KEYS);
+}
+
+export const listObjectVersions: Handler = async (ctx) => {
+  await ctx.layer.requireBucket(ctx.bucket);
+  const type = ctx.query.get("encoding-type");
+  if (type !== null && type !== "url") {
+    throw new S3Error("InvalidArgument", "Invalid Encoding Method specified in Request.");
+  }
+  const enc = type === "url"
+    ? (s: string) => encodeURIComponent(s).replace(/%2F/g, "/")
+    : (s: string) => s;
+  const q = {
+    prefix: ctx.query.get("prefix") ?? "",
+    delimiter: ctx.query.get("delimiter") ?? "",
+    keyMarker: ctx.query.get("key-marker") ?? "",
+    versionIdMarker: ctx.query.get("version-id-marker") ?? "",
+    maxKeys: maxKeys(ctx),
+  };
+  if (q.versionIdMarker && !q.keyMarker) {
+    throw new S3Error(
+      "InvalidArgument",
+      "A version-id marker cannot be specified without a key marker.",
+    );
+  }
+  const page = await ctx.layer.meta.listVersions(ctx.bucket, q);
+  const names = new Map<string, string>();
+  const entries: string[] = [];
+  for (const v of page.versions) {
+    if (!names.has(v.owner)) names.set(v.owner, await ctx.credentials.ownerName(v.owner));
+    const owner = el("Owner", text("ID", v.owner), text("DisplayName", names.get(v.owner)));
+    const common = [
+      text("Key", enc(v.key)),
+      text("VersionId", v.versionId),
+      text("IsLatest", v.isLatest),
+      text("LastModified", isoDate(v.lastModified)),
+    ];
+    entries.push(
+      v.deleteMarker ? el("DeleteMarker", ...common, owner) : el(
+        "Version",
+        ...common,
+        text("ETag", v.etag),
+        text("Size", v.size),
+        text("StorageClass", "STANDARD"),
+        owner,
+      ),
+    );
+  }
+  const body = [
+    text("Name", ctx.bucket),
+    text("Prefix", enc(q.prefix)),
+    text("KeyMarker", enc(q.keyMarker)),
+    text("VersionIdMarker", q.versionIdMarker),
+    page.isTruncated && page.nextKeyMarker !== undefined
+      ? text("NextKeyMarker", enc(page.nextKeyMarker))
+      : "",
+    page.isTruncated && page.nextVersionIdMarker !== undefined
+      ? text("NextVersionIdMarker", page.nextVersionIdMarker)
+      : "",
+    text("MaxKeys", q.maxKeys),
+    q.delimiter ? text("Delimiter", enc(q.delimiter)) : "",
+    text("IsTruncated", page.isTruncated),
+    type === "url" ? text("EncodingType", "url") : "",
+    ...entries,
+    ...page.commonPrefixes.map((p) => el("CommonPrefixes", text("Prefix", enc(p)))),
+  ];
+  return xmlResult(xmlDocument("ListVersionsResult", ctx.dialect.xmlns, body.join("")));
+};
