@@ -6,9 +6,19 @@ export function assert(condition: unknown, message = "Assertion failed"): assert
   if (!condition) throw new AssertionError(message);
 }
 
+/** JSON that also shows Sets, Maps and byte arrays (plain JSON would print them as {}). */
+function show(value: unknown): string {
+  return JSON.stringify(value, (_key, v) => {
+    if (v instanceof Set) return { Set: [...v] };
+    if (v instanceof Map) return { Map: [...v] };
+    if (v instanceof Uint8Array) return { bytes: Array.from(v) };
+    return v;
+  });
+}
+
 export function assertEquals<T>(actual: T, expected: T, message?: string): void {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
+  const a = show(actual);
+  const e = show(expected);
   if (a !== e) {
     throw new AssertionError(`${message ?? "Values differ"}\n  actual:   ${a}\n  expected: ${e}`);
   }
