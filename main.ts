@@ -46,7 +46,7 @@ async function main(): Promise<void> {
   const meta = new SqliteMetaStore(join(config.dataDir, "meta.db"));
   const drives = await openDrives(
     config.dataDirs,
-    (uuid, path) => meta.driveId(uuid, path),
+    { register: (uuid, path) => meta.driveId(uuid, path), knownAt: (path) => meta.driveAt(path) },
     (message) => log("warn", message),
   );
   const chunks = new ChunkStore(meta, {

@@ -276,6 +276,12 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(this.#chunks.listChunks(after, limit));
   }
 
+  driveAt(path: string): Promise<string | undefined> {
+    const row = this.#stmt("SELECT uuid FROM drives WHERE path = ? ORDER BY id DESC LIMIT 1")
+      .get(path) as Row | undefined;
+    return Promise.resolve(row ? (row.uuid as string) : undefined);
+  }
+
   driveId(uuid: string, path: string): Promise<number> {
     return Promise.resolve(this.#chunks.driveId(uuid, path));
   }

@@ -224,6 +224,8 @@ export interface MetaStore {
   listChunks(after: string, limit: number): Promise<ChunkRecord[]>;
   /** A stable small id for a drive identity, assigned on first sight. */
   driveId(uuid: string, path: string): Promise<number>;
+  /** The identity of the drive last seen at `path`. */
+  driveAt(path: string): Promise<string | undefined>;
   /** Every version and delete marker in key order, newest first within a key. */
   listVersions(bucket: string, query: VersionListQuery): Promise<VersionListPage>;
   setBucketVersioning(bucket: string, status: "Enabled" | "Suspended"): Promise<void>;

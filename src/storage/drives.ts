@@ -30,31 +30,66 @@ async function readIdentity(path: string): Promise<string | undefined> {
   }
 }
 
+/** What the metadata remembers of drives: the identity last seen at a path. */
+export interface DriveRegistry {
+  register(uuid: string, path: string): Promise<number>;
+  knownAt(path: string): Promise<string | undefined>;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return false;
+    throw err;
+  }
+}
+
 /**
- * Opens every configured drive, giving a new (empty) directory an identity. A drive whose
- * directory is missing entirely is skipped with a warning: its shards count as lost and are
- * rebuilt from the others.
+ * The identity of the drive at `path`, or undefined when it must not be used. A directory that
+ * is missing but was a drive before is not re-created (it may be an unmounted mount point): its
+ * shards count as lost and are rebuilt from the others. An empty directory where a known drive
+ * was is its replacement: it takes over the old identity, so healing and scrubs refill it.
  */
+async function identityFor(
+  path: string,
+  registry: DriveRegistry,
+  warn: (message: string) => void,
+): Promise<string | undefined> {
+  const own = await readIdentity(path);
+  if (own !== undefined) return own;
+  const known = await registry.knownAt(path);
+  if (!(await exists(path))) {
+    if (known !== undefined) {
+      warn(`Drive ${path} is missing; its shards are rebuilt from the other drives`);
+      return undefined;
+    }
+    await Deno.mkdir(path, { recursive: true });
+  } else if (!(await isEmptyOrMissing(path))) {
+    warn(`Drive ${path} has no identity file and is not empty; it is not used`);
+    return undefined;
+  }
+  if (known !== undefined) {
+    warn(`Drive ${path} was replaced; a scrub (POST /admin/scrub) refills it`);
+  }
+  const uuid = known ?? crypto.randomUUID();
+  await Deno.writeTextFile(join(path, IDENTITY_FILE), JSON.stringify({ uuid }) + "\n");
+  return uuid;
+}
+
+/** Opens every configured drive that can be used (see identityFor). */
 export async function openDrives(
   paths: string[],
-  register: (uuid: string, path: string) => Promise<number>,
+  registry: DriveRegistry,
   warn: (message: string) => void,
 ): Promise<DriveSet> {
   const list: Drive[] = [];
   for (const path of paths) {
-    let uuid = await readIdentity(path);
-    if (uuid === undefined) {
-      const fresh = await isEmptyOrMissing(path);
-      if (!fresh) {
-        warn(`Drive ${path} has no identity file and is not empty; it is not used`);
-        continue;
-      }
-      await Deno.mkdir(path, { recursive: true });
-      uuid = crypto.randomUUID();
-      await Deno.writeTextFile(join(path, IDENTITY_FILE), JSON.stringify({ uuid }) + "\n");
-    }
+    const uuid = await identityFor(path, registry, warn);
+    if (uuid === undefined) continue;
     const drive: Drive = {
-      id: await register(uuid, path),
+      id: await registry.register(uuid, path),
       uuid,
       path,
       shardDir: join(path, "chunks"),
