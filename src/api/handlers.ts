@@ -21,6 +21,7 @@ import { listMultipartUploads, listParts } from "./multipart_list.ts";
 import { getBucketVersioning, listObjectVersions, putBucketVersioning } from "./versioning.ts";
 import { listObjectsV1, listObjectsV2 } from "./list.ts";
 import { deleteObject, getObject, headObject, putObject } from "./objects.ts";
+import { postObject } from "./post_object.ts";
 import {
   deleteBucketPolicy,
   getBucketPolicy,
@@ -38,6 +39,7 @@ export const HANDLERS: Record<string, Handler> = {
   ListObjectsV2: listObjectsV2,
   DeleteObjects: deleteObjects,
   PutObject: putObject,
+  PostObject: postObject,
   CopyObject: copyObject,
   GetObject: getObject,
   HeadObject: headObject,
@@ -68,6 +70,7 @@ export const HANDLERS: Record<string, Handler> = {
  */
 export const READS_BODY = new Set([
   "PutObject",
+  "PostObject",
   "CreateBucket",
   "DeleteObjects",
   "CopyObject",

@@ -61,6 +61,7 @@ export class AccessControl {
       return "allow";
     }
     const rule = OPERATION_RULES[operation];
+    if (rule?.byHandler) return "per-key";
     if (rule?.perKey) {
       if (principal.kind === "anonymous" && !target.bucket) throw accessDenied();
       return "per-key";

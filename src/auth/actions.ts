@@ -14,6 +14,8 @@ export interface OperationRule {
   object?: boolean;
   /** Decided per key by the handler (DeleteObjects names many keys). */
   perKey?: boolean;
+  /** Authenticated and decided by the handler (PostObject: the form carries the signature). */
+  byHandler?: boolean;
 }
 
 const read = "read" as const;
@@ -65,6 +67,13 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
     acl: { on: "bucket", permission: "WRITE" },
     access: write,
     object: true,
+  },
+  PostObject: {
+    action: "PutObject",
+    acl: { on: "bucket", permission: "WRITE" },
+    access: write,
+    object: true,
+    byHandler: true,
   },
   CopyObject: {
     action: "PutObject",
