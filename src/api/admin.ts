@@ -6,6 +6,7 @@ import { log } from "../log.ts";
 import { DuplicateError, type UserRecord } from "../meta/store.ts";
 import type { AppDeps } from "../protocol.ts";
 import { parseUserInput, validateBucketAccess } from "./admin_input.ts";
+import { uploadsRoute } from "./admin_uploads.ts";
 import { ApiError, apiErrorResponse, jsonResponse, pathSegments, readJsonObject } from "./json.ts";
 
 /** Every user access key starts with this; 16 random characters follow. */
@@ -145,6 +146,9 @@ async function userAction(
 async function route(req: Request, deps: AppDeps): Promise<Response> {
   const [resource, accessKey, action, ...rest] = pathSegments(req.url, "/admin");
   if (resource === "scrub" && accessKey === undefined) return await scrubRoute(req, deps);
+  if (resource === "uploads") {
+    return await uploadsRoute(req, deps, pathSegments(req.url, "/admin/uploads"));
+  }
   if (resource !== "users" || rest.length > 0) {
     throw new ApiError(404, "not_found", "No such administration resource.");
   }

@@ -400,6 +400,14 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(this.#uploads.listStale(before, limit));
   }
 
+  countStaleUploads(before: number): Promise<number> {
+    return Promise.resolve(this.#uploads.countStale(before));
+  }
+
+  getUploadById(uploadId: string): Promise<UploadRecord | undefined> {
+    return Promise.resolve(this.#uploads.getById(uploadId));
+  }
+
   completeUpload(
     upload: UploadRecord,
     parts: number[],

@@ -130,6 +130,18 @@ export class SqliteUploads {
     return freed;
   }
 
+  countStale(before: number): number {
+    return (this.stmt("SELECT COUNT(*) AS n FROM uploads WHERE initiated < ?").get(before) as Row)
+      .n as number;
+  }
+
+  getById(uploadId: string): UploadRecord | undefined {
+    const row = this.stmt("SELECT * FROM uploads WHERE upload_id = ?").get(uploadId) as
+      | Row
+      | undefined;
+    return row ? toUpload(row) : undefined;
+  }
+
   listStale(before: number, limit: number): UploadRecord[] {
     return (this.stmt("SELECT * FROM uploads WHERE initiated < ? ORDER BY initiated LIMIT ?")
       .all(before, limit) as Row[]).map(toUpload);

@@ -269,6 +269,10 @@ export interface MetaStore {
   listUploads(bucket: string, query: UploadListQuery): Promise<UploadListPage>;
   /** Uploads of any bucket initiated before `before`, oldest first (abandoned uploads). */
   listStaleUploads(before: number, limit: number): Promise<UploadRecord[]>;
+  /** How many uploads of any bucket were initiated before `before`. */
+  countStaleUploads(before: number): Promise<number>;
+  /** An upload by its id alone (upload ids are unique across buckets). */
+  getUploadById(uploadId: string): Promise<UploadRecord | undefined>;
   /**
    * Makes `version` from the chosen parts (their chunks in order) and ends the upload: every
    * part's references are dropped in the same transaction. Undefined when the upload is gone.
