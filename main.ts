@@ -13,6 +13,7 @@ import { log, setLogLevel } from "./src/log.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
 import { ChunkStore } from "./src/storage/chunk_store.ts";
+import { CpuPool } from "./src/storage/cpu_pool.ts";
 import { openDrives } from "./src/storage/drives.ts";
 import { sweepDrives } from "./src/storage/sweep.ts";
 import { startScrubber } from "./src/workers/scrubber.ts";
@@ -49,11 +50,13 @@ async function main(): Promise<void> {
     { register: (uuid, path) => meta.driveId(uuid, path), knownAt: (path) => meta.driveAt(path) },
     (message) => log("warn", message),
   );
+  const cpu = new CpuPool(config.cpuWorkers, { onError: (message) => log("warn", message) });
   const chunks = new ChunkStore(meta, {
     drives,
     layout: config.erasure,
     compression: config.compression,
     dedup: config.dedup,
+    cpu,
   });
   const layer = new ObjectLayer(meta, chunks, {
     inlineMax: config.inlineMax,
@@ -65,6 +68,7 @@ async function main(): Promise<void> {
     chunkSize: config.chunkSize,
     compression: config.compression,
     dedup: config.dedup,
+    cpuWorkers: config.cpuWorkers,
   });
   const inFlight = new InFlight();
   const masterKey = await loadMasterKey(config.dataDir, config.masterKey);
@@ -104,6 +108,7 @@ async function main(): Promise<void> {
     await scrubber.stop();
     await sweep;
     await meta.close();
+    cpu.close();
     log("info", "Stopped");
     Deno.exit(0);
   };

@@ -27,6 +27,11 @@ export interface Config {
   dedup: boolean;
   /** Seconds between background scrubs; 0 turns the periodic scrub off. */
   scrubInterval: number;
+  /**
+   * Web Workers that hash and compress uploads off the event loop (STORE_CPU_WORKERS, default
+   * 2); 0 does that work on the main thread.
+   */
+  cpuWorkers: number;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -125,5 +130,6 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
     compression: choiceSetting(env, "STORE_COMPRESSION", ["auto", "on", "off"], "auto"),
     dedup: dedup === "on",
     scrubInterval: intSetting(env, "STORE_SCRUB_INTERVAL", 7 * 24 * 3600, 0, 365 * 24 * 3600),
+    cpuWorkers: intSetting(env, "STORE_CPU_WORKERS", 2, 0, 16),
   };
 }

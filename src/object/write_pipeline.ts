@@ -1,7 +1,6 @@
 // The write path: a body stream cut into fixed-size plaintext chunks, each stored (deduplicated,
 // compressed, encrypted, erasure-coded) while the next one is read. Memory stays bounded by a
 // few chunks whatever the object size.
-import { createHash, type Hash } from "node:crypto";
 import type { VersionChunk } from "../meta/store.ts";
 import type { ChunkStore } from "../storage/chunk_store.ts";
 
@@ -39,7 +38,8 @@ export async function writeBody(
     tooLarge: () => Error;
   },
 ): Promise<WrittenBody> {
-  const md5: Hash = createHash("md5");
+  // Hashed on the store's CPU pool, off the event loop (inline for short bodies).
+  const md5 = store.cpu.md5();
   const chunks: Promise<VersionChunk>[] = [];
   let buffer: Uint8Array = new Uint8Array(
     Math.min(opts.chunkSize, Math.max(opts.inlineMax + 1, 64 * 1024)),
@@ -61,7 +61,7 @@ export async function writeBody(
   };
   try {
     for await (const part of body) {
-      md5.update(part);
+      await md5.update(part);
       for (const c of opts.checks ?? []) c.update(part);
       if (offset + filled + part.byteLength > opts.maxSize) throw opts.tooLarge();
       let at = 0;
@@ -78,13 +78,16 @@ export async function writeBody(
     }
     for (const c of opts.checks ?? []) c.finish();
     const size = offset + filled;
-    const digest = new Uint8Array(md5.digest());
+    // The worker finishes the digest while the last chunk is stored.
+    const digest = md5.digest();
+    digest.catch(() => {}); // awaited below, unless a failure comes first
     if (chunks.length === 0 && size <= opts.inlineMax && !opts.key) {
-      return { size, md5: digest, inline: buffer.slice(0, filled), chunks: [] };
+      return { size, md5: await digest, inline: buffer.slice(0, filled), chunks: [] };
     }
     if (filled > 0 || chunks.length === 0) await flush();
-    return { size, md5: digest, chunks: await Promise.all(chunks) };
+    return { size, md5: await digest, chunks: await Promise.all(chunks) };
   } catch (err) {
+    md5.abort();
     await releaseAll(store, chunks);
     throw err;
   }

@@ -1,8 +1,8 @@
 // Chunks: content-addressed pieces of objects, encoded (zstd, AES-256-GCM), erasure-coded into
 // k data + m parity shards spread over the drives, verified on every read and healed.
-import { createHash } from "node:crypto";
 import type { ChunkRecord, MetaStore } from "../meta/store.ts";
-import { type CompressionMode, decodeChunk, encodeChunk } from "./codec.ts";
+import { type CompressionMode, decodeChunk, encodePrepared } from "./codec.ts";
+import { type ChunkWork, type CpuPool, inlineCpu } from "./cpu_pool.ts";
 import { type DriveSet, placeShards } from "./drives.ts";
 import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
 import { ChunkClaims } from "./chunk_claims.ts";
@@ -18,6 +18,8 @@ export interface ChunkStoreOptions {
   layout: ErasureLayout;
   compression: CompressionMode;
   dedup: boolean;
+  /** Where hashing and compression run; inline on the calling thread when absent. */
+  cpu?: CpuPool;
 }
 
 /** A chunk could not be read: too many shards are missing or corrupt. */
@@ -55,6 +57,11 @@ export class ChunkStore {
     this.claims = new ChunkClaims((id) => meta.hasChunk(id));
   }
 
+  /** The CPU pool of the write path (also used for the MD5 of bodies). */
+  get cpu(): CpuPool {
+    return this.options.cpu ?? inlineCpu;
+  }
+
   /**
    * Stores one chunk of plaintext and returns its record. The chunk id stays claimed until the
    * caller calls `claims.release(id)` after committing (or abandoning) the metadata, so it
@@ -63,15 +70,20 @@ export class ChunkStore {
    */
   async write(plain: Uint8Array, opts: { key?: CryptoKey } = {}): Promise<ChunkRecord> {
     const addressed = this.options.dedup && !opts.key;
-    const id = addressed ? createHash("sha256").update(plain).digest("hex") : randomId();
-    await this.claims.claim(id);
+    const work = this.cpu.chunk(plain);
     try {
-      const existing = addressed ? await this.meta.getChunk(id) : undefined;
-      if (existing) return existing;
-      return await this.#encodeAndWrite(id, plain, opts.key);
-    } catch (err) {
-      await this.release(id);
-      throw err;
+      const id = addressed ? await work.sha256(this.options.compression) : randomId();
+      await this.claims.claim(id);
+      try {
+        const existing = addressed ? await this.meta.getChunk(id) : undefined;
+        if (existing) return existing;
+        return await this.#encodeAndWrite(id, plain, work, opts.key);
+      } catch (err) {
+        await this.release(id);
+        throw err;
+      }
+    } finally {
+      work.done();
     }
   }
 
@@ -85,10 +97,17 @@ export class ChunkStore {
     return this.claims.release(id, () => this.#removeShards(id, drives));
   }
 
-  async #encodeAndWrite(id: string, plain: Uint8Array, key?: CryptoKey): Promise<ChunkRecord> {
+  async #encodeAndWrite(
+    id: string,
+    plain: Uint8Array,
+    work: ChunkWork,
+    key?: CryptoKey,
+  ): Promise<ChunkRecord> {
     const { dataShards: k, parityShards: m } = this.options.layout;
-    const { bytes, form } = await encodeChunk(plain, {
-      compression: this.options.compression,
+    // encodeChunk in two steps: compression on the CPU pool, encryption (WebCrypto) here.
+    const packed = await work.compress(this.options.compression);
+    work.done();
+    const { bytes, form } = await encodePrepared(plain, packed, {
       key,
       aad: key ? new TextEncoder().encode(id) : undefined,
     });

@@ -7,9 +7,11 @@
 // decodes: both fail authentication.
 //
 // Measured on Deno 2.9.6: node:zlib's zstd functions (async, sync and stream alike) run on the
-// calling thread; only the WebCrypto AES-GCM calls leave it. Compression uses the async API
-// anyway, so that a runtime that moves it off the thread speeds this module up without a
-// change; decompression is synchronous (see decompress).
+// calling thread; only the WebCrypto AES-GCM calls leave it. So the write path splits encoding in
+// two: compressChunk (the CPU-heavy part) runs on a worker of the CPU pool (cpu_pool.ts), and
+// encodePrepared (encryption) stays on the caller. Compression uses the async API anyway, so
+// that a runtime that moves it off the thread speeds this module up without a change;
+// decompression is synchronous (see decompress).
 import { constants, zstdCompress, zstdDecompressSync } from "node:zlib";
 
 export type Compression = "none" | "zstd";
@@ -96,25 +98,38 @@ function decompress(data: Uint8Array, size: number | undefined): Uint8Array {
   return asPlainBytes(zstdDecompressSync(data, { chunkSize, maxOutputLength: size + 1 }));
 }
 
-/** The compressed form when it is worth keeping under `mode`, otherwise undefined. */
-async function maybeCompress(
+/**
+ * The compressed form of `plain` when it is worth keeping under `mode`, otherwise undefined: the
+ * first, CPU-heavy step of encodeChunk (the CPU pool runs it on a worker).
+ */
+export async function compressChunk(
   plain: Uint8Array,
   mode: CompressionMode,
-  level: number,
+  level: number = DEFAULT_LEVEL,
 ): Promise<Uint8Array | undefined> {
   if (mode === "off") return undefined;
   if (mode === "on") {
     const packed = await compress(plain, level);
     return packed.byteLength < plain.byteLength ? packed : undefined;
   }
-  if (plain.byteLength < MIN_COMPRESS_BYTES) return undefined;
-  const sample = plain.subarray(0, PROBE_BYTES);
-  const probe = await compress(sample, DEFAULT_LEVEL);
-  if (probe.byteLength >= sample.byteLength * PROBE_RATIO) return undefined;
-  const packed = sample.byteLength === plain.byteLength && level === DEFAULT_LEVEL
+  if (mode !== "auto") throw new Error(`Unknown compression mode "${mode}"`);
+  const probe = await autoProbe(plain);
+  if (!probe) return undefined;
+  const packed = plain.byteLength <= PROBE_BYTES && level === DEFAULT_LEVEL
     ? probe
     : await compress(plain, level);
   return packed.byteLength <= plain.byteLength * KEEP_RATIO ? packed : undefined;
+}
+
+/**
+ * The first step of "auto": the compressed probe when the whole chunk is worth trying, undefined
+ * when compressChunk(plain, "auto") stores it as it is (too short, or the probe does not shrink).
+ */
+export async function autoProbe(plain: Uint8Array): Promise<Uint8Array | undefined> {
+  if (plain.byteLength < MIN_COMPRESS_BYTES) return undefined;
+  const sample = plain.subarray(0, PROBE_BYTES);
+  const probe = await compress(sample, DEFAULT_LEVEL);
+  return probe.byteLength >= sample.byteLength * PROBE_RATIO ? undefined : probe;
 }
 
 function additionalData(
@@ -175,7 +190,19 @@ export async function encodeChunk(
   plain: Uint8Array,
   opts: EncodeOptions,
 ): Promise<{ bytes: Uint8Array; form: StoredForm }> {
-  const packed = await maybeCompress(plain, opts.compression, opts.level ?? DEFAULT_LEVEL);
+  const packed = await compressChunk(plain, opts.compression, opts.level ?? DEFAULT_LEVEL);
+  return await encodePrepared(plain, packed, opts);
+}
+
+/**
+ * The rest of encodeChunk once `packed` (compressChunk's answer for the same plaintext) is known:
+ * the stored bytes and their form.
+ */
+export async function encodePrepared(
+  plain: Uint8Array,
+  packed: Uint8Array | undefined,
+  opts: { key?: CryptoKey; aad?: Uint8Array },
+): Promise<{ bytes: Uint8Array; form: StoredForm }> {
   const compression: Compression = packed ? "zstd" : "none";
   const body = packed ?? plain;
   if (!opts.key) return { bytes: body, form: { compression, encrypted: false } };

@@ -1,0 +1,515 @@
+// The CPU pool: a few Web Workers (cpu_worker.ts) that take the CPU-heavy stages of the write
+// path off the event loop: the MD5 of a body (its ETag), the SHA-256 of a chunk (its content id)
+// and zstd compression (node:zlib runs it on the calling thread, ~20 ms per 4 MiB of text).
+//
+// An MD5 stream is stateful, so it stays on one worker; its bytes are copied into 1 MiB batches
+// that travel by transfer and come back for reuse. Chunk work is stateless and goes to the least
+// busy worker; the chunk is copied once (the caller still needs its own bytes to write them) and
+// that copy goes back and forth by transfer, then serves the next chunk: on this class of machine
+// a fresh 4 MiB buffer costs ~10x more main-thread time than copying into a used one. Anything
+// small, and everything while no worker is ready (start-up, a worker that cannot start, after
+// close), is done inline with the same code, so the results never depend on where they were
+// computed. A pool of size 0 does it all inline.
+import { createHash, type Hash } from "node:crypto";
+import { compressChunk, type CompressionMode } from "./codec.ts";
+import type { CpuReply, CpuRequest } from "./cpu_worker.ts";
+
+/** A body shorter than this is hashed inline (<= ~0.6 ms); a longer one binds to a worker. */
+export const MD5_FIRST_BATCH_BYTES = 256 * 1024;
+/** After the first, MD5 bytes go to the worker in batches of this size. */
+export const MD5_BATCH_BYTES = 1024 * 1024;
+/** Batches of one stream sent and not yet hashed before `update` asks its caller to wait. */
+const MD5_BATCHES_IN_FLIGHT = 4;
+/** Bytes of buffers kept for reuse (batches and chunk copies). */
+const SHELF_BYTES = 32 * 1024 * 1024;
+/** Chunks smaller than this are hashed and compressed inline: a round trip costs more. */
+export const OFFLOAD_MIN_BYTES = 128 * 1024;
+/** Rough cost per byte (ns on this class of machine), to spread work over the workers. */
+const COST = { md5: 2.2, sha256: 0.7, compress: 5 };
+
+/** The MD5 of a stream of bytes, computed in order on one worker (or inline). */
+export interface Md5Stream {
+  /**
+   * Adds bytes; they are copied, the caller keeps them. Returns a promise when the worker is
+   * behind: the caller should await it before adding more (it rejects if the worker failed).
+   */
+  update(bytes: Uint8Array): Promise<void> | undefined;
+  /** The 16-byte digest; the stream is finished afterwards. */
+  digest(): Promise<Uint8Array>;
+  /** Forgets the stream (the upload failed). Harmless at any time, also after digest. */
+  abort(): void;
+}
+
+/** The CPU-heavy steps of storing one chunk of plaintext. */
+export interface ChunkWork {
+  /**
+   * Hex SHA-256 of the plaintext: the chunk's content id. Given the compression mode that will
+   * follow, it also looks ahead (the "auto" probe), so that a `compress` that cannot pay costs
+   * no second round trip to a worker.
+   */
+  sha256(next?: CompressionMode): Promise<string>;
+  /** codec.ts compressChunk of the plaintext. */
+  compress(mode: CompressionMode, level?: number): Promise<Uint8Array | undefined>;
+  /** No more steps: the copy the workers saw may serve another chunk. */
+  done(): void;
+}
+
+export interface CpuPoolOptions {
+  /** Told when a worker fails (it is replaced) or cannot start (its work is done inline). */
+  onError?: (message: string) => void;
+  /** The worker module (tests); cpu_worker.ts by default. */
+  workerUrl?: URL;
+}
+
+type Answer = Exclude<CpuReply, { ready: true } | { error: string }>;
+
+interface Task {
+  resolve(answer: Answer): void;
+  reject(err: Error): void;
+  cost: number;
+}
+
+/**
+ * Large buffers kept for reuse: on this class of machine a fresh 4 MiB buffer costs ~10x more
+ * main-thread time (page faults, zeroing, GC) than copying into a used one.
+ */
+class Shelf {
+  #buffers: ArrayBuffer[] = [];
+  #bytes = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  /** A view of `size` bytes over the smallest kept buffer that fits, or a new buffer. */
+  take(size: number): Uint8Array<ArrayBuffer> {
+    let best = -1;
+    for (let i = 0; i < this.#buffers.length; i++) {
+      const b = this.#buffers[i];
+      if (b.byteLength >= size && (best < 0 || b.byteLength < this.#buffers[best].byteLength)) {
+        best = i;
+      }
+    }
+    if (best < 0) return new Uint8Array(size);
+    const [buffer] = this.#buffers.splice(best, 1);
+    this.#bytes -= buffer.byteLength;
+    return new Uint8Array(buffer, 0, size);
+  }
+
+  copy(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+    const out = this.take(bytes.byteLength);
+    out.set(bytes);
+    return out;
+  }
+
+  /** Keeps `buffer` if there is room (a detached, empty buffer is ignored). */
+  give(buffer: ArrayBuffer): void {
+    if (buffer.byteLength === 0 || this.#bytes + buffer.byteLength > this.maxBytes) return;
+    this.#buffers.push(buffer);
+    this.#bytes += buffer.byteLength;
+  }
+}
+
+/** One worker place in the pool; its worker is replaced when it dies after starting. */
+class Slot {
+  worker?: Worker;
+  ready = false;
+  /** Bumped whenever the worker goes away: streams bound to the old one must fail. */
+  generation = 0;
+  pending = new Map<number, Task>();
+  cost = 0;
+  streams = 0;
+  started: Promise<void> = Promise.resolve();
+  markStarted = () => {};
+
+  constructor(readonly index: number) {}
+}
+
+/** The worker an MD5 stream is bound to, as the stream sees it. */
+interface Lane {
+  call(req: CpuRequest & { id: number }, transfer: ArrayBuffer[], cost: number): Promise<Answer>;
+  /** Fire and forget: a request without a reply. */
+  post(req: CpuRequest): void;
+  /** The stream is over (idempotent). */
+  release(): void;
+}
+
+export class CpuPool {
+  readonly #slots: Slot[] = [];
+  readonly #onError?: (message: string) => void;
+  readonly #workerUrl: URL;
+  #nextId = 1;
+  #closed = false;
+  readonly #shelf = new Shelf(SHELF_BYTES);
+
+  /** `size` workers; 0 does everything inline on the calling thread. */
+  constructor(readonly size: number, opts: CpuPoolOptions = {}) {
+    this.#onError = opts.onError;
+    this.#workerUrl = opts.workerUrl ?? new URL("./cpu_worker.ts", import.meta.url);
+    for (let i = 0; i < size; i++) {
+      const slot = new Slot(i);
+      this.#slots.push(slot);
+      this.#spawn(slot);
+    }
+  }
+
+  /** Resolves once every worker has started (or failed to); until then work is done inline. */
+  async ready(): Promise<void> {
+    await Promise.all(this.#slots.map((s) => s.started));
+  }
+
+  /** Workers ready to take work now. */
+  get running(): number {
+    return this.#slots.filter((s) => s.ready).length;
+  }
+
+  /** Terminates the workers; work still pending rejects, later work is done inline. */
+  close(): void {
+    this.#closed = true;
+    for (const slot of this.#slots) this.#drop(slot, "The CPU pool is closed");
+  }
+
+  md5(): Md5Stream {
+    if (this.#slots.length === 0) return new InlineMd5();
+    return new OffloadedMd5(() => this.#lane(), this.#shelf);
+  }
+
+  /** Work on `plain`, which must not change until the returned promises settle. */
+  chunk(plain: Uint8Array): ChunkWork {
+    if (this.#slots.length === 0 || plain.byteLength < OFFLOAD_MIN_BYTES) {
+      return inlineChunk(plain);
+    }
+    // The copy the workers see; away (detached) while a worker has it.
+    let copy: Uint8Array<ArrayBuffer> | undefined;
+    let finished = false;
+    /** False when the look-ahead found that "auto" stores the chunk as it is. */
+    let worthCompressing: boolean | undefined;
+    const run = async (
+      make: (bytes: Uint8Array<ArrayBuffer>, id: number) => CpuRequest & { id: number },
+      costPerByte: number,
+    ): Promise<Answer | undefined> => {
+      const slot = this.#pick();
+      if (!slot) return undefined;
+      const bytes = copy ?? this.#shelf.copy(plain);
+      copy = undefined;
+      const answer = await this.#call(
+        slot,
+        make(bytes, this.#nextId++),
+        [bytes.buffer],
+        costPerByte * bytes.byteLength,
+      );
+      copy = answer.bytes;
+      return answer;
+    };
+    return {
+      sha256: async (next) => {
+        const probe = next === "auto";
+        const answer = await run(
+          (bytes, id) => ({ op: "sha256", id, bytes, probe }),
+          COST.sha256,
+        );
+        if (!answer) return sha256Hex(plain);
+        if (probe) worthCompressing = answer.worthCompressing;
+        return answer.sha256!;
+      },
+      compress: async (mode, level) => {
+        if (mode === "off" || (mode === "auto" && worthCompressing === false)) return undefined;
+        const answer = await run(
+          (bytes, id) => ({ op: "compress", id, bytes, mode, level }),
+          COST.compress,
+        );
+        return answer ? answer.packed : await compressChunk(plain, mode, level);
+      },
+      done: () => {
+        if (finished) return;
+        finished = true;
+        if (copy) this.#shelf.give(copy.buffer);
+        copy = undefined;
+      },
+    };
+  }
+
+  /** Tests only: makes worker `index` die of an uncaught exception. */
+  crashWorkerForTest(index: number): void {
+    this.#slots[index]?.worker?.postMessage({ op: "crash" } satisfies CpuRequest);
+  }
+
+  #spawn(slot: Slot): void {
+    slot.ready = false;
+    slot.started = new Promise((resolve) => slot.markStarted = resolve);
+    let worker: Worker;
+    try {
+      worker = new Worker(this.#workerUrl.href, { type: "module", name: `cpu-${slot.index}` });
+    } catch (err) {
+      slot.markStarted();
+      this.#onError?.(
+        `CPU worker ${slot.index} cannot start: ${err}; its work is done on the main thread`,
+      );
+      return;
+    }
+    slot.worker = worker;
+    worker.onmessage = (e: MessageEvent<CpuReply>) => {
+      if (slot.worker === worker) this.#answer(slot, e.data);
+    };
+    worker.onerror = (e: ErrorEvent) => {
+      e.preventDefault();
+      this.#fail(slot, worker, `CPU worker ${slot.index} failed: ${e.message}`);
+    };
+    worker.onmessageerror = () => {
+      this.#fail(slot, worker, `CPU worker ${slot.index} sent a message that does not decode`);
+    };
+  }
+
+  #answer(slot: Slot, reply: CpuReply): void {
+    if ("ready" in reply) {
+      slot.ready = true;
+      slot.markStarted();
+      return;
+    }
+    const task = slot.pending.get(reply.id);
+    if (!task) return;
+    slot.pending.delete(reply.id);
+    slot.cost -= task.cost;
+    if ("error" in reply) task.reject(new Error(reply.error));
+    else task.resolve(reply);
+  }
+
+  #fail(slot: Slot, worker: Worker, message: string): void {
+    if (slot.worker !== worker) return;
+    const started = slot.ready;
+    this.#drop(slot, message);
+    this.#onError?.(
+      started ? `${message}; replaced` : `${message}; its work is done on the main thread`,
+    );
+    if (started && !this.#closed) this.#spawn(slot);
+  }
+
+  /** Terminates the slot's worker and rejects everything it had. */
+  #drop(slot: Slot, message: string): void {
+    slot.worker?.terminate();
+    slot.worker = undefined;
+    slot.ready = false;
+    slot.generation++;
+    slot.streams = 0;
+    slot.cost = 0;
+    const err = new Error(message);
+    const tasks = [...slot.pending.values()];
+    slot.pending.clear();
+    for (const task of tasks) task.reject(err);
+    slot.markStarted();
+  }
+
+  #call(
+    slot: Slot,
+    req: CpuRequest & { id: number },
+    transfer: ArrayBuffer[],
+    cost: number,
+  ): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      if (!slot.worker) return reject(new Error(`CPU worker ${slot.index} is gone`));
+      slot.pending.set(req.id, { resolve, reject, cost });
+      slot.cost += cost;
+      try {
+        slot.worker.postMessage(req, transfer);
+      } catch (err) {
+        slot.pending.delete(req.id);
+        slot.cost -= cost;
+        reject(err);
+      }
+    });
+  }
+
+  /** The ready worker with the least work queued. */
+  #pick(): Slot | undefined {
+    let best: Slot | undefined;
+    for (const s of this.#slots) if (s.ready && (!best || s.cost < best.cost)) best = s;
+    return best;
+  }
+
+  /** Binds a new MD5 stream to the ready worker with the fewest streams. */
+  #lane(): Lane | undefined {
+    let slot: Slot | undefined;
+    for (const s of this.#slots) {
+      if (!s.ready) continue;
+      if (!slot || s.streams < slot.streams || (s.streams === slot.streams && s.cost < slot.cost)) {
+        slot = s;
+      }
+    }
+    if (!slot) return undefined;
+    const bound = slot;
+    const generation = bound.generation;
+    const alive = () => bound.generation === generation;
+    let released = false;
+    bound.streams++;
+    return {
+      call: (req, transfer, cost) =>
+        alive()
+          ? this.#call(bound, { ...req, id: this.#nextId++ }, transfer, cost)
+          : Promise.reject(new Error(`CPU worker ${bound.index} failed`)),
+      post: (req) => {
+        if (alive()) bound.worker?.postMessage(req);
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        if (alive()) bound.streams--;
+      },
+    };
+  }
+}
+
+/** Work on nothing: every step inline, on the calling thread. */
+export const inlineCpu: CpuPool = new CpuPool(0);
+
+function sha256Hex(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+function inlineChunk(plain: Uint8Array): ChunkWork {
+  return {
+    sha256: () => Promise.resolve(sha256Hex(plain)),
+    compress: (mode, level) => compressChunk(plain, mode, level),
+    done: () => {},
+  };
+}
+
+class InlineMd5 implements Md5Stream {
+  #hash = createHash("md5");
+
+  update(bytes: Uint8Array): undefined {
+    this.#hash.update(bytes);
+  }
+
+  digest(): Promise<Uint8Array> {
+    return Promise.resolve(new Uint8Array(this.#hash.digest()));
+  }
+
+  abort(): void {}
+}
+
+let nextStream = 1;
+
+class OffloadedMd5 implements Md5Stream {
+  readonly #bind: () => Lane | undefined;
+  readonly #shelf: Shelf;
+  readonly #stream = nextStream++;
+  #lane?: Lane;
+  /** Set when the stream found no worker ready: it is hashed inline from then on. */
+  #local?: Hash;
+  #batch?: Uint8Array<ArrayBuffer>;
+  #filled = 0;
+  #inFlight = 0;
+  #waiter?: { resolve(): void; reject(err: Error): void };
+  #error?: Error;
+  #finished = false;
+
+  constructor(bind: () => Lane | undefined, shelf: Shelf) {
+    this.#bind = bind;
+    this.#shelf = shelf;
+  }
+
+  update(bytes: Uint8Array): Promise<void> | undefined {
+    if (this.#finished || this.#error) {
+      return Promise.reject(this.#error ?? new Error("The MD5 stream is finished"));
+    }
+    let at = 0;
+    while (at < bytes.byteLength) {
+      if (this.#local) {
+        this.#local.update(at === 0 ? bytes : bytes.subarray(at));
+        break;
+      }
+      const batch = this.#batch ??= this.#shelf.take(
+        this.#lane ? MD5_BATCH_BYTES : MD5_FIRST_BATCH_BYTES,
+      );
+      const n = Math.min(batch.byteLength - this.#filled, bytes.byteLength - at);
+      batch.set(bytes.subarray(at, at + n), this.#filled);
+      this.#filled += n;
+      at += n;
+      if (this.#filled === batch.byteLength) this.#send();
+    }
+    if (this.#inFlight < MD5_BATCHES_IN_FLIGHT) return undefined;
+    return new Promise((resolve, reject) => this.#waiter = { resolve, reject });
+  }
+
+  async digest(): Promise<Uint8Array> {
+    if (this.#finished || this.#error) {
+      throw this.#error ?? new Error("The MD5 stream is finished");
+    }
+    this.#finished = true;
+    const lane = this.#lane;
+    if (!lane) {
+      const hash = this.#local ?? createHash("md5");
+      if (this.#batch) {
+        hash.update(this.#batch.subarray(0, this.#filled));
+        this.#shelf.give(this.#batch.buffer);
+        this.#batch = undefined;
+      }
+      return new Uint8Array(hash.digest());
+    }
+    const buffer = this.#batch?.buffer ?? new ArrayBuffer(0);
+    const bytes = new Uint8Array(buffer, 0, this.#filled);
+    this.#batch = undefined;
+    try {
+      const answer = await lane.call(
+        { op: "md5", id: 0, stream: this.#stream, bytes, final: true },
+        [buffer],
+        COST.md5 * bytes.byteLength,
+      );
+      if (answer.bytes) this.#shelf.give(answer.bytes.buffer);
+      if (this.#error) throw this.#error;
+      return answer.md5!;
+    } finally {
+      lane.release();
+    }
+  }
+
+  abort(): void {
+    const wasFinished = this.#finished;
+    this.#finished = true;
+    if (this.#batch) this.#shelf.give(this.#batch.buffer);
+    this.#batch = undefined;
+    if (this.#lane) {
+      if (!wasFinished) this.#lane.post({ op: "md5-drop", stream: this.#stream });
+      this.#lane.release();
+    }
+    this.#error ??= new Error("The MD5 stream was aborted");
+    this.#wake(this.#error);
+  }
+
+  /** Sends the full batch to the stream's worker, binding one on first use. */
+  #send(): void {
+    const batch = this.#batch!;
+    this.#batch = undefined;
+    this.#filled = 0;
+    this.#lane ??= this.#bind();
+    if (!this.#lane) {
+      this.#local = createHash("md5").update(batch);
+      this.#shelf.give(batch.buffer);
+      return;
+    }
+    this.#inFlight++;
+    this.#lane.call(
+      { op: "md5", id: 0, stream: this.#stream, bytes: batch, final: false },
+      [batch.buffer],
+      COST.md5 * batch.byteLength,
+    ).then(
+      (answer) => {
+        this.#inFlight--;
+        if (answer.bytes) this.#shelf.give(answer.bytes.buffer);
+        this.#wake();
+      },
+      (err: Error) => {
+        this.#inFlight--;
+        this.#error ??= err;
+        this.#wake(err);
+      },
+    );
+  }
+
+  /** Lets a waiting `update` go on (or fail). */
+  #wake(err?: Error): void {
+    const waiter = this.#waiter;
+    if (!waiter || (!err && this.#inFlight >= MD5_BATCHES_IN_FLIGHT)) return;
+    this.#waiter = undefined;
+    if (err) waiter.reject(err);
+    else waiter.resolve();
+  }
+}

@@ -1,0 +1,96 @@
+// A worker of the CPU pool (cpu_pool.ts): the hashing and compression of the write path, off the
+// event loop. Every request but "md5-drop" gets exactly one reply with its id; byte buffers come
+// and go by transfer, and the input buffer is handed back so the pool can reuse it.
+import { createHash, type Hash } from "node:crypto";
+import { autoProbe, compressChunk, type CompressionMode } from "./codec.ts";
+
+export type CpuRequest =
+  /** Adds `bytes` to MD5 stream `stream` (created on first use); `final` also digests it. */
+  | { op: "md5"; id: number; stream: number; bytes: Uint8Array<ArrayBuffer>; final: boolean }
+  /** Forgets a stream without a digest; no reply. */
+  | { op: "md5-drop"; stream: number }
+  /** With `probe`, also tells whether compressChunk(bytes, "auto") would try the whole chunk. */
+  | { op: "sha256"; id: number; bytes: Uint8Array<ArrayBuffer>; probe: boolean }
+  | {
+    op: "compress";
+    id: number;
+    bytes: Uint8Array<ArrayBuffer>;
+    mode: CompressionMode;
+    level?: number;
+  }
+  /** Tests only: the worker dies of an uncaught exception. */
+  | { op: "crash" };
+
+export type CpuReply =
+  | { ready: true }
+  | {
+    id: number;
+    /** The request's buffer, given back for reuse. */
+    bytes?: Uint8Array<ArrayBuffer>;
+    md5?: Uint8Array<ArrayBuffer>;
+    sha256?: string;
+    /** The answer to `probe`. */
+    worthCompressing?: boolean;
+    packed?: Uint8Array<ArrayBuffer>;
+  }
+  | { id: number; error: string };
+
+interface Scope {
+  onmessage: ((e: MessageEvent<CpuRequest>) => void) | null;
+  postMessage(message: CpuReply, transfer?: Transferable[]): void;
+}
+const scope = self as unknown as Scope;
+const streams = new Map<number, Hash>();
+
+/** A view that covers its whole buffer, so transferring the buffer sends nothing else. */
+function whole(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  const own = bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 &&
+    bytes.byteLength === bytes.buffer.byteLength;
+  return (own ? bytes : bytes.slice()) as Uint8Array<ArrayBuffer>;
+}
+
+async function handle(req: Exclude<CpuRequest, { op: "md5-drop" } | { op: "crash" }>) {
+  switch (req.op) {
+    case "md5": {
+      let hash = streams.get(req.stream);
+      if (!hash) streams.set(req.stream, hash = createHash("md5"));
+      hash.update(req.bytes);
+      if (!req.final) return { reply: { id: req.id, bytes: req.bytes }, transfer: [req.bytes] };
+      streams.delete(req.stream);
+      const md5 = new Uint8Array(hash.digest());
+      return { reply: { id: req.id, bytes: req.bytes, md5 }, transfer: [req.bytes] };
+    }
+    case "sha256": {
+      const sha256 = createHash("sha256").update(req.bytes).digest("hex");
+      const worthCompressing = req.probe ? (await autoProbe(req.bytes)) !== undefined : undefined;
+      return {
+        reply: { id: req.id, bytes: req.bytes, sha256, worthCompressing },
+        transfer: [req.bytes],
+      };
+    }
+    case "compress": {
+      const found = await compressChunk(req.bytes, req.mode, req.level);
+      const packed = found && whole(found);
+      return {
+        reply: { id: req.id, bytes: req.bytes, packed },
+        transfer: packed ? [req.bytes, packed] : [req.bytes],
+      };
+    }
+  }
+}
+
+scope.onmessage = (e) => {
+  const req = e.data;
+  if (req.op === "md5-drop") {
+    streams.delete(req.stream);
+    return;
+  }
+  if (req.op === "crash") throw new Error("CPU worker crash requested");
+  const id = req.id;
+  handle(req).then(
+    ({ reply, transfer }) => scope.postMessage(reply, transfer.map((b) => b.buffer)),
+    (err) => scope.postMessage({ id, error: err instanceof Error ? err.message : String(err) }),
+  );
+};
+
+scope.postMessage({ ready: true });
