@@ -1,12 +1,19 @@
 // Chunks: content-addressed pieces of objects, encoded (zstd, AES-256-GCM), erasure-coded into
 // k data + m parity shards spread over the drives, verified on every read and healed.
 import type { ChunkRecord, MetaStore } from "../meta/store.ts";
-import { type CompressionMode, decodeChunk, encodePrepared } from "./codec.ts";
+import { type CompressionMode, decodeChunk, encodeChunk, encodePrepared } from "./codec.ts";
 import { type ChunkWork, type CpuPool, inlineCpu } from "./cpu_pool.ts";
 import { type DriveSet, placeShards } from "./drives.ts";
 import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
 import { ChunkClaims } from "./chunk_claims.ts";
-import { readShard, removeShard, type ShardRead, syncDir, writeShard } from "./shard_files.ts";
+import {
+  readShard,
+  removeShard,
+  shardPresent,
+  type ShardRead,
+  syncDir,
+  writeShard,
+} from "./shard_files.ts";
 
 export interface ErasureLayout {
   dataShards: number;
@@ -76,7 +83,7 @@ export class ChunkStore {
       await this.claims.claim(id);
       try {
         const existing = addressed ? await this.meta.getChunk(id) : undefined;
-        if (existing) return existing;
+        if (existing) return await this.#reuse(existing, plain);
         return await this.#encodeAndWrite(id, plain, work, opts.key);
       } catch (err) {
         await this.release(id);
@@ -118,10 +125,7 @@ export class ChunkStore {
       shards.push(...parity);
     }
     const drives = placeShards(id, k + m, this.options.drives.list);
-    const dirs = await Promise.all(
-      shards.map((s, i) => writeShard(this.options.drives.byId.get(drives[i])!, id, i, s)),
-    );
-    await Promise.all([...new Set(dirs)].map(syncDir));
+    await this.#writeShards(id, shards, drives, k + (m > 0 ? 1 : 0));
     return {
       id,
       plainSize: plain.byteLength,
@@ -132,6 +136,74 @@ export class ChunkStore {
       parityShards: m,
       drives,
     };
+  }
+
+  /**
+   * Writes shards to their drives and waits for every write to settle (so a failure cannot race
+   * a cleanup). A chunk is stored when at least `quorum` shards are durable; the others (a drive
+   * that vanished) are rebuilt by reads and scrubs once it is back.
+   */
+  async #writeShards(
+    id: string,
+    shards: Uint8Array[],
+    drives: number[],
+    quorum: number,
+  ): Promise<void> {
+    const results = await Promise.allSettled(
+      shards.map((s, i) => {
+        const drive = this.options.drives.byId.get(drives[i]);
+        return drive
+          ? writeShard(drive, id, i, s)
+          : Promise.reject(new Error(`Drive ${drives[i]} is gone`));
+      }),
+    );
+    const dirs = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const synced = await Promise.allSettled([...new Set(dirs)].map(syncDir));
+    const failed = results.find((r) => r.status === "rejected") ??
+      synced.find((r) => r.status === "rejected");
+    if (
+      dirs.length < Math.min(quorum, shards.length) || synced.some((r) => r.status === "rejected")
+    ) {
+      throw (failed as PromiseRejectedResult).reason;
+    }
+  }
+
+  /**
+   * A deduplicated write reuses an existing chunk only when its shards are there: missing ones
+   * are healed from the others, or, when too few remain, rewritten from the plaintext at hand.
+   * An acknowledged write never refers to a chunk that cannot be read.
+   */
+  async #reuse(rec: ChunkRecord, plain: Uint8Array): Promise<ChunkRecord> {
+    const n = rec.dataShards + rec.parityShards;
+    const shardLen = Math.ceil(rec.storedSize / rec.dataShards) || 0;
+    const present = await Promise.all(
+      rec.drives.map((d, i) => shardPresent(this.options.drives.byId.get(d), rec.id, i, shardLen)),
+    );
+    const count = present.filter(Boolean).length;
+    if (count === n) return rec;
+    if (count >= rec.dataShards && !(await this.verify(rec)).lost) return rec;
+    const { bytes, form } = await encodeChunk(plain, {
+      compression: rec.compression === "zstd" ? "on" : "off",
+    });
+    if (bytes.byteLength !== rec.storedSize || form.compression !== rec.compression) {
+      throw new ChunkLostError(`Chunk ${rec.id} is lost and cannot be rebuilt from this upload`);
+    }
+    const shards = split(bytes, rec.dataShards);
+    if (rec.parityShards > 0) {
+      const parity = Array.from(
+        { length: rec.parityShards },
+        () => new Uint8Array(shards[0].byteLength),
+      );
+      coder(rec.dataShards, rec.parityShards).encode(shards, parity);
+      shards.push(...parity);
+    }
+    await this.#writeShards(
+      rec.id,
+      shards,
+      rec.drives,
+      rec.dataShards + (rec.parityShards > 0 ? 1 : 0),
+    );
+    return rec;
   }
 
   /** The chunk's plaintext; missing or corrupt shards are rebuilt from the others and healed. */

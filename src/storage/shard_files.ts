@@ -114,3 +114,19 @@ export async function removeShard(
     if (!(err instanceof Deno.errors.NotFound)) throw err;
   }
 }
+
+/** Whether a shard file exists with the expected length (a cheap check, no checksum). */
+export async function shardPresent(
+  drive: Drive | undefined,
+  chunkId: string,
+  index: number,
+  expectedLength: number,
+): Promise<boolean> {
+  if (!drive) return false;
+  try {
+    return (await Deno.stat(shardPath(drive, chunkId, index))).size ===
+      HEADER_SIZE + expectedLength;
+  } catch {
+    return false;
+  }
+}
