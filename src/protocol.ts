@@ -10,7 +10,7 @@ import type { Scrubber } from "./workers/scrubber.ts";
 import type { SseKeys } from "./object/sse.ts";
 import { type SignedRequest, verifyHeaderAuth, verifyPresigned } from "./auth/sigv4.ts";
 import type { Config } from "./config.ts";
-import { RequestBody } from "./http/body.ts";
+import { requestBody } from "./http/body.ts";
 import { detectDialect, type Dialect, dialectErrorCode, DIALECTS, h, q } from "./http/dialect.ts";
 import { S3Error } from "./http/errors.ts";
 import { escapeXml } from "./http/xml.ts";
@@ -180,7 +180,7 @@ export async function handleProtocol(
     });
     const handler = HANDLERS[operation];
     if (!handler) throw new S3Error("NotImplemented", `${operation} is not implemented yet.`);
-    const body = new RequestBody(req.body, signed?.payloadSha256);
+    const body = requestBody(req.body, { headers: req.headers, dialect, signed });
     if (!READS_BODY.has(operation)) await body.discard();
     const ctx: RequestContext = {
       requestId,

@@ -54,7 +54,7 @@ function deletedEntry(t: Target, r: { versionId?: string; deleteMarker: boolean 
 
 export const deleteObjects: Handler = async (ctx) => {
   const md5 = contentMd5(ctx.headers);
-  const checks = checksumChecks(ctx.headers, ctx.dialect);
+  const checks = checksumChecks(ctx.headers, ctx.dialect, ctx.body);
   if (md5 === undefined && checks.length === 0) {
     throw new S3Error(
       "InvalidRequest",

@@ -1,5 +1,5 @@
 // Multipart upload operations: Create, UploadPart, UploadPartCopy, Complete, Abort, ListParts.
-import { checksumChecks } from "../http/checksum.ts";
+import { CHECKSUM_ALGORITHMS, type ChecksumAlgorithm } from "../http/checksum.ts";
 import { checkConditions } from "../http/conditional.ts";
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
@@ -19,6 +19,15 @@ import { type Handler, isoDate, type RequestContext, xmlResult } from "./context
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
 import { contentMd5, newObjectAcl } from "./objects.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
+import {
+  checksumElements,
+  completeExpectations,
+  partChecksum,
+  partChecksumHeaders,
+  uploadChecksumHeaders,
+  uploadChecksumSettings,
+} from "./checksums.ts";
+import type { RequestedPart } from "../object/multipart_checksum.ts";
 
 const MAX_COMPLETE_BODY = 4 * 1024 * 1024;
 
@@ -39,6 +48,7 @@ export const createMultipartUpload: Handler = async (ctx) => {
     headers: meta.headers,
     acl: await newObjectAcl(ctx),
     sse: sse.encryption?.record,
+    ...uploadChecksumSettings(ctx),
   };
   await ctx.layer.meta.createUpload(upload);
   const result = xmlResult(
@@ -48,7 +58,7 @@ export const createMultipartUpload: Handler = async (ctx) => {
       text("Bucket", ctx.bucket) + text("Key", ctx.key) + text("UploadId", upload.uploadId),
     ),
   );
-  Object.assign(result.headers!, sse.headers);
+  Object.assign(result.headers!, sse.headers, uploadChecksumHeaders(ctx, upload));
   return result;
 };
 
@@ -84,21 +94,20 @@ export const uploadPartHandler: Handler = async (ctx) => {
   const partNumber = partNumberParam(ctx);
   const upload = await requireUpload(ctx);
   const key = await partKey(ctx, upload);
+  const checksum = partChecksum(ctx, upload);
   const part = await uploadPart(ctx.layer, upload, {
     partNumber,
     body: ctx.body.chunks(),
     contentMd5: contentMd5(ctx.headers),
-    checks: checksumChecks(ctx.headers, ctx.dialect),
+    checks: checksum.checks,
+    checksum: checksum.record,
     key,
   });
   const headers: Record<string, string> = {
     etag: part.etag,
     ...readHeaders(ctx, upload),
+    ...partChecksumHeaders(ctx, part),
   };
-  for (const name of ["crc32", "crc32c", "sha1", "sha256"]) {
-    const value = ctx.headers.get(h(ctx.dialect, `checksum-${name}`));
-    if (value !== null) headers[h(ctx.dialect, `checksum-${name}`)] = value;
-  }
   return { status: 200, headers };
 };
 
@@ -141,16 +150,21 @@ export const uploadPartCopy: Handler = async (ctx) => {
     range,
     await readKey(ctx, src, { copySource: true }),
   );
+  // The upload's algorithm is computed over the copied bytes, so the part can be combined.
+  const checksum = partChecksum(ctx, upload, false);
   const part = await uploadPart(ctx.layer, upload, {
     partNumber,
     body: body instanceof Uint8Array ? once(body) : body,
     key: await partKey(ctx, upload),
+    checks: checksum.checks,
+    checksum: checksum.record,
   });
   return xmlResult(
     xmlDocument(
       "CopyPartResult",
       ctx.dialect.xmlns,
-      text("LastModified", isoDate(part.lastModified)) + text("ETag", part.etag),
+      text("LastModified", isoDate(part.lastModified)) + text("ETag", part.etag) +
+        checksumElements(part.checksum).map(([k, v]) => text(k, v)).join(""),
     ),
   );
 };
@@ -159,7 +173,7 @@ async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
   yield bytes;
 }
 
-function parseCompleteBody(body: string): { partNumber: number; etag: string }[] {
+function parseCompleteBody(body: string): RequestedPart[] {
   const root = parseXml(body, "CompleteMultipartUpload");
   const parts = children(root.Part).map((node: XmlNode) => {
     if (typeof node !== "object") {
@@ -170,7 +184,13 @@ function parseCompleteBody(body: string): { partNumber: number; etag: string }[]
     if (n === undefined || !/^\d+$/.test(n) || etag === undefined) {
       throw new S3Error("MalformedXML", "Part must hold a numeric PartNumber and an ETag.");
     }
-    return { partNumber: Number(n), etag };
+    const checksums: Partial<Record<ChecksumAlgorithm, string>> = {};
+    for (const algorithm of CHECKSUM_ALGORITHMS) {
+      const element = `Checksum${algorithm}`;
+      const value = leafText(node[element] as XmlNode, element);
+      if (value !== undefined) checksums[algorithm] = value.trim();
+    }
+    return { partNumber: Number(n), etag, checksums };
   });
   if (parts.length === 0) {
     throw new S3Error("MalformedXML", "The XML you provided did not list any part.");
@@ -181,14 +201,15 @@ function parseCompleteBody(body: string): { partNumber: number; etag: string }[]
 export const completeMultipartUpload: Handler = async (ctx) => {
   const upload = await requireUpload(ctx);
   const requested = parseCompleteBody(await ctx.body.text(MAX_COMPLETE_BODY));
-  const version = await completeUpload(ctx.layer, upload, requested);
+  const version = await completeUpload(ctx.layer, upload, requested, completeExpectations(ctx));
   const result = xmlResult(
     xmlDocument(
       "CompleteMultipartUploadResult",
       ctx.dialect.xmlns,
       text("Location", `/${ctx.bucket}/${ctx.key}`) + text("Bucket", ctx.bucket) +
         text("Key", ctx.key) +
-        text("ETag", version.etag),
+        text("ETag", version.etag) +
+        checksumElements(version.checksum).map(([k, v]) => text(k, v)).join(""),
     ),
   );
   Object.assign(result.headers!, readHeaders(ctx, version));

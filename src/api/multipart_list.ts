@@ -3,6 +3,15 @@ import { S3Error } from "../http/errors.ts";
 import { el, text, xmlDocument } from "../http/xml.ts";
 import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
 import { initiator, requireUpload } from "./multipart.ts";
+import { checksumElements } from "./checksums.ts";
+import type { UploadRecord } from "../meta/store.ts";
+
+/** `ChecksumAlgorithm` and `ChecksumType` elements of an upload created with an algorithm. */
+function uploadChecksum(u: UploadRecord): string {
+  if (!u.checksumAlgorithm) return "";
+  return text("ChecksumAlgorithm", u.checksumAlgorithm) +
+    text("ChecksumType", u.checksumType ?? "COMPOSITE");
+}
 
 const MAX_LISTED = 1000;
 
@@ -39,6 +48,7 @@ export const listParts: Handler = async (ctx) => {
     truncated ? text("NextPartNumberMarker", shown[shown.length - 1].partNumber) : "",
     text("MaxParts", maxParts),
     text("IsTruncated", truncated),
+    uploadChecksum(upload),
     ...shown.map((p) =>
       el(
         "Part",
@@ -46,6 +56,7 @@ export const listParts: Handler = async (ctx) => {
         text("LastModified", isoDate(p.lastModified)),
         text("ETag", p.etag),
         text("Size", p.size),
+        ...checksumElements(p.checksum).map(([k, v]) => text(k, v)),
       )
     ),
   ];
@@ -78,6 +89,7 @@ export const listMultipartUploads: Handler = async (ctx) => {
       initiator(u.owner, await ctx.credentials.ownerName(u.owner)),
       text("StorageClass", "STANDARD"),
       text("Initiated", isoDate(u.initiated)),
+      uploadChecksum(u),
     ));
   }
   const body = [

@@ -57,6 +57,13 @@ export function readMetadata(headers: Headers, dialect: Dialect): RequestMetadat
     const value = headers.get(name);
     if (value !== null) stored[name] = value;
   }
+  // The chunked coding of a streaming upload is framing, not a coding of the stored object.
+  const codings = stored["content-encoding"]?.split(",").map((c) => c.trim());
+  if (codings?.some((c) => c.toLowerCase() === dialect.chunkedEncoding)) {
+    const kept = codings.filter((c) => c !== "" && c.toLowerCase() !== dialect.chunkedEncoding);
+    if (kept.length > 0) stored["content-encoding"] = kept.join(",");
+    else delete stored["content-encoding"];
+  }
   return { contentType: headers.get("content-type") ?? undefined, userMeta, headers: stored };
 }
 

@@ -1,6 +1,5 @@
 // Object operations: PutObject, GetObject, HeadObject, DeleteObject.
 import { aclToJson } from "../auth/acl.ts";
-import { checksumChecks } from "../http/checksum.ts";
 import { checkConditions } from "../http/conditional.ts";
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
@@ -10,6 +9,7 @@ import type { ObjectVersion } from "../meta/store.ts";
 import { MAX_PUT_SIZE } from "../object/layer.ts";
 import { partRange } from "../object/multipart.ts";
 import { requestedAcl } from "./acl.ts";
+import { readChecksumHeaders, writeChecksum } from "./checksums.ts";
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
 import type { Handler, RequestContext } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
@@ -36,7 +36,9 @@ export function contentMd5(headers: Headers): string | undefined {
 }
 
 function declaredLength(ctx: RequestContext): number | undefined {
-  const raw = ctx.headers.get("content-length");
+  // A streaming upload's Content-Length counts its framing; the decoded length is the object's.
+  const decoded = ctx.body.decodedLength;
+  const raw = decoded !== undefined ? String(decoded) : ctx.headers.get("content-length");
   if (raw === null) return undefined;
   if (!/^\d+$/.test(raw)) throw new S3Error("InvalidArgument", "Content-Length must be a number.");
   const length = Number(raw);
@@ -66,6 +68,7 @@ export const putObject: Handler = async (ctx) => {
   const meta = readMetadata(ctx.headers, ctx.dialect);
   const acl = await newObjectAcl(ctx);
   const sse = await writeEncryption(ctx);
+  const checksum = writeChecksum(ctx);
   const version = await ctx.layer.putObject({
     bucket: ctx.bucket,
     key: ctx.key,
@@ -75,16 +78,14 @@ export const putObject: Handler = async (ctx) => {
     headers: meta.headers,
     owner: ctx.principal.id,
     contentMd5: contentMd5(ctx.headers),
-    checks: checksumChecks(ctx.headers, ctx.dialect),
+    checks: checksum.checks,
+    checksum: checksum.record,
     acl,
     encryption: sse.encryption,
   });
   const headers: Record<string, string> = { etag: version.etag, ...sse.headers };
   if (version.versionId !== "null") headers[h(ctx.dialect, "version-id")] = version.versionId;
-  for (const name of ["crc32", "crc32c", "sha1", "sha256"]) {
-    const value = ctx.headers.get(h(ctx.dialect, `checksum-${name}`));
-    if (value !== null) headers[h(ctx.dialect, `checksum-${name}`)] = value;
-  }
+  Object.assign(headers, checksum.headers());
   return { status: 200, headers };
 };
 
@@ -136,6 +137,7 @@ async function readObject(ctx: RequestContext, withBody: boolean) {
     throw err;
   }
   const range = readRange(ctx, version);
+  Object.assign(headers, readChecksumHeaders(ctx, version));
   if (version.parts) headers[h(ctx.dialect, "mp-parts-count")] = String(version.parts.length);
   applyResponseOverrides(headers, ctx.query);
   headers["content-length"] = String(range ? range.length : version.size);

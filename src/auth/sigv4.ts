@@ -1,11 +1,14 @@
 // Signature Version 4: header and presigned (query) authentication, in either dialect.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import type { ChunkSigner } from "../http/chunked_body.ts";
 import { type Dialect, h, q } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 
 export const MAX_CLOCK_SKEW_MS = 15 * 60 * 1000;
 export const MAX_PRESIGN_EXPIRES_S = 7 * 24 * 3600;
 export const UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD";
+/** Payload hash of a streaming upload whose chunks are not signed, with trailing headers. */
+export const STREAMING_UNSIGNED_TRAILER = "STREAMING-UNSIGNED-PAYLOAD-TRAILER";
 export const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 /** What a verified signature tells the rest of the request. */
@@ -14,6 +17,16 @@ export interface SignedRequest {
   presigned: boolean;
   /** Hex SHA-256 the body must have, or undefined when the payload is unsigned. */
   payloadSha256?: string;
+  /** Present when the body is a streaming (chunked) upload. */
+  streaming?: Streaming;
+}
+
+/** How a streaming upload body is framed and signed. */
+export interface Streaming {
+  /** Present when every chunk (and the trailer, if any) carries a signature. */
+  signer?: ChunkSigner;
+  /** True when trailing headers follow the last chunk. */
+  trailer: boolean;
 }
 
 export interface SignatureInput {
@@ -105,7 +118,7 @@ export function parseAmzDate(value: string): number {
   return Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]);
 }
 
-interface Credential {
+export interface Credential {
   accessKey: string;
   date: string;
   region: string;
@@ -152,7 +165,7 @@ async function verify(
     canonicalQueryString: string;
     payload: string;
   },
-): Promise<void> {
+): Promise<Uint8Array> {
   const secret = await input.secretFor(opts.credential.accessKey);
   if (secret === undefined) {
     throw new S3Error(
@@ -181,6 +194,7 @@ async function verify(
         "Check your key and signing method.",
     );
   }
+  return signingKey(input.dialect, secret, opts.credential);
 }
 
 /** The signature of a canonical request: string to sign, then HMAC with the signing key. */
@@ -280,13 +294,14 @@ export async function verifyHeaderAuth(
       `Missing required header for this request: ${h(d, "content-sha256")}`,
     );
   }
-  if (payload !== UNSIGNED_PAYLOAD && !/^[0-9a-f]{64}$/.test(payload)) {
+  const streaming = streamingKind(d, payload);
+  if (!streaming && payload !== UNSIGNED_PAYLOAD && !/^[0-9a-f]{64}$/.test(payload)) {
     if (payload.startsWith("STREAMING-")) {
-      throw new S3Error("NotImplemented", "Streaming (chunked) payloads are not supported yet.");
+      throw new S3Error("NotImplemented", `The payload hash ${payload} is not supported.`);
     }
     throw new S3Error("InvalidArgument", `${h(d, "content-sha256")} must be a SHA-256 hex digest.`);
   }
-  await verify(input, {
+  const key = await verify(input, {
     credential,
     amzDate: requestDate,
     signedHeaders,
@@ -294,10 +309,58 @@ export async function verifyHeaderAuth(
     canonicalQueryString: canonicalQuery(input.rawQuery),
     payload,
   });
+  if (streaming) {
+    const signer = streaming.signed
+      ? chunkSigner(d, { key, amzDate: requestDate, credential, seed: fields.Signature })
+      : undefined;
+    return {
+      accessKey: credential.accessKey,
+      presigned: false,
+      streaming: { signer, trailer: streaming.trailer },
+    };
+  }
   return {
     accessKey: credential.accessKey,
     presigned: false,
     payloadSha256: payload === UNSIGNED_PAYLOAD ? undefined : payload,
+  };
+}
+
+/** The streaming payload hashes of a dialect: signed chunks or not, trailer or not. */
+function streamingKind(
+  d: Dialect,
+  payload: string,
+): { signed: boolean; trailer: boolean } | undefined {
+  if (payload === d.streamingPayload) return { signed: true, trailer: false };
+  if (payload === d.streamingPayloadTrailer) return { signed: true, trailer: true };
+  if (payload === STREAMING_UNSIGNED_TRAILER) return { signed: false, trailer: true };
+  return undefined;
+}
+
+/**
+ * Signs the chunks and the trailer of a streaming upload. A chunk's string to sign is
+ *   <chunk algorithm> \n <request date> \n <scope> \n <previous signature> \n
+ *   <SHA-256 of the empty string> \n <SHA-256 of the chunk data>
+ * and the trailer's
+ *   <trailer algorithm> \n <request date> \n <scope> \n <previous signature> \n
+ *   <SHA-256 of the trailing headers, each "name:value\n">
+ * each HMAC'd with the request's signing key; the first chunk chains from the request's own
+ * signature (the seed).
+ */
+export function chunkSigner(
+  d: Dialect,
+  opts: { key: Uint8Array; amzDate: string; credential: Credential; seed: string },
+): ChunkSigner {
+  const { date, region, service } = opts.credential;
+  const scope = `${date}/${region}/${service}/${d.scopeTerminator}`;
+  const sign = (lines: string[]) =>
+    createHmac("sha256", opts.key).update(lines.join("\n")).digest("hex");
+  return {
+    seed: opts.seed,
+    chunk: (previous, sha256Hex) =>
+      sign([d.chunkAlgorithm, opts.amzDate, scope, previous, EMPTY_SHA256, sha256Hex]),
+    trailer: (previous, sha256Hex) =>
+      sign([d.trailerAlgorithm, opts.amzDate, scope, previous, sha256Hex]),
   };
 }
 
@@ -346,6 +409,9 @@ export async function verifyPresigned(
     throw new S3Error("AccessDenied", "Request is not valid yet.");
   }
   const payload = input.headers.get(h(d, "content-sha256")) ?? UNSIGNED_PAYLOAD;
+  if (payload.startsWith("STREAMING-")) {
+    throw new S3Error("NotImplemented", "Streaming payloads cannot be presigned.");
+  }
   await verify(input, {
     credential,
     amzDate,

@@ -1,4 +1,5 @@
 // SigV4 against the published examples of the protocol's documentation.
+import { createHash } from "node:crypto";
 import { assertEquals, assertRejectsCode } from "../../tests/integration/assert.ts";
 import { DIALECTS } from "../http/dialect.ts";
 import {
@@ -137,4 +138,77 @@ Deno.test("canonical URI and query encoding", () => {
     "a=0&a=1&b=2&delimiter=%2F&list-type=2&prefix=a%20b",
   );
   assertEquals(canonicalQuery("acl"), "acl=");
+});
+
+const CHUNKED_HEADERS = {
+  host: "s3.amazonaws.com",
+  "x-amz-date": "20130524T000000Z",
+  "x-amz-storage-class": "REDUCED_REDUNDANCY",
+  "x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+  "content-encoding": "aws-chunked",
+  "x-amz-decoded-content-length": "66560",
+  "content-length": "66824",
+};
+const CHUNKED_AUTH =
+  "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, " +
+  "SignedHeaders=content-encoding;content-length;host;x-amz-content-sha256;x-amz-date;" +
+  "x-amz-decoded-content-length;x-amz-storage-class, " +
+  "Signature=4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9";
+
+Deno.test("header auth: the documented chunked PUT seeds the documented chunk signatures", async () => {
+  const signed = await verifyHeaderAuth(
+    input({
+      method: "PUT",
+      rawPath: "/examplebucket/chunkObject.txt",
+      headers: new Headers(CHUNKED_HEADERS),
+    }),
+    CHUNKED_AUTH,
+  );
+  assertEquals(signed.payloadSha256, undefined);
+  const signer = signed.streaming?.signer;
+  assertEquals(signed.streaming?.trailer, false);
+  assertEquals(signer?.seed, "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9");
+  const first = signer!.chunk(
+    signer!.seed,
+    createHash("sha256").update(new Uint8Array(65536).fill(0x61)).digest("hex"),
+  );
+  assertEquals(first, "ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648");
+  const second = signer!.chunk(
+    first,
+    createHash("sha256").update(new Uint8Array(1024).fill(0x61)).digest("hex"),
+  );
+  assertEquals(second, "0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497");
+  assertEquals(
+    signer!.chunk(second, createHash("sha256").digest("hex")),
+    "b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9",
+  );
+});
+
+Deno.test("header auth: streaming payload hashes of each kind", async () => {
+  const headers = (payload: string) =>
+    new Headers({ ...CHUNKED_HEADERS, "x-amz-content-sha256": payload });
+  // The signature no longer matches once the payload hash changes, but the kind is recognised
+  // before the signature is checked: unknown STREAMING-* kinds are not implemented.
+  for (
+    const payload of [
+      "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER",
+      "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+    ]
+  ) {
+    await assertRejectsCode(
+      () => verifyHeaderAuth(input({ method: "PUT", headers: headers(payload) }), CHUNKED_AUTH),
+      "SignatureDoesNotMatch",
+    );
+  }
+  for (
+    const payload of [
+      "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD",
+      "STREAMING-STORE4-HMAC-SHA256-PAYLOAD",
+    ]
+  ) {
+    await assertRejectsCode(
+      () => verifyHeaderAuth(input({ method: "PUT", headers: headers(payload) }), CHUNKED_AUTH),
+      "NotImplemented",
+    );
+  }
 });

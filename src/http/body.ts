@@ -1,25 +1,55 @@
-// The request body as a stream of chunks, verified against the signed payload hash as it flows.
+// The request body as a stream of chunks, verified as it flows: against the signed payload hash,
+// or, for a streaming upload, decoded from its chunked framing with every chunk signature checked.
 import { createHash, type Hash } from "node:crypto";
+import type { SignedRequest } from "../auth/sigv4.ts";
+import { STREAMING_UNSIGNED_TRAILER } from "../auth/sigv4.ts";
+import { type ChunkedOptions, decodeChunked } from "./chunked_body.ts";
+import { type Dialect, h } from "./dialect.ts";
 import { S3Error } from "./errors.ts";
+
+export interface BodyOptions {
+  /** Hex SHA-256 the (raw) body must have. */
+  sha256?: string;
+  /** Present when the body is a streaming upload to decode. */
+  chunked?: ChunkedOptions;
+}
 
 export class RequestBody {
   readonly #stream: ReadableStream<Uint8Array> | null;
-  readonly #expectedSha256?: string;
+  readonly #opts: BodyOptions;
   #consumed = false;
+  /** Trailing headers of a streaming upload, filled in once the body has been read. */
+  readonly trailers = new Headers();
 
-  constructor(stream: ReadableStream<Uint8Array> | null, expectedSha256?: string) {
+  constructor(stream: ReadableStream<Uint8Array> | null, opts?: string | BodyOptions) {
     this.#stream = stream;
-    this.#expectedSha256 = expectedSha256;
+    this.#opts = typeof opts === "string" ? { sha256: opts } : opts ?? {};
+  }
+
+  /** True for a streaming upload with trailing headers. */
+  get hasTrailer(): boolean {
+    return this.#opts.chunked?.trailer ?? false;
+  }
+
+  /** The decoded length a streaming upload declared, or undefined for a plain body. */
+  get decodedLength(): number | undefined {
+    return this.#opts.chunked?.decodedLength;
   }
 
   /**
    * Yields the body's chunks. After the last chunk the signed payload hash is checked; a
    * mismatch throws before the consumer sees the end, so nothing is committed from a bad body.
    */
-  async *chunks(): AsyncGenerator<Uint8Array> {
+  chunks(): AsyncGenerator<Uint8Array> {
     if (this.#consumed) throw new Error("Request body read twice");
     this.#consumed = true;
-    const hash: Hash | undefined = this.#expectedSha256 ? createHash("sha256") : undefined;
+    const chunked = this.#opts.chunked;
+    if (chunked) return decodeChunked(this.#raw(), chunked, this.trailers);
+    return this.#raw(this.#opts.sha256);
+  }
+
+  async *#raw(expectedSha256?: string): AsyncGenerator<Uint8Array> {
+    const hash: Hash | undefined = expectedSha256 ? createHash("sha256") : undefined;
     if (this.#stream) {
       const reader = this.#stream.getReader();
       try {
@@ -37,7 +67,7 @@ export class RequestBody {
         reader.releaseLock();
       }
     }
-    if (hash && hash.digest("hex") !== this.#expectedSha256) {
+    if (hash && hash.digest("hex") !== expectedSha256) {
       throw new S3Error(
         "ContentSHA256Mismatch",
         "The provided content SHA-256 does not match what was computed.",
@@ -74,4 +104,42 @@ export class RequestBody {
     if (this.#consumed) return;
     for await (const _ of this.chunks()) { /* drain */ }
   }
+}
+
+/**
+ * The body of a request as its authentication describes it: a streaming upload (signed chunks,
+ * or unsigned chunks with a trailer) is decoded; otherwise the raw body is checked against the
+ * signed payload hash, if any.
+ */
+export function requestBody(
+  stream: ReadableStream<Uint8Array> | null,
+  opts: { headers: Headers; dialect: Dialect; signed?: SignedRequest },
+): RequestBody {
+  const { headers, dialect: d, signed } = opts;
+  let streaming = signed?.streaming;
+  // An anonymous request may still frame its body as unsigned chunks with a trailer.
+  if (!signed && headers.get(h(d, "content-sha256")) === STREAMING_UNSIGNED_TRAILER) {
+    streaming = { trailer: true };
+  }
+  if (!streaming) return new RequestBody(stream, signed?.payloadSha256);
+  const raw = headers.get(h(d, "decoded-content-length"));
+  if (raw === null) {
+    throw new S3Error(
+      "MissingContentLength",
+      `A streaming upload must carry the ${h(d, "decoded-content-length")} header.`,
+    );
+  }
+  if (!/^\d{1,15}$/.test(raw)) {
+    throw new S3Error("InvalidArgument", `${h(d, "decoded-content-length")} must be a number.`, {
+      details: { ArgumentName: h(d, "decoded-content-length"), ArgumentValue: raw },
+    });
+  }
+  return new RequestBody(stream, {
+    chunked: {
+      signer: streaming.signer,
+      trailer: streaming.trailer,
+      decodedLength: Number(raw),
+      trailerSignatureName: h(d, "trailer-signature"),
+    },
+  });
 }

@@ -33,6 +33,16 @@ export interface Dialect {
   readonly groupUriPrefix: string;
   /** Prefix of notification event names, e.g. `store:` (`store:ObjectCreated:Put`). */
   readonly eventPrefix: string;
+  /** Content coding of a streaming (chunked) upload body, e.g. `store-chunked`. */
+  readonly chunkedEncoding: string;
+  /** Payload hash of a streaming upload with signed chunks. */
+  readonly streamingPayload: string;
+  /** Payload hash of a streaming upload with signed chunks and a signed trailer. */
+  readonly streamingPayloadTrailer: string;
+  /** First line of a chunk's string to sign, e.g. `STORE4-HMAC-SHA256-PAYLOAD`. */
+  readonly chunkAlgorithm: string;
+  /** First line of a trailer's string to sign, e.g. `STORE4-HMAC-SHA256-TRAILER`. */
+  readonly trailerAlgorithm: string;
 }
 
 const STORE: Dialect = {
@@ -51,6 +61,11 @@ const STORE: Dialect = {
   principalKey: "Store",
   groupUriPrefix: "http://acs.store.local/groups/",
   eventPrefix: "store:",
+  chunkedEncoding: "store-chunked",
+  streamingPayload: "STREAMING-STORE4-HMAC-SHA256-PAYLOAD",
+  streamingPayloadTrailer: "STREAMING-STORE4-HMAC-SHA256-PAYLOAD-TRAILER",
+  chunkAlgorithm: "STORE4-HMAC-SHA256-PAYLOAD",
+  trailerAlgorithm: "STORE4-HMAC-SHA256-TRAILER",
 };
 
 const AMZ: Dialect = {
@@ -69,6 +84,11 @@ const AMZ: Dialect = {
   principalKey: "AWS",
   groupUriPrefix: "http://acs.amazonaws.com/groups/",
   eventPrefix: "s3:",
+  chunkedEncoding: "aws-chunked",
+  streamingPayload: "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+  streamingPayloadTrailer: "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER",
+  chunkAlgorithm: "AWS4-HMAC-SHA256-PAYLOAD",
+  trailerAlgorithm: "AWS4-HMAC-SHA256-TRAILER",
 };
 
 export const DIALECTS: Record<DialectName, Dialect> = { store: STORE, amz: AMZ };

@@ -37,7 +37,8 @@ type Row = Record<string, SQLInputValue>;
 
 const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
-  "user_meta, headers, owner, vid, chunked, sse, acl, parts";
+  "user_meta, headers, owner, vid, chunked, sse, acl, parts" +
+  ", checksum";
 
 function toBucket(row: Row): BucketRecord {
   return {
@@ -70,6 +71,7 @@ function toVersion(row: Row): ObjectVersion {
     acl: (row.acl as string | null) ?? undefined,
     sse: (row.sse as string | null) ?? undefined,
     parts: row.parts ? JSON.parse(row.parts as string) : undefined,
+    checksum: row.checksum ? JSON.parse(row.checksum as string) : undefined,
   };
 }
 
@@ -217,6 +219,10 @@ export class SqliteMetaStore implements MetaStore {
       v.sse ?? null,
       v.parts ? JSON.stringify(v.parts) : null,
     );
+    if (v.checksum) {
+      this.#stmt("UPDATE versions SET checksum = ? WHERE vid = ?")
+        .run(JSON.stringify(v.checksum), opts.vid);
+    }
   }
 
   getObjectVersion(

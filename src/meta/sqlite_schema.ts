@@ -150,4 +150,12 @@ export const MIGRATIONS: string[] = [
   -- ListObjectVersions walks keys in order and each key's versions newest first.
   CREATE INDEX versions_listing ON versions(bucket, key, seq DESC);
   `,
+  `
+  -- Additional checksums: the object's (JSON: algorithm, type, value, the parts' values), each
+  -- part's (JSON: algorithm, value), and the algorithm and type an upload was created with.
+  ALTER TABLE versions ADD COLUMN checksum TEXT;
+  ALTER TABLE parts ADD COLUMN checksum TEXT;
+  ALTER TABLE uploads ADD COLUMN checksum_algorithm TEXT;
+  ALTER TABLE uploads ADD COLUMN checksum_type TEXT;
+  `,
 ];

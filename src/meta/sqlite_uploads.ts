@@ -26,6 +26,8 @@ function toUpload(row: Row): UploadRecord {
     headers: JSON.parse(row.headers as string),
     acl: (row.acl as string | null) ?? undefined,
     sse: (row.sse as string | null) ?? undefined,
+    checksumAlgorithm: (row.checksum_algorithm as string | null) ?? undefined,
+    checksumType: (row.checksum_type as UploadRecord["checksumType"] | null) ?? undefined,
   };
 }
 
@@ -35,6 +37,7 @@ function toPart(row: Row): PartRecord {
     etag: row.etag as string,
     size: row.size as number,
     lastModified: row.last_modified as number,
+    checksum: row.checksum ? JSON.parse(row.checksum as string) : undefined,
   };
 }
 
@@ -57,6 +60,10 @@ export class SqliteUploads {
       u.acl ?? null,
       u.sse ?? null,
     );
+    if (u.checksumAlgorithm) {
+      this.stmt("UPDATE uploads SET checksum_algorithm = ?, checksum_type = ? WHERE upload_id = ?")
+        .run(u.checksumAlgorithm, u.checksumType ?? null, u.uploadId);
+    }
   }
 
   get(bucket: string, key: string, uploadId: string): UploadRecord | undefined {
@@ -88,6 +95,10 @@ export class SqliteUploads {
       "INSERT INTO parts (upload_id, part_number, etag, size, last_modified, data_id) " +
         "VALUES (?, ?, ?, ?, ?, ?)",
     ).run(uploadId, part.partNumber, part.etag, part.size, part.lastModified, dataId);
+    if (part.checksum) {
+      this.stmt("UPDATE parts SET checksum = ? WHERE data_id = ?")
+        .run(JSON.stringify(part.checksum), dataId);
+    }
     this.chunks.addRefs(dataId, chunks);
     return { freed: freed.filter((c) => !this.chunks.hasChunk(c.id)) };
   }

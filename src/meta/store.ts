@@ -60,6 +60,20 @@ export interface ObjectVersion {
   sse?: string;
   /** Part sizes of an object completed from a multipart upload. */
   parts?: number[];
+  /** The additional checksum the object was uploaded with (see src/http/checksum.ts). */
+  checksum?: ChecksumRecord;
+}
+
+/** An additional checksum kept with an object version. */
+export interface ChecksumRecord {
+  /** CRC32, CRC32C, CRC64NVME, SHA1 or SHA256. */
+  algorithm: string;
+  /** FULL_OBJECT, or COMPOSITE: a checksum of the parts' checksums, written `<base64>-<parts>`. */
+  type: "FULL_OBJECT" | "COMPOSITE";
+  /** Base64 value, as returned in the `x-*-checksum-<algorithm>` header. */
+  value: string;
+  /** The parts' own checksums of an object completed from a multipart upload, in order. */
+  parts?: string[];
 }
 
 export interface UploadRecord {
@@ -73,6 +87,10 @@ export interface UploadRecord {
   headers: Record<string, string>;
   acl?: string;
   sse?: string;
+  /** Checksum algorithm of the upload's parts (CreateMultipartUpload), if any. */
+  checksumAlgorithm?: string;
+  /** How the parts' checksums combine into the object's: FULL_OBJECT or COMPOSITE. */
+  checksumType?: "FULL_OBJECT" | "COMPOSITE";
 }
 
 export interface PartRecord {
@@ -80,6 +98,8 @@ export interface PartRecord {
   etag: string;
   size: number;
   lastModified: number;
+  /** The part's additional checksum, sent with it or computed for the upload's algorithm. */
+  checksum?: { algorithm: string; value: string };
 }
 
 export interface UploadListQuery {

@@ -3,6 +3,7 @@ import { S3Error } from "../http/errors.ts";
 import { MissingBucketError } from "../meta/sqlite.ts";
 import type {
   BucketRecord,
+  ChecksumRecord,
   ListPage,
   ListQuery,
   MetaStore,
@@ -41,6 +42,8 @@ export interface PutInput {
   /** Stored ACL JSON; undefined means private to the owner. */
   acl?: string;
   encryption?: Encryption;
+  /** The additional checksum to keep with the version, known once the body has been read. */
+  checksum?: () => ChecksumRecord | undefined;
 }
 
 export interface ReadResult {
@@ -157,6 +160,7 @@ export class ObjectLayer {
         owner: input.owner,
         acl: input.acl,
         sse: input.encryption?.record,
+        checksum: input.checksum?.(),
         data: written.inline
           ? { kind: "inline", bytes: written.inline }
           : { kind: "chunks", vid: 0 },
@@ -288,6 +292,8 @@ export class ObjectLayer {
         ...base,
         body: body instanceof Uint8Array ? single(body) : body,
         encryption: input.encryption,
+        // The bytes are the same; a composite checksum needs the parts, which a copy drops.
+        checksum: () => src.checksum?.type === "FULL_OBJECT" ? src.checksum : undefined,
       });
     }
     const chunks = await this.meta.versionChunks(src.data.vid);
@@ -304,6 +310,7 @@ export class ObjectLayer {
         etag: src.etag,
         sse: src.sse,
         parts: src.parts,
+        checksum: src.checksum,
         data: { kind: "chunks", vid: 0 },
       };
       await this.#commit(version, chunks);

@@ -6,6 +6,11 @@ import type { ObjectVersion, PartRecord, UploadRecord } from "../meta/store.ts";
 import type { BodyCheck, Encryption, ObjectLayer } from "./layer.ts";
 import { versionIdFor } from "./versioning.ts";
 import { releaseAll, writeBody } from "./write_pipeline.ts";
+import {
+  completeChecksum,
+  type CompleteExpectations,
+  type RequestedPart,
+} from "./multipart_checksum.ts";
 
 export const MAX_PART_SIZE = 5 * 1024 ** 3;
 export const MIN_PART_SIZE = 5 * 1024 ** 2;
@@ -42,6 +47,8 @@ export async function uploadPart(
     contentMd5?: string;
     checks?: BodyCheck[];
     key?: CryptoKey;
+    /** The part's additional checksum, known once the body has been verified. */
+    checksum?: () => PartRecord["checksum"];
   },
 ): Promise<PartRecord> {
   const written = await writeBody(input.body, layer.chunks, {
@@ -67,6 +74,7 @@ export async function uploadPart(
       etag: `"${hex(written.md5)}"`,
       size: written.size,
       lastModified: Date.now(),
+      checksum: input.checksum?.(),
     };
     const stored = await layer.meta.putPart(upload.uploadId, part, written.chunks);
     if (!stored) throw noSuchUpload(upload.uploadId);
@@ -142,9 +150,11 @@ export function multipartEtag(parts: PartRecord[]): string {
 export async function completeUpload(
   layer: ObjectLayer,
   upload: UploadRecord,
-  requested: { partNumber: number; etag: string }[],
+  requested: RequestedPart[],
+  expected?: CompleteExpectations,
 ): Promise<ObjectVersion> {
   const chosen = choose(requested, await allParts(layer, upload.uploadId));
+  const checksum = completeChecksum(upload, chosen, requested, expected);
   const bucket = await layer.requireBucket(upload.bucket);
   const version: ObjectVersion = {
     bucket: upload.bucket,
@@ -161,6 +171,7 @@ export async function completeUpload(
     acl: upload.acl,
     sse: upload.sse,
     parts: chosen.map((p) => p.size),
+    checksum,
     data: { kind: "chunks", vid: 0 },
   };
   const result = await layer.meta.completeUpload(upload, chosen.map((p) => p.partNumber), version);

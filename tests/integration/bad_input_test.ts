@@ -181,11 +181,13 @@ const STATUS: Record<string, number> = {
   MalformedXML: 400,
   MetadataTooLarge: 400,
   MethodNotAllowed: 405,
+  MissingContentLength: 411,
   NoSuchBucket: 404,
   NoSuchKey: 404,
   NoSuchVersion: 404,
   NotImplemented: 501,
   PreconditionFailed: 412,
+  SignatureDoesNotMatch: 403,
   XStoreContentSHA256Mismatch: 400,
 };
 
@@ -454,12 +456,34 @@ function cases(): Case[] {
       code: "NoSuchBucket",
     },
     {
-      name: "PutObject: streaming payload (unsupported)",
+      name: "PutObject: streaming payload without its decoded length",
       request: {
         method: "PUT",
         path: smallPath,
         body: "0;chunk-signature=00\r\n\r\n",
         payloadHash: "STREAMING-STORE4-HMAC-SHA256-PAYLOAD",
+      },
+      code: "MissingContentLength",
+    },
+    {
+      name: "PutObject: streaming payload with a bad chunk signature",
+      request: {
+        method: "PUT",
+        path: smallPath,
+        body: `0;chunk-signature=${"0".repeat(64)}\r\n\r\n`,
+        headers: { "x-store-decoded-content-length": "0" },
+        payloadHash: "STREAMING-STORE4-HMAC-SHA256-PAYLOAD",
+      },
+      code: "SignatureDoesNotMatch",
+    },
+    {
+      name: "PutObject: streaming payload of an unknown kind",
+      request: {
+        method: "PUT",
+        path: smallPath,
+        body: "0\r\n\r\n",
+        headers: { "x-store-decoded-content-length": "0" },
+        payloadHash: "STREAMING-STORE4-ECDSA-P256-SHA256-PAYLOAD",
       },
       code: "NotImplemented",
     },
