@@ -17,6 +17,7 @@ import { CpuPool } from "./src/storage/cpu_pool.ts";
 import { openDrives } from "./src/storage/drives.ts";
 import { sweepDrives } from "./src/storage/sweep.ts";
 import { startScrubber } from "./src/workers/scrubber.ts";
+import { startLifecycle } from "./src/workers/lifecycle.ts";
 
 /** How long shutdown waits for running requests (uploads) before closing anyway. */
 const SHUTDOWN_DRAIN_MS = 60_000;
@@ -74,6 +75,10 @@ async function main(): Promise<void> {
   const masterKey = await loadMasterKey(config.dataDir, config.masterKey);
   const sealer = new SecretSealer(masterKey);
   const scrubber = startScrubber(chunks, config.scrubInterval);
+  const lifecycle = startLifecycle(layer, {
+    intervalSeconds: config.lifecycleInterval,
+    daySeconds: config.lifecycleDay,
+  });
   const handler = createHandler({
     config,
     layer,
@@ -82,6 +87,7 @@ async function main(): Promise<void> {
     sealer,
     inFlight,
     scrubber,
+    lifecycle,
     sseKeys: new SseKeys(masterKey),
   });
 
@@ -106,6 +112,7 @@ async function main(): Promise<void> {
     await inFlight.drain(SHUTDOWN_DRAIN_MS);
     await server.shutdown();
     await scrubber.stop();
+    await lifecycle.stop();
     await sweep;
     await meta.close();
     cpu.close();

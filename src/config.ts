@@ -27,6 +27,10 @@ export interface Config {
   dedup: boolean;
   /** Seconds between background scrubs; 0 turns the periodic scrub off. */
   scrubInterval: number;
+  /** Seconds between lifecycle runs (STORE_LIFECYCLE_INTERVAL, default 3600). */
+  lifecycleInterval: number;
+  /** Seconds in one lifecycle day (STORE_LIFECYCLE_DAY, default 86400; tests shorten it). */
+  lifecycleDay: number;
   /**
    * Web Workers that hash and compress uploads off the event loop (STORE_CPU_WORKERS, default
    * 2); 0 does that work on the main thread.
@@ -130,6 +134,8 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
     compression: choiceSetting(env, "STORE_COMPRESSION", ["auto", "on", "off"], "auto"),
     dedup: dedup === "on",
     scrubInterval: intSetting(env, "STORE_SCRUB_INTERVAL", 7 * 24 * 3600, 0, 365 * 24 * 3600),
+    lifecycleInterval: intSetting(env, "STORE_LIFECYCLE_INTERVAL", 3600, 1, 7 * 24 * 3600),
+    lifecycleDay: intSetting(env, "STORE_LIFECYCLE_DAY", 86400, 1, 86400),
     cpuWorkers: intSetting(env, "STORE_CPU_WORKERS", 2, 0, 16),
   };
 }

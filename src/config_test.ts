@@ -32,3 +32,13 @@ Deno.test("bad values are refused with a message naming the variable", () => {
   rejects({ STORE_ADMIN_USER: "admin", STORE_ADMIN_PASSWORD: "short" }, /8-128 characters/);
   rejects({ STORE_INLINE_MAX: "-1" }, /STORE_INLINE_MAX/);
 });
+
+Deno.test("lifecycle settings: defaults and bounds", () => {
+  const c = load({});
+  assertEquals([c.lifecycleInterval, c.lifecycleDay], [3600, 86400]);
+  const short = load({ STORE_LIFECYCLE_INTERVAL: "1", STORE_LIFECYCLE_DAY: "1" });
+  assertEquals([short.lifecycleInterval, short.lifecycleDay], [1, 1]);
+  rejects({ STORE_LIFECYCLE_INTERVAL: "0" }, /STORE_LIFECYCLE_INTERVAL must be between 1/);
+  rejects({ STORE_LIFECYCLE_DAY: "0" }, /STORE_LIFECYCLE_DAY must be between 1 and 86400/);
+  rejects({ STORE_LIFECYCLE_DAY: "1d" }, /STORE_LIFECYCLE_DAY must be a whole number/);
+});

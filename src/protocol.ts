@@ -7,6 +7,7 @@ import type { Credentials } from "./auth/credentials.ts";
 import { ANONYMOUS, type Principal } from "./auth/principal.ts";
 import type { SecretSealer } from "./auth/secrets.ts";
 import type { Scrubber } from "./workers/scrubber.ts";
+import type { LifecycleWorker } from "./workers/lifecycle.ts";
 import type { SseKeys } from "./object/sse.ts";
 import { type SignedRequest, verifyHeaderAuth, verifyPresigned } from "./auth/sigv4.ts";
 import type { Config } from "./config.ts";
@@ -27,6 +28,7 @@ export interface AppDeps {
   sealer: SecretSealer;
   inFlight: InFlight;
   scrubber: Scrubber;
+  lifecycle: LifecycleWorker;
   sseKeys: SseKeys;
 }
 

@@ -146,6 +146,9 @@ async function userAction(
 async function route(req: Request, deps: AppDeps): Promise<Response> {
   const [resource, accessKey, action, ...rest] = pathSegments(req.url, "/admin");
   if (resource === "scrub" && accessKey === undefined) return await scrubRoute(req, deps);
+  if (resource === "lifecycle" && accessKey === undefined) {
+    return await lifecycleRoute(req, deps);
+  }
   if (resource === "uploads") {
     return await uploadsRoute(req, deps, pathSegments(req.url, "/admin/uploads"));
   }
@@ -182,6 +185,23 @@ async function scrubRoute(req: Request, deps: AppDeps): Promise<Response> {
     return jsonResponse(200, last);
   }
   throw new ApiError(405, "method_not_allowed", "Use POST to scrub, GET for the last report.");
+}
+
+/** POST runs lifecycle now and answers its report; GET answers the last report. */
+async function lifecycleRoute(req: Request, deps: AppDeps): Promise<Response> {
+  if (req.method === "POST") return jsonResponse(200, await deps.lifecycle.runNow());
+  if (req.method === "GET") {
+    const last = deps.lifecycle.last();
+    if (!last) {
+      throw new ApiError(404, "no_lifecycle_run_yet", "No lifecycle run since the server started.");
+    }
+    return jsonResponse(200, last);
+  }
+  throw new ApiError(
+    405,
+    "method_not_allowed",
+    "Use POST to run lifecycle, GET for the last report.",
+  );
 }
 
 export async function handleAdmin(req: Request, deps: AppDeps): Promise<Response> {

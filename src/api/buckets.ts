@@ -55,10 +55,12 @@ async function requestedRegion(ctx: Parameters<Handler>[0]): Promise<string> {
 export const createBucket: Handler = async (ctx) => {
   validateBucketName(ctx.bucket);
   const region = await requestedRegion(ctx);
-  const objectLock = ctx.headers.get(h(ctx.dialect, "bucket-object-lock-enabled"));
-  if (objectLock && objectLock.toLowerCase() === "true") {
-    throw new S3Error("NotImplemented", "Object Lock is not supported yet.");
+  const lockHeader = ctx.headers.get(h(ctx.dialect, "bucket-object-lock-enabled"));
+  if (lockHeader !== null && !["true", "false"].includes(lockHeader.toLowerCase())) {
+    throw new S3Error("InvalidArgument", "The object lock header must be true or false.");
   }
+  // Object Lock needs versioning: a bucket created with it starts versioned.
+  const objectLock = lockHeader?.toLowerCase() === "true";
   const acl = await requestedAcl(ctx, {
     owner: { id: ctx.principal.id, displayName: ctx.principal.displayName },
   });
@@ -67,8 +69,8 @@ export const createBucket: Handler = async (ctx) => {
     owner: ctx.principal.id,
     createdAt: Date.now(),
     region,
-    versioning: "",
-    objectLock: false,
+    versioning: objectLock ? "Enabled" : "",
+    objectLock,
   });
   if (outcome === "exists") {
     const existing = await ctx.layer.meta.getBucket(ctx.bucket);

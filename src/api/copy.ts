@@ -10,6 +10,7 @@ import { type Handler, isoDate, type RequestContext, xmlResult } from "./context
 import type { ObjectVersion } from "../meta/store.ts";
 import type { Encryption } from "../object/layer.ts";
 import { readHeaders, readKey, sseRecordOf, writeEncryption } from "./encryption.ts";
+import { newVersionLock } from "./object_lock.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
 import { newObjectAcl } from "./objects.ts";
 
@@ -128,6 +129,7 @@ export const copyObject: Handler = async (ctx) => {
     replace,
     ...copyEncryption(sseRecordOf(src)?.kind ?? "none", sse),
     sourceKey,
+    lock: await newVersionLock(ctx),
   });
   const result = xmlResult(
     xmlDocument(

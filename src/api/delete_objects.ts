@@ -6,6 +6,7 @@ import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { children, el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
 import { type Handler, xmlResult } from "./context.ts";
+import { bypassGovernance } from "./object_lock.ts";
 import { contentMd5 } from "./objects.ts";
 import { MAX_KEY_BYTES } from "./object_headers.ts";
 
@@ -71,6 +72,7 @@ export const deleteObjects: Handler = async (ctx) => {
   }
   const { quiet, targets } = parseTargets(new TextDecoder().decode(bytes));
   const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bypass = await bypassGovernance(ctx);
   const parts: string[] = [];
   for (const t of targets) {
     try {
@@ -85,6 +87,7 @@ export const deleteObjects: Handler = async (ctx) => {
       const result = await ctx.layer.deleteObject(ctx.bucket, t.key, {
         versionId: t.versionId,
         owner: ctx.principal.id,
+        bypassGovernance: bypass,
       });
       if (!quiet) parts.push(deletedEntry(t, result));
     } catch (err) {

@@ -19,7 +19,20 @@ import {
 } from "./multipart.ts";
 import { listMultipartUploads, listParts } from "./multipart_list.ts";
 import { getBucketVersioning, listObjectVersions, putBucketVersioning } from "./versioning.ts";
+import {
+  getObjectLegalHold,
+  getObjectLockConfiguration,
+  getObjectRetention,
+  putObjectLegalHold,
+  putObjectLockConfiguration,
+  putObjectRetention,
+} from "./object_lock.ts";
 import { listObjectsV1, listObjectsV2 } from "./list.ts";
+import {
+  deleteBucketLifecycle,
+  getBucketLifecycleConfiguration,
+  putBucketLifecycleConfiguration,
+} from "./lifecycle.ts";
 import { deleteObject, getObject, headObject, putObject } from "./objects.ts";
 import { postObject } from "./post_object.ts";
 import {
@@ -62,6 +75,15 @@ export const HANDLERS: Record<string, Handler> = {
   GetBucketVersioning: getBucketVersioning,
   PutBucketVersioning: putBucketVersioning,
   ListObjectVersions: listObjectVersions,
+  GetBucketLifecycleConfiguration: getBucketLifecycleConfiguration,
+  PutBucketLifecycleConfiguration: putBucketLifecycleConfiguration,
+  DeleteBucketLifecycle: deleteBucketLifecycle,
+  GetObjectLockConfiguration: getObjectLockConfiguration,
+  PutObjectLockConfiguration: putObjectLockConfiguration,
+  GetObjectRetention: getObjectRetention,
+  PutObjectRetention: putObjectRetention,
+  GetObjectLegalHold: getObjectLegalHold,
+  PutObjectLegalHold: putObjectLegalHold,
 };
 
 /**
@@ -80,4 +102,8 @@ export const READS_BODY = new Set([
   "UploadPart",
   "CompleteMultipartUpload",
   "PutBucketVersioning",
+  "PutBucketLifecycleConfiguration",
+  "PutObjectLockConfiguration",
+  "PutObjectRetention",
+  "PutObjectLegalHold",
 ]);

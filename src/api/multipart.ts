@@ -18,6 +18,7 @@ import { copyConditions, parseCopySource, readableSource } from "./copy.ts";
 import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
 import { contentMd5, newObjectAcl } from "./objects.ts";
+import { newVersionLock } from "./object_lock.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
 import {
   checksumElements,
@@ -49,6 +50,7 @@ export const createMultipartUpload: Handler = async (ctx) => {
     acl: await newObjectAcl(ctx),
     sse: sse.encryption?.record,
     ...uploadChecksumSettings(ctx),
+    lock: JSON.stringify((await newVersionLock(ctx)) ?? {}),
   };
   await ctx.layer.meta.createUpload(upload);
   const result = xmlResult(

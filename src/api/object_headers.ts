@@ -69,7 +69,7 @@ export function readMetadata(headers: Headers, dialect: Dialect): RequestMetadat
 
 /**
  * Refuses write options this server cannot honour yet instead of silently dropping them:
- * a storage class other than STANDARD, tagging and Object Lock.
+ * a storage class other than STANDARD, and tagging.
  */
 export function rejectUnsupportedWriteOptions(headers: Headers, dialect: Dialect): void {
   const storageClass = headers.get(h(dialect, "storage-class"));
@@ -81,9 +81,6 @@ export function rejectUnsupportedWriteOptions(headers: Headers, dialect: Dialect
   for (
     const suffix of [
       "tagging",
-      "object-lock-mode",
-      "object-lock-retain-until-date",
-      "object-lock-legal-hold",
     ]
   ) {
     if (headers.has(h(dialect, suffix))) {

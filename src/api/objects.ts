@@ -9,6 +9,7 @@ import type { ObjectVersion } from "../meta/store.ts";
 import { MAX_PUT_SIZE } from "../object/layer.ts";
 import { partRange } from "../object/multipart.ts";
 import { requestedAcl } from "./acl.ts";
+import { bypassGovernance, lockHeaders, newVersionLock } from "./object_lock.ts";
 import { readChecksumHeaders, writeChecksum } from "./checksums.ts";
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
 import type { Handler, RequestContext } from "./context.ts";
@@ -82,6 +83,7 @@ export const putObject: Handler = async (ctx) => {
     checksum: checksum.record,
     acl,
     encryption: sse.encryption,
+    lock: await newVersionLock(ctx),
   });
   const headers: Record<string, string> = { etag: version.etag, ...sse.headers };
   if (version.versionId !== "null") headers[h(ctx.dialect, "version-id")] = version.versionId;
@@ -124,7 +126,11 @@ function readRange(ctx: RequestContext, version: ObjectVersion) {
 async function readObject(ctx: RequestContext, withBody: boolean) {
   const version = await readableVersion(ctx, { permission: "READ" });
   const key = await readKey(ctx, version);
-  const headers = { ...objectHeaders(version, ctx.dialect), ...readHeaders(ctx, version) };
+  const headers = {
+    ...objectHeaders(version, ctx.dialect),
+    ...readHeaders(ctx, version),
+    ...lockHeaders(ctx, version),
+  };
   try {
     checkConditions(readConditions(ctx), version, { notModifiedAllowed: true });
   } catch (err) {
@@ -156,6 +162,7 @@ export const deleteObject: Handler = async (ctx) => {
   const result = await ctx.layer.deleteObject(ctx.bucket, ctx.key, {
     versionId: versionIdParam(ctx),
     owner: ctx.principal.id,
+    bypassGovernance: await bypassGovernance(ctx),
   });
   const headers: Record<string, string> = {};
   if (result.deleteMarker) headers[h(ctx.dialect, "delete-marker")] = "true";

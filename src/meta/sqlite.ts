@@ -17,6 +17,7 @@ import type {
   ObjectVersion,
   PartRecord,
   PutResult,
+  Retention,
   TokenRecord,
   UploadListPage,
   UploadListQuery,
@@ -37,7 +38,7 @@ type Row = Record<string, SQLInputValue>;
 
 const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
-  "user_meta, headers, owner, vid, chunked, sse, acl, parts" +
+  "user_meta, headers, owner, vid, chunked, sse, acl, parts, lock_mode, lock_until, legal_hold" +
   ", checksum";
 
 function toBucket(row: Row): BucketRecord {
@@ -72,6 +73,10 @@ function toVersion(row: Row): ObjectVersion {
     sse: (row.sse as string | null) ?? undefined,
     parts: row.parts ? JSON.parse(row.parts as string) : undefined,
     checksum: row.checksum ? JSON.parse(row.checksum as string) : undefined,
+    retention: row.lock_mode
+      ? { mode: row.lock_mode as "GOVERNANCE" | "COMPLIANCE", until: row.lock_until as number }
+      : undefined,
+    legalHold: row.legal_hold === 1,
   };
 }
 
@@ -198,7 +203,8 @@ export class SqliteMetaStore implements MetaStore {
     this.#stmt(
       "INSERT INTO versions (bucket, key, seq, version_id, is_latest, delete_marker, size, etag, " +
         "last_modified, content_type, user_meta, headers, owner, inline_data, acl, vid, chunked, " +
-        "sse, parts) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "sse, parts, lock_mode, lock_until, legal_hold) " +
+        "VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ).run(
       v.bucket,
       v.key,
@@ -218,6 +224,9 @@ export class SqliteMetaStore implements MetaStore {
       opts.chunked ? 1 : 0,
       v.sse ?? null,
       v.parts ? JSON.stringify(v.parts) : null,
+      v.retention?.mode ?? null,
+      v.retention?.until ?? null,
+      v.legalHold ? 1 : 0,
     );
     if (v.checksum) {
       this.#stmt("UPDATE versions SET checksum = ? WHERE vid = ?")
@@ -245,6 +254,7 @@ export class SqliteMetaStore implements MetaStore {
     bucket: string,
     key: string,
     versionId: string,
+    guard?: (version: ObjectVersion) => void,
   ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }> {
     return Promise.resolve(this.#tx(() => {
       const row = this.#stmt(
@@ -253,6 +263,7 @@ export class SqliteMetaStore implements MetaStore {
       ).get(bucket, key, versionId) as Row | undefined;
       if (!row) return { freed: [] };
       const removed = toVersion(row);
+      guard?.(removed);
       this.#stmt("DELETE FROM versions WHERE bucket = ? AND key = ? AND version_id = ?")
         .run(bucket, key, versionId);
       if (row.is_latest === 1) {
@@ -296,6 +307,40 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(listVersions((sql) => this.#stmt(sql), bucket, query));
   }
 
+  setObjectLock(
+    target: { bucket: string; key: string; versionId: string },
+    change: { retention?: Retention | null; legalHold?: boolean },
+    guard?: (version: ObjectVersion) => void,
+  ): Promise<boolean> {
+    return Promise.resolve(this.#tx(() => {
+      const row = this.#stmt(
+        `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
+      ).get(target.bucket, target.key, target.versionId) as Row | undefined;
+      if (!row) return false;
+      guard?.(toVersion(row));
+      const where = "WHERE bucket = ? AND key = ? AND version_id = ?";
+      const ids = [target.bucket, target.key, target.versionId];
+      if (change.retention !== undefined) {
+        this.#stmt(`UPDATE versions SET lock_mode = ?, lock_until = ? ${where}`)
+          .run(change.retention?.mode ?? null, change.retention?.until ?? null, ...ids);
+      }
+      if (change.legalHold !== undefined) {
+        this.#stmt(`UPDATE versions SET legal_hold = ? ${where}`).run(
+          change.legalHold ? 1 : 0,
+          ...ids,
+        );
+      }
+      return true;
+    }));
+  }
+
+  setBucketObjectLock(bucket: string): Promise<void> {
+    this.#stmt("UPDATE buckets SET object_lock = 1, versioning = 'Enabled' WHERE name = ?").run(
+      bucket,
+    );
+    return Promise.resolve();
+  }
+
   setBucketVersioning(bucket: string, status: "Enabled" | "Suspended"): Promise<void> {
     const result = this.#stmt("UPDATE buckets SET versioning = ? WHERE name = ?").run(
       status,
@@ -331,6 +376,20 @@ export class SqliteMetaStore implements MetaStore {
   deleteBucketConfig(bucket: string, kind: BucketConfigKind): Promise<void> {
     this.#stmt("DELETE FROM bucket_configs WHERE bucket = ? AND kind = ?").run(bucket, kind);
     return Promise.resolve();
+  }
+
+  listBucketConfigs(
+    kind: BucketConfigKind,
+    after: string,
+    limit: number,
+  ): Promise<{ bucket: string; value: string }[]> {
+    const rows = this.#stmt(
+      "SELECT bucket, value FROM bucket_configs WHERE kind = ? AND bucket > ? " +
+        "ORDER BY bucket LIMIT ?",
+    ).all(kind, after, limit) as Row[];
+    return Promise.resolve(
+      rows.map((r) => ({ bucket: r.bucket as string, value: r.value as string })),
+    );
   }
 
   setObjectAcl(bucket: string, key: string, versionId: string, acl: string): Promise<boolean> {

@@ -158,4 +158,12 @@ export const MIGRATIONS: string[] = [
   ALTER TABLE uploads ADD COLUMN checksum_algorithm TEXT;
   ALTER TABLE uploads ADD COLUMN checksum_type TEXT;
   `,
+  `
+  -- Object Lock, per version: retention mode and date (ms), and the legal hold flag.
+  ALTER TABLE versions ADD COLUMN lock_mode TEXT;
+  ALTER TABLE versions ADD COLUMN lock_until INTEGER;
+  ALTER TABLE versions ADD COLUMN legal_hold INTEGER NOT NULL DEFAULT 0;
+  -- The lock a multipart upload's object gets when it completes (JSON).
+  ALTER TABLE uploads ADD COLUMN lock TEXT;
+  `,
 ];

@@ -26,6 +26,7 @@ function toUpload(row: Row): UploadRecord {
     headers: JSON.parse(row.headers as string),
     acl: (row.acl as string | null) ?? undefined,
     sse: (row.sse as string | null) ?? undefined,
+    lock: (row.lock as string | null) ?? undefined,
     checksumAlgorithm: (row.checksum_algorithm as string | null) ?? undefined,
     checksumType: (row.checksum_type as UploadRecord["checksumType"] | null) ?? undefined,
   };
@@ -47,7 +48,7 @@ export class SqliteUploads {
   create(u: UploadRecord): void {
     this.stmt(
       "INSERT INTO uploads (bucket, key, upload_id, initiated, owner, content_type, user_meta, " +
-        "headers, acl, sse) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "headers, acl, sse, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ).run(
       u.bucket,
       u.key,
@@ -59,6 +60,7 @@ export class SqliteUploads {
       JSON.stringify(u.headers),
       u.acl ?? null,
       u.sse ?? null,
+      u.lock ?? null,
     );
     if (u.checksumAlgorithm) {
       this.stmt("UPDATE uploads SET checksum_algorithm = ?, checksum_type = ? WHERE upload_id = ?")

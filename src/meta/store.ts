@@ -62,6 +62,15 @@ export interface ObjectVersion {
   parts?: number[];
   /** The additional checksum the object was uploaded with (see src/http/checksum.ts). */
   checksum?: ChecksumRecord;
+  /** Object Lock retention of this version. */
+  retention?: Retention;
+  legalHold?: boolean;
+}
+
+export interface Retention {
+  mode: "GOVERNANCE" | "COMPLIANCE";
+  /** Epoch milliseconds. */
+  until: number;
 }
 
 /** An additional checksum kept with an object version. */
@@ -91,6 +100,8 @@ export interface UploadRecord {
   checksumAlgorithm?: string;
   /** How the parts' checksums combine into the object's: FULL_OBJECT or COMPOSITE. */
   checksumType?: "FULL_OBJECT" | "COMPOSITE";
+  /** Object Lock state for the completed object (JSON of retention and legal hold). */
+  lock?: string;
 }
 
 export interface PartRecord {
@@ -148,7 +159,7 @@ export interface TokenRecord {
 }
 
 /** Kinds of per-bucket documents kept by `getBucketConfig` and friends. */
-export type BucketConfigKind = "policy" | "acl";
+export type BucketConfigKind = "policy" | "acl" | "object-lock" | "lifecycle";
 
 export interface ListQuery {
   prefix: string;
@@ -229,12 +240,26 @@ export interface MetaStore {
     key: string,
     versionId?: string,
   ): Promise<ObjectVersion | undefined>;
-  /** Removes one version; the next newest becomes current. */
+  /**
+   * Removes one version; the next newest becomes current. `guard` sees the version inside the
+   * transaction and may refuse by throwing (Object Lock).
+   */
   deleteObjectVersion(
     bucket: string,
     key: string,
     versionId: string,
+    guard?: (version: ObjectVersion) => void,
   ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }>;
+  /**
+   * Changes the Object Lock state of one version; `guard` sees the version first inside the
+   * transaction and may refuse by throwing. False when the version does not exist.
+   */
+  setObjectLock(
+    target: { bucket: string; key: string; versionId: string },
+    change: { retention?: Retention | null; legalHold?: boolean },
+    guard?: (version: ObjectVersion) => void,
+  ): Promise<boolean>;
+  setBucketObjectLock(bucket: string): Promise<void>;
   /** The chunks of a chunked version that overlap the plaintext range [from, to). */
   versionChunks(vid: number, range?: { from: number; to: number }): Promise<VersionChunk[]>;
   /** True while a chunk row exists (some version refers to it). */
@@ -255,6 +280,12 @@ export interface MetaStore {
   getBucketConfig(bucket: string, kind: BucketConfigKind): Promise<string | undefined>;
   putBucketConfig(bucket: string, kind: BucketConfigKind, value: string): Promise<void>;
   deleteBucketConfig(bucket: string, kind: BucketConfigKind): Promise<void>;
+  /** Buckets with a document of this kind, in name order after `after` (background workers). */
+  listBucketConfigs(
+    kind: BucketConfigKind,
+    after: string,
+    limit: number,
+  ): Promise<{ bucket: string; value: string }[]>;
   /** Sets the ACL of one version; false when the version does not exist. */
   setObjectAcl(bucket: string, key: string, versionId: string, acl: string): Promise<boolean>;
 

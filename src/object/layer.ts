@@ -8,11 +8,13 @@ import type {
   ListQuery,
   MetaStore,
   ObjectVersion,
+  Retention,
   VersionChunk,
 } from "../meta/store.ts";
 import { ChunkLostError, type ChunkStore } from "../storage/chunk_store.ts";
 import { ChunkIntegrityError } from "../storage/codec.ts";
 import { isDiskFull } from "../storage/disk_errors.ts";
+import { assertDeletable } from "./object_lock.ts";
 import { chunkStream } from "./read_stream.ts";
 import { versionIdFor } from "./versioning.ts";
 import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
@@ -42,8 +44,15 @@ export interface PutInput {
   /** Stored ACL JSON; undefined means private to the owner. */
   acl?: string;
   encryption?: Encryption;
+  lock?: VersionLock;
   /** The additional checksum to keep with the version, known once the body has been read. */
   checksum?: () => ChecksumRecord | undefined;
+}
+
+/** Object Lock state a new version starts with. */
+export interface VersionLock {
+  retention?: Retention;
+  legalHold?: boolean;
 }
 
 export interface ReadResult {
@@ -69,6 +78,7 @@ export interface CopyInput {
   encryption?: Encryption;
   /** True when the copy may refer to the source's chunks (same encryption or none). */
   shareChunks: boolean;
+  lock?: VersionLock;
 }
 
 /**
@@ -161,6 +171,8 @@ export class ObjectLayer {
         acl: input.acl,
         sse: input.encryption?.record,
         checksum: input.checksum?.(),
+        retention: input.lock?.retention,
+        legalHold: input.lock?.legalHold,
         data: written.inline
           ? { kind: "inline", bytes: written.inline }
           : { kind: "chunks", vid: 0 },
@@ -234,7 +246,7 @@ export class ObjectLayer {
   async deleteObject(
     bucket: string,
     key: string,
-    opts: { versionId?: string; owner: string },
+    opts: { versionId?: string; owner: string; bypassGovernance?: boolean },
   ): Promise<{ versionId?: string; deleteMarker: boolean }> {
     const versionId = opts.versionId;
     const record = await this.requireBucket(bucket);
@@ -256,10 +268,13 @@ export class ObjectLayer {
       await this.#commit(marker, []);
       return { versionId: marker.versionId, deleteMarker: true };
     }
+    const guard = (v: ObjectVersion) =>
+      assertDeletable(v, { bypassGovernance: opts.bypassGovernance ?? false, now: Date.now() });
     const { removed, freed } = await this.meta.deleteObjectVersion(
       bucket,
       key,
       versionId ?? "null",
+      guard,
     );
     await this.chunks.collect(freed);
     if (versionId === undefined) return { deleteMarker: false };
@@ -284,6 +299,8 @@ export class ObjectLayer {
       headers: input.replace?.headers ?? src.headers,
       owner: input.owner,
       acl: input.acl,
+      retention: input.lock?.retention,
+      legalHold: input.lock?.legalHold,
     };
     if (src.data.kind !== "chunks" || !input.shareChunks) {
       const { body } = await this.openObject(src, undefined, input.sourceKey);
@@ -292,6 +309,7 @@ export class ObjectLayer {
         ...base,
         body: body instanceof Uint8Array ? single(body) : body,
         encryption: input.encryption,
+        lock: input.lock,
         // The bytes are the same; a composite checksum needs the parts, which a copy drops.
         checksum: () => src.checksum?.type === "FULL_OBJECT" ? src.checksum : undefined,
       });

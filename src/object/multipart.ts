@@ -172,6 +172,7 @@ export async function completeUpload(
     sse: upload.sse,
     parts: chosen.map((p) => p.size),
     checksum,
+    ...(upload.lock ? JSON.parse(upload.lock) : {}),
     data: { kind: "chunks", vid: 0 },
   };
   const result = await layer.meta.completeUpload(upload, chosen.map((p) => p.partNumber), version);

@@ -574,13 +574,13 @@ function cases(): Case[] {
       code: "InvalidArgument",
     },
     {
-      name: "CreateBucket: Object Lock (unsupported)",
+      name: "CreateBucket: Object Lock header that is not a boolean",
       request: {
         method: "PUT",
         path: newBucket,
-        headers: { "x-store-bucket-object-lock-enabled": "true" },
+        headers: { "x-store-bucket-object-lock-enabled": "maybe" },
       },
-      code: "NotImplemented",
+      code: "InvalidArgument",
     },
     {
       name: "DeleteObjects: payload hash mismatch",
