@@ -21,6 +21,8 @@ import { startLifecycle } from "./src/workers/lifecycle.ts";
 
 /** How long shutdown waits for running requests (uploads) before closing anyway. */
 const SHUTDOWN_DRAIN_MS = 60_000;
+/** How long the server then waits for connections to close. */
+const SHUTDOWN_CLOSE_MS = 5_000;
 
 async function main(): Promise<void> {
   let config;
@@ -110,7 +112,8 @@ async function main(): Promise<void> {
     stopping = true;
     log("info", "Shutting down", { signal });
     await inFlight.drain(SHUTDOWN_DRAIN_MS);
-    await server.shutdown();
+    // A client that stalls mid-body would keep shutdown() waiting forever: bound it.
+    await Promise.race([server.shutdown(), new Promise((r) => setTimeout(r, SHUTDOWN_CLOSE_MS))]);
     await scrubber.stop();
     await lifecycle.stop();
     await sweep;

@@ -20,6 +20,7 @@ import type { Handler, HandlerResult, RequestContext } from "./context.ts";
 import { writeEncryption } from "./encryption.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
 import { contentMd5, newObjectAcl } from "./objects.ts";
+import { newVersionLock } from "./object_lock.ts";
 
 /** Fields before the file: at most 20 KiB each, 64 KiB in all (names and part headers too). */
 export const FORM_LIMITS = { fieldBytes: 20 * 1024, totalBytes: 64 * 1024 };
@@ -33,9 +34,6 @@ const HEADER_FIELDS = [
   "expires",
   "content-md5",
 ];
-
-/** Object Lock fields (after the dialect prefix), not taken by form uploads yet. */
-const LOCK_FIELDS = ["object-lock-mode", "object-lock-retain-until-date", "object-lock-legal-hold"];
 
 /** Vendor fields that authenticate the form rather than describe the object. */
 const AUTH_FIELDS = ["algorithm", "credential", "date", "signature", "security-token"];
@@ -257,10 +255,8 @@ async function checkWrite(
       details: { ArgumentName: "bucket", ArgumentValue: values.get("bucket")! },
     });
   }
-  for (const name of ["tagging", ...LOCK_FIELDS.map((f) => h(opts.dialect, f))]) {
-    if (values.has(name)) {
-      throw new S3Error("NotImplemented", `The ${name} form field is not supported yet.`);
-    }
+  if (values.has("tagging")) {
+    throw new S3Error("NotImplemented", "The tagging form field is not supported yet.");
   }
   const bucket = await ctx.layer.meta.getBucket(ctx.bucket);
   await ctx.access.decideRule(opts.principal, OPERATION_RULES.PutObject, {
@@ -269,13 +265,6 @@ async function checkWrite(
     key,
     facts: ctx.facts,
   });
-  if (bucket?.objectLock) {
-    // Its default retention must apply to every new version: refused until form uploads do.
-    throw new S3Error(
-      "NotImplemented",
-      "Form uploads into a bucket with Object Lock are not supported yet.",
-    );
-  }
 }
 
 export const postObject: Handler = async (ctx) => {
@@ -303,6 +292,7 @@ export const postObject: Handler = async (ctx) => {
     checks: checksumChecks(headers, dialect),
     acl,
     encryption: sse.encryption,
+    lock: await newVersionLock(write),
   });
   const answer: Record<string, string> = { etag: version.etag, ...sse.headers };
   if (version.versionId !== "null") answer[h(dialect, "version-id")] = version.versionId;

@@ -775,3 +775,50 @@ Deno.test("PostObject: anonymous forms only where the bucket allows anonymous wr
     }
   });
 });
+
+Deno.test("PostObject: Object Lock fields and the bucket's default retention apply", async () => {
+  await withServer(async (server) => {
+    const locked = await signedFetch(server, {
+      method: "PUT",
+      path: "/locked-forms",
+      headers: { "x-store-bucket-object-lock-enabled": "true" },
+    });
+    assertEquals(locked.status, 200);
+    const config = "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>" +
+      "<Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>2</Days></DefaultRetention></Rule>" +
+      "</ObjectLockConfiguration>";
+    const put = await signedFetch(server, {
+      method: "PUT",
+      path: "/locked-forms",
+      query: [["object-lock", ""]],
+      body: config,
+    });
+    assertEquals(put.status, 200);
+    const plain = await post(server, {
+      dialect: "store",
+      bucket: "locked-forms",
+      fields: [["key", "default.txt"]],
+      file: "kept two days",
+    });
+    assertEquals(plain.status, 204);
+    const head = await signedFetch(server, {
+      method: "HEAD",
+      path: objectPath("locked-forms", "default.txt"),
+    });
+    assertEquals(head.headers.get("x-store-object-lock-mode"), "GOVERNANCE");
+    const until = Date.parse(head.headers.get("x-store-object-lock-retain-until-date") ?? "");
+    assert(until - Date.now() > 47 * 3600_000, "two days of retention");
+    const held = await post(server, {
+      dialect: "store",
+      bucket: "locked-forms",
+      fields: [["key", "held.txt"], ["x-store-object-lock-legal-hold", "ON"]],
+      file: "on hold",
+    });
+    assertEquals(held.status, 204);
+    const heldHead = await signedFetch(server, {
+      method: "HEAD",
+      path: objectPath("locked-forms", "held.txt"),
+    });
+    assertEquals(heldHead.headers.get("x-store-object-lock-legal-hold"), "ON");
+  });
+});
