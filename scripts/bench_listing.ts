@@ -1,0 +1,113 @@
+// Listing latency with many keys: fills a bucket's metadata directly (100,000 keys with two
+// versions each by default), starts the server on it, and times ListObjectsV2 and
+// ListObjectVersions pages at the start, the middle and the end of the key space.
+//
+//   deno task bench:listing [--keys 100000]
+import { SqliteMetaStore } from "../src/meta/sqlite.ts";
+import type { ObjectVersion } from "../src/meta/store.ts";
+import { newVersionId } from "../src/object/versioning.ts";
+import { signRequest } from "../tests/integration/signer.ts";
+import { startServer } from "../tests/integration/server.ts";
+
+const keysArg = Deno.args.indexOf("--keys");
+const KEYS = keysArg >= 0 ? Number(Deno.args[keysArg + 1]) : 100_000;
+const BUCKET = "listing";
+
+function keyName(i: number): string {
+  return `dir${String(i % 100).padStart(2, "0")}/file-${String(i).padStart(7, "0")}.txt`;
+}
+
+async function fill(dataDir: string): Promise<void> {
+  const meta = new SqliteMetaStore(`${dataDir}/meta.db`);
+  await meta.createBucket({
+    name: BUCKET,
+    owner: "admin",
+    createdAt: Date.now(),
+    region: "us-east-1",
+    versioning: "",
+    objectLock: false,
+  });
+  await meta.setBucketVersioning(BUCKET, "Enabled");
+  const started = performance.now();
+  for (let i = 0; i < KEYS; i++) {
+    for (let v = 0; v < 2; v++) {
+      const version: ObjectVersion = {
+        bucket: BUCKET,
+        key: keyName(i),
+        versionId: newVersionId(),
+        deleteMarker: false,
+        size: 1,
+        etag: '"c4ca4238a0b923820dcc509a6f75849b"',
+        lastModified: Date.now(),
+        contentType: "text/plain",
+        userMeta: {},
+        headers: {},
+        owner: "admin",
+        data: { kind: "inline", bytes: new Uint8Array([49]) },
+      };
+      await meta.putObjectVersion(version);
+    }
+  }
+  console.log(
+    `filled ${KEYS} keys x 2 versions in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
+  await meta.close();
+}
+
+async function timed(
+  server: { url: string },
+  label: string,
+  query: [string, string][],
+): Promise<void> {
+  const samples: number[] = [];
+  let count = 0;
+  for (let i = 0; i < 20; i++) {
+    const req = await signRequest(server as Parameters<typeof signRequest>[0], {
+      method: "GET",
+      path: `/${BUCKET}`,
+      query,
+    });
+    const t = performance.now();
+    const res = await fetch(req.url, { headers: req.headers });
+    const body = await res.text();
+    samples.push(performance.now() - t);
+    count = (body.match(/<Key>/g) ?? []).length + (body.match(/<Prefix>/g) ?? []).length - 1;
+  }
+  samples.sort((a, b) => a - b);
+  console.log(
+    `${label.padEnd(44)} p50 ${samples[10].toFixed(1).padStart(6)} ms  p95 ${
+      samples[18].toFixed(1).padStart(6)
+    } ms  (${count} entries)`,
+  );
+}
+
+const dataDir = await Deno.makeTempDir({ prefix: "store-bench-listing-" });
+try {
+  await fill(dataDir);
+  const server = await startServer({ dataDir });
+  try {
+    const middle = keyName(Math.floor(KEYS / 2));
+    const end = keyName(KEYS - 50);
+    await timed(server, "ListObjectsV2 first 1000", [["list-type", "2"]]);
+    await timed(server, "ListObjectsV2 1000 after the middle", [["list-type", "2"], [
+      "start-after",
+      middle,
+    ]]);
+    await timed(server, "ListObjectsV2 near the end", [["list-type", "2"], ["start-after", end]]);
+    await timed(server, "ListObjectsV2 delimiter / (100 prefixes)", [["list-type", "2"], [
+      "delimiter",
+      "/",
+    ]]);
+    await timed(server, "ListObjectsV2 prefix dir42/", [["list-type", "2"], ["prefix", "dir42/"]]);
+    await timed(server, "ListObjectVersions first 1000", [["versions", ""]]);
+    await timed(server, "ListObjectVersions 1000 after the middle", [["versions", ""], [
+      "key-marker",
+      middle,
+    ]]);
+    await timed(server, "ListObjectVersions delimiter /", [["versions", ""], ["delimiter", "/"]]);
+  } finally {
+    await server.stop();
+  }
+} finally {
+  await Deno.remove(dataDir, { recursive: true });
+}
