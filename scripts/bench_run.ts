@@ -1,0 +1,152 @@
+// The benchmark's machinery: a local server to test, a pooled client and the measuring loop.
+import { Connection, type Endpoint, type Request, type Response, Signer } from "./bench_client.ts";
+import type { Op, Options } from "./bench_options.ts";
+
+export interface LocalServer {
+  endpoint: Endpoint;
+  stop(): Promise<void>;
+}
+
+/** Starts main.ts on a temp data directory and waits for its "Listening" log line. */
+export async function startLocalServer(region: string): Promise<LocalServer> {
+  const dataDir = await Deno.makeTempDir({ prefix: "store-bench-" });
+  const accessKey = "bench-admin";
+  const secretKey = crypto.randomUUID();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../main.ts", import.meta.url).pathname],
+    env: {
+      STORE_ADDRESS: "127.0.0.1",
+      STORE_PORT: "0",
+      STORE_DATA_DIR: dataDir,
+      STORE_REGION: region,
+      STORE_ADMIN_USER: accessKey,
+      STORE_ADMIN_PASSWORD: secretKey,
+    },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let log = "";
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Server did not start:\n${log}`)), 30_000);
+    (async () => {
+      const decoder = new TextDecoder();
+      let found = false;
+      for await (const chunk of child.stderr) {
+        if (found) continue; // keep draining so the server never blocks on a full pipe
+        log += decoder.decode(chunk, { stream: true });
+        const m = /"Listening","url":"http:\/\/[^:]+:(\d+)"/.exec(log);
+        if (m) {
+          found = true;
+          clearTimeout(timer);
+          resolve(Number(m[1]));
+        }
+      }
+      clearTimeout(timer);
+      if (!found) reject(new Error(`Server exited before listening:\n${log}`));
+    })().catch(reject);
+  });
+  return {
+    endpoint: { url: `http://127.0.0.1:${port}`, accessKey, secretKey, region },
+    async stop() {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already gone */ }
+      await child.status;
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+export interface Result {
+  op: Op;
+  size: number;
+  ops: number;
+  errors: number;
+  seconds: number;
+  bytes: number;
+  latencies: number[];
+  firstError?: string;
+}
+
+/**
+ * Signs requests and sends each on an idle keep-alive connection of a fixed pool, waiting (in
+ * order) when all are busy: the pool's size bounds the requests in flight.
+ */
+export class Client {
+  readonly #signer: Signer;
+  readonly #connections: Connection[];
+  readonly #idle: Connection[];
+  readonly #waiting: ((c: Connection) => void)[] = [];
+
+  constructor(endpoint: Endpoint, connections: number) {
+    this.#signer = new Signer(endpoint);
+    this.#connections = Array.from({ length: connections }, () => new Connection(endpoint.url));
+    this.#idle = [...this.#connections];
+  }
+
+  async send(r: Request): Promise<Response> {
+    const c = this.#idle.pop() ??
+      await new Promise<Connection>((resolve) => this.#waiting.push(resolve));
+    try {
+      return await c.send(this.#signer, r);
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next(c);
+      else this.#idle.push(c);
+    }
+  }
+
+  /** Sends the request; anything but 2xx is an error. */
+  async ok(r: Request, what: string): Promise<Response> {
+    const res = await this.send(r);
+    if (res.status >= 300) {
+      throw new Error(`${what} answered ${res.status}: ${(res.text ?? "").slice(0, 300)}`);
+    }
+    return res;
+  }
+
+  close(): void {
+    for (const c of this.#connections) c.close();
+  }
+}
+
+export interface Spec {
+  op: Op;
+  size: number;
+  count: number;
+  /** Operations in flight (default --concurrency). */
+  parallel?: number;
+}
+
+/** Runs `run(i)` for i = 0..count-1, `parallel` at a time; each returns the bytes it moved. */
+export async function measure(
+  opts: Options,
+  spec: Spec,
+  run: (i: number) => Promise<number>,
+): Promise<Result> {
+  const { op, size, count } = spec;
+  const result: Result = { op, size, ops: 0, errors: 0, seconds: 0, bytes: 0, latencies: [] };
+  const started = performance.now();
+  const deadline = opts.duration ? started + opts.duration * 1000 : Infinity;
+  let next = 0;
+  const worker = async () => {
+    while (next < count && performance.now() < deadline) {
+      const i = next++;
+      const t0 = performance.now();
+      try {
+        const moved = await run(i);
+        result.bytes += moved;
+        result.latencies.push(performance.now() - t0);
+        result.ops++;
+      } catch (err) {
+        result.errors++;
+        result.firstError ??= err instanceof Error ? err.message : String(err);
+      }
+    }
+  };
+  const workers = Math.max(1, Math.min(spec.parallel ?? opts.concurrency, count));
+  await Promise.all(Array.from({ length: workers }, () => worker()));
+  result.seconds = (performance.now() - started) / 1000;
+  return result;
+}
