@@ -1,13 +1,10 @@
 // DeleteObjects: up to 1000 keys in one request, with per-key results.
-import { createHash } from "node:crypto";
 import { OPERATION_RULES } from "../auth/actions.ts";
-import { checksumChecks } from "../http/checksum.ts";
-import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { children, el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
+import { readVerifiedBody } from "./verified_body.ts";
 import { type Handler, xmlResult } from "./context.ts";
 import { bypassGovernance } from "./object_lock.ts";
-import { contentMd5 } from "./objects.ts";
 import { MAX_KEY_BYTES } from "./object_headers.ts";
 
 const MAX_KEYS = 1000;
@@ -54,22 +51,7 @@ function deletedEntry(t: Target, r: { versionId?: string; deleteMarker: boolean 
 }
 
 export const deleteObjects: Handler = async (ctx) => {
-  const md5 = contentMd5(ctx.headers);
-  const checks = checksumChecks(ctx.headers, ctx.dialect, ctx.body);
-  if (md5 === undefined && checks.length === 0) {
-    throw new S3Error(
-      "InvalidRequest",
-      `Missing required header for this request: Content-MD5 or ${h(ctx.dialect, "checksum-*")}.`,
-    );
-  }
-  const bytes = await ctx.body.bytes(MAX_BODY);
-  if (md5 !== undefined && createHash("md5").update(bytes).digest("base64") !== md5) {
-    throw new S3Error("BadDigest", "The Content-MD5 you specified did not match what we received.");
-  }
-  for (const c of checks) {
-    c.update(bytes);
-    c.finish();
-  }
+  const bytes = await readVerifiedBody(ctx, MAX_BODY);
   const { quiet, targets } = parseTargets(new TextDecoder().decode(bytes));
   const bucket = await ctx.layer.requireBucket(ctx.bucket);
   const bypass = await bypassGovernance(ctx);

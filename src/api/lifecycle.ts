@@ -1,8 +1,5 @@
 // Bucket lifecycle: Get/Put/DeleteBucketLifecycleConfiguration. The rules are applied by the
 // lifecycle worker (src/workers/lifecycle.ts).
-import { createHash } from "node:crypto";
-import { checksumChecks } from "../http/checksum.ts";
-import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { el, text, xmlDocument } from "../http/xml.ts";
 import {
@@ -13,8 +10,8 @@ import {
   readStoredLifecycle,
   storedLifecycle,
 } from "../object/lifecycle_rules.ts";
+import { readVerifiedBody } from "./verified_body.ts";
 import { type Handler, xmlResult } from "./context.ts";
-import { contentMd5 } from "./objects.ts";
 
 /** 1000 rules of a few hundred bytes each fit well within this. */
 const MAX_BODY = 2 * 1024 * 1024;
@@ -38,22 +35,7 @@ export const getBucketLifecycleConfiguration: Handler = async (ctx) => {
 export const putBucketLifecycleConfiguration: Handler = async (ctx) => {
   await ctx.layer.requireBucket(ctx.bucket);
   // The protocol requires an integrity check on this body: Content-MD5 or a checksum header.
-  const md5 = contentMd5(ctx.headers);
-  const checks = checksumChecks(ctx.headers, ctx.dialect, ctx.body);
-  if (md5 === undefined && checks.length === 0) {
-    throw new S3Error(
-      "InvalidRequest",
-      `Missing required header for this request: Content-MD5 or ${h(ctx.dialect, "checksum-*")}.`,
-    );
-  }
-  const bytes = await ctx.body.bytes(MAX_BODY);
-  if (md5 !== undefined && createHash("md5").update(bytes).digest("base64") !== md5) {
-    throw new S3Error("BadDigest", "The Content-MD5 you specified did not match what we received.");
-  }
-  for (const c of checks) {
-    c.update(bytes);
-    c.finish();
-  }
+  const bytes = await readVerifiedBody(ctx, MAX_BODY);
   const rules = parseLifecycleConfiguration(new TextDecoder().decode(bytes));
   await ctx.layer.meta.putBucketConfig(ctx.bucket, "lifecycle", storedLifecycle(rules));
   return { status: 200 };

@@ -6,7 +6,7 @@ import { type Handler, isoDate, type RequestContext, xmlResult } from "./context
 
 const MAX_KEYS = 1000;
 
-function maxKeysParam(query: URLSearchParams): number {
+export function maxKeysParam(query: URLSearchParams): number {
   const raw = query.get("max-keys");
   if (raw === null) return MAX_KEYS;
   if (!/^\d+$/.test(raw)) {
@@ -22,7 +22,7 @@ function maxKeysParam(query: URLSearchParams): number {
 }
 
 /** The encoder for names in the response: URL encoding when `encoding-type=url`. */
-function encoderFor(query: URLSearchParams): (s: string) => string {
+export function encoderFor(query: URLSearchParams): (s: string) => string {
   const type = query.get("encoding-type");
   if (type === null) return (s) => s;
   if (type !== "url") {

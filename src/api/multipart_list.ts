@@ -1,6 +1,7 @@
 // ListParts and ListMultipartUploads.
 import { S3Error } from "../http/errors.ts";
 import { el, text, xmlDocument } from "../http/xml.ts";
+import { encoderFor } from "./list.ts";
 import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
 import { initiator, requireUpload } from "./multipart.ts";
 import { checksumElements } from "./checksums.ts";
@@ -66,12 +67,7 @@ export const listParts: Handler = async (ctx) => {
 export const listMultipartUploads: Handler = async (ctx) => {
   await ctx.layer.requireBucket(ctx.bucket);
   const encode = ctx.query.get("encoding-type");
-  if (encode !== null && encode !== "url") {
-    throw new S3Error("InvalidArgument", "Invalid Encoding Method specified in Request.");
-  }
-  const enc = encode === "url"
-    ? (s: string) => encodeURIComponent(s).replace(/%2F/g, "/")
-    : (s: string) => s;
+  const enc = encoderFor(ctx.query);
   const query = {
     prefix: ctx.query.get("prefix") ?? "",
     delimiter: ctx.query.get("delimiter") ?? "",

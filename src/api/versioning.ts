@@ -1,9 +1,8 @@
 // Bucket versioning: Get/PutBucketVersioning and ListObjectVersions.
 import { S3Error } from "../http/errors.ts";
 import { el, leafText, parseXml, text, xmlDocument } from "../http/xml.ts";
-import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
-
-const MAX_KEYS = 1000;
+import { encoderFor, maxKeysParam } from "./list.ts";
+import { type Handler, isoDate, xmlResult } from "./context.ts";
 
 export const getBucketVersioning: Handler = async (ctx) => {
   const bucket = await ctx.layer.requireBucket(ctx.bucket);
@@ -40,36 +39,16 @@ export const putBucketVersioning: Handler = async (ctx) => {
   return { status: 200 };
 };
 
-function maxKeys(ctx: RequestContext): number {
-  const raw = ctx.query.get("max-keys");
-  if (raw === null) return MAX_KEYS;
-  if (!/^\d+$/.test(raw)) {
-    throw new S3Error(
-      "InvalidArgument",
-      "Provided max-keys not an integer or within integer range.",
-      {
-        details: { ArgumentName: "max-keys", ArgumentValue: raw },
-      },
-    );
-  }
-  return Math.min(Number(raw), MAX_KEYS);
-}
-
 export const listObjectVersions: Handler = async (ctx) => {
   await ctx.layer.requireBucket(ctx.bucket);
   const type = ctx.query.get("encoding-type");
-  if (type !== null && type !== "url") {
-    throw new S3Error("InvalidArgument", "Invalid Encoding Method specified in Request.");
-  }
-  const enc = type === "url"
-    ? (s: string) => encodeURIComponent(s).replace(/%2F/g, "/")
-    : (s: string) => s;
+  const enc = encoderFor(ctx.query);
   const q = {
     prefix: ctx.query.get("prefix") ?? "",
     delimiter: ctx.query.get("delimiter") ?? "",
     keyMarker: ctx.query.get("key-marker") ?? "",
     versionIdMarker: ctx.query.get("version-id-marker") ?? "",
-    maxKeys: maxKeys(ctx),
+    maxKeys: maxKeysParam(ctx.query),
   };
   if (q.versionIdMarker && !q.keyMarker) {
     throw new S3Error(
