@@ -13,6 +13,7 @@ import { readHeaders, readKey, sseRecordOf, writeEncryption } from "./encryption
 import { newVersionLock } from "./object_lock.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
 import { newObjectAcl } from "./objects.ts";
+import { requestTags } from "./tags.ts";
 
 export interface CopySource {
   bucket: string;
@@ -93,10 +94,9 @@ export const copyObject: Handler = async (ctx) => {
       details: { ArgumentName: h(ctx.dialect, "metadata-directive"), ArgumentValue: directive },
     });
   }
-  const tagging = ctx.headers.get(h(ctx.dialect, "tagging-directive"));
-  if (tagging !== null && tagging !== "COPY") {
-    throw new S3Error("NotImplemented", "Object tagging is not supported yet.");
-  }
+  const tags = taggingDirective(ctx) === "REPLACE"
+    ? requestTags(ctx.headers, ctx.dialect) ?? {}
+    : undefined;
   const sameObject = source.bucket === ctx.bucket && source.key === ctx.key;
   const sse = await writeEncryption(ctx);
   if (sameObject && directive === "COPY" && sse.kind === "none") {
@@ -130,6 +130,7 @@ export const copyObject: Handler = async (ctx) => {
     ...copyEncryption(sseRecordOf(src)?.kind ?? "none", sse),
     sourceKey,
     lock: await newVersionLock(ctx),
+    tags: tags ?? src.tags,
   });
   const result = xmlResult(
     xmlDocument(
@@ -147,6 +148,21 @@ export const copyObject: Handler = async (ctx) => {
   }
   return result;
 };
+
+/**
+ * `x-*-tagging-directive`: COPY (the default) keeps the source's tags, and `x-*-tagging` is then
+ * not looked at; REPLACE gives the copy the tags of `x-*-tagging` (none without it).
+ */
+function taggingDirective(ctx: RequestContext): "COPY" | "REPLACE" {
+  const name = h(ctx.dialect, "tagging-directive");
+  const directive = ctx.headers.get(name) ?? "COPY";
+  if (directive !== "COPY" && directive !== "REPLACE") {
+    throw new S3Error("InvalidArgument", "Unknown tagging directive.", {
+      details: { ArgumentName: name, ArgumentValue: directive },
+    });
+  }
+  return directive;
+}
 
 /**
  * Chunks are shared when they need no re-encoding: plain to plain, or SSE-S3 to SSE-S3 (the copy

@@ -36,6 +36,14 @@ import {
 import { deleteObject, getObject, headObject, putObject } from "./objects.ts";
 import { postObject } from "./post_object.ts";
 import {
+  deleteBucketTagging,
+  deleteObjectTagging,
+  getBucketTagging,
+  getObjectTagging,
+  putBucketTagging,
+  putObjectTagging,
+} from "./tagging.ts";
+import {
   deleteBucketPolicy,
   getBucketPolicy,
   getBucketPolicyStatus,
@@ -84,6 +92,12 @@ export const HANDLERS: Record<string, Handler> = {
   PutObjectRetention: putObjectRetention,
   GetObjectLegalHold: getObjectLegalHold,
   PutObjectLegalHold: putObjectLegalHold,
+  GetObjectTagging: getObjectTagging,
+  PutObjectTagging: putObjectTagging,
+  DeleteObjectTagging: deleteObjectTagging,
+  GetBucketTagging: getBucketTagging,
+  PutBucketTagging: putBucketTagging,
+  DeleteBucketTagging: deleteBucketTagging,
 };
 
 /**
@@ -106,4 +120,6 @@ export const READS_BODY = new Set([
   "PutObjectLockConfiguration",
   "PutObjectRetention",
   "PutObjectLegalHold",
+  "PutObjectTagging",
+  "PutBucketTagging",
 ]);

@@ -19,6 +19,7 @@ import { type Handler, isoDate, type RequestContext, xmlResult } from "./context
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
 import { contentMd5, newObjectAcl } from "./objects.ts";
 import { newVersionLock } from "./object_lock.ts";
+import { requestTags } from "./tags.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
 import {
   checksumElements,
@@ -37,6 +38,7 @@ export const createMultipartUpload: Handler = async (ctx) => {
   rejectUnsupportedWriteOptions(ctx.headers, ctx.dialect);
   await ctx.layer.requireBucket(ctx.bucket);
   const meta = readMetadata(ctx.headers, ctx.dialect);
+  const tags = requestTags(ctx.headers, ctx.dialect);
   const sse = await writeEncryption(ctx);
   const upload: UploadRecord = {
     bucket: ctx.bucket,
@@ -51,6 +53,7 @@ export const createMultipartUpload: Handler = async (ctx) => {
     sse: sse.encryption?.record,
     ...uploadChecksumSettings(ctx),
     lock: JSON.stringify((await newVersionLock(ctx)) ?? {}),
+    tags,
   };
   await ctx.layer.meta.createUpload(upload);
   const result = xmlResult(

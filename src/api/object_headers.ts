@@ -68,8 +68,8 @@ export function readMetadata(headers: Headers, dialect: Dialect): RequestMetadat
 }
 
 /**
- * Refuses write options this server cannot honour yet instead of silently dropping them:
- * a storage class other than STANDARD, and tagging.
+ * Refuses write options this server cannot honour instead of silently dropping them: a storage
+ * class other than STANDARD.
  */
 export function rejectUnsupportedWriteOptions(headers: Headers, dialect: Dialect): void {
   const storageClass = headers.get(h(dialect, "storage-class"));
@@ -77,15 +77,6 @@ export function rejectUnsupportedWriteOptions(headers: Headers, dialect: Dialect
     throw new S3Error("InvalidStorageClass", "The storage class you specified is not valid.", {
       details: { StorageClassRequested: storageClass },
     });
-  }
-  for (
-    const suffix of [
-      "tagging",
-    ]
-  ) {
-    if (headers.has(h(dialect, suffix))) {
-      throw new S3Error("NotImplemented", `The ${h(dialect, suffix)} header is not supported yet.`);
-    }
   }
 }
 
@@ -100,6 +91,8 @@ export function objectHeaders(v: ObjectVersion, dialect: Dialect): Record<string
   };
   for (const [name, value] of Object.entries(v.userMeta)) out[h(dialect, "meta-" + name)] = value;
   if (v.versionId !== "null") out[h(dialect, "version-id")] = v.versionId;
+  const tags = v.tags ? Object.keys(v.tags).length : 0;
+  if (tags > 0) out[h(dialect, "tagging-count")] = String(tags);
   return out;
 }
 

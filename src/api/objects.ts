@@ -14,6 +14,7 @@ import { readChecksumHeaders, writeChecksum } from "./checksums.ts";
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
 import type { Handler, RequestContext } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
+import { requestTags } from "./tags.ts";
 import {
   applyResponseOverrides,
   objectHeaders,
@@ -67,6 +68,7 @@ export const putObject: Handler = async (ctx) => {
   declaredLength(ctx);
   rejectUnsupportedWriteOptions(ctx.headers, ctx.dialect);
   const meta = readMetadata(ctx.headers, ctx.dialect);
+  const tags = requestTags(ctx.headers, ctx.dialect);
   const acl = await newObjectAcl(ctx);
   const sse = await writeEncryption(ctx);
   const checksum = writeChecksum(ctx);
@@ -84,6 +86,7 @@ export const putObject: Handler = async (ctx) => {
     acl,
     encryption: sse.encryption,
     lock: await newVersionLock(ctx),
+    tags,
   });
   const headers: Record<string, string> = { etag: version.etag, ...sse.headers };
   if (version.versionId !== "null") headers[h(ctx.dialect, "version-id")] = version.versionId;

@@ -21,6 +21,8 @@ import { writeEncryption } from "./encryption.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
 import { contentMd5, newObjectAcl } from "./objects.ts";
 import { newVersionLock } from "./object_lock.ts";
+import { parseTagging, requestTags } from "./tags.ts";
+import type { TagSet } from "../meta/store.ts";
 
 /** Fields before the file: at most 20 KiB each, 64 KiB in all (names and part headers too). */
 export const FORM_LIMITS = { fieldBytes: 20 * 1024, totalBytes: 64 * 1024 };
@@ -240,6 +242,27 @@ async function readPostForm(ctx: RequestContext) {
   return { values, file: form.file, dialect: formDialect(values, ctx.dialect) };
 }
 
+/**
+ * The tags of the form: its `tagging` field is a Tagging XML document, as the protocol's POST
+ * Object takes it; a `x-*-tagging` field (URL-encoded, as the header) is taken too, not both.
+ */
+function formTags(
+  values: Map<string, string>,
+  headers: Headers,
+  dialect: Dialect,
+): TagSet | undefined {
+  const xml = values.get("tagging");
+  if (xml === undefined) return requestTags(headers, dialect);
+  if (headers.has(h(dialect, "tagging"))) {
+    throw new S3Error(
+      "InvalidArgument",
+      `A form may carry tags in its tagging field or in ${h(dialect, "tagging")}, not both.`,
+      { details: { ArgumentName: "tagging", ArgumentValue: xml } },
+    );
+  }
+  return parseTagging(xml, { target: "object", dialect });
+}
+
 /** Checks what the form asks to write before any byte of the file is stored. */
 async function checkWrite(
   ctx: RequestContext,
@@ -254,9 +277,6 @@ async function checkWrite(
     throw new S3Error("InvalidArgument", "The form's bucket field names another bucket.", {
       details: { ArgumentName: "bucket", ArgumentValue: values.get("bucket")! },
     });
-  }
-  if (values.has("tagging")) {
-    throw new S3Error("NotImplemented", "The tagging form field is not supported yet.");
   }
   const bucket = await ctx.layer.meta.getBucket(ctx.bucket);
   await ctx.access.decideRule(opts.principal, OPERATION_RULES.PutObject, {
@@ -278,6 +298,7 @@ export const postObject: Handler = async (ctx) => {
   const write: RequestContext = { ...ctx, dialect, headers, key, principal };
   rejectUnsupportedWriteOptions(headers, dialect);
   const meta = readMetadata(headers, dialect);
+  const tags = formTags(values, headers, dialect);
   const acl = await newObjectAcl(write);
   const sse = await writeEncryption(write);
   const version = await ctx.layer.putObject({
@@ -293,6 +314,7 @@ export const postObject: Handler = async (ctx) => {
     acl,
     encryption: sse.encryption,
     lock: await newVersionLock(write),
+    tags,
   });
   const answer: Record<string, string> = { etag: version.etag, ...sse.headers };
   if (version.versionId !== "null") answer[h(dialect, "version-id")] = version.versionId;

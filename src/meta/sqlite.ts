@@ -18,6 +18,7 @@ import type {
   PartRecord,
   PutResult,
   Retention,
+  TagSet,
   TokenRecord,
   UploadListPage,
   UploadListQuery,
@@ -39,7 +40,7 @@ type Row = Record<string, SQLInputValue>;
 const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
   "user_meta, headers, owner, vid, chunked, sse, acl, parts, lock_mode, lock_until, legal_hold" +
-  ", checksum";
+  ", checksum, tags";
 
 function toBucket(row: Row): BucketRecord {
   return {
@@ -77,7 +78,13 @@ function toVersion(row: Row): ObjectVersion {
       ? { mode: row.lock_mode as "GOVERNANCE" | "COMPLIANCE", until: row.lock_until as number }
       : undefined,
     legalHold: row.legal_hold === 1,
+    tags: row.tags ? JSON.parse(row.tags as string) : undefined,
   };
+}
+
+/** Stored tags: NULL for none. */
+function tagsColumn(tags: TagSet | undefined): string | null {
+  return tags && Object.keys(tags).length > 0 ? JSON.stringify(tags) : null;
 }
 
 export class SqliteMetaStore implements MetaStore {
@@ -232,6 +239,8 @@ export class SqliteMetaStore implements MetaStore {
       this.#stmt("UPDATE versions SET checksum = ? WHERE vid = ?")
         .run(JSON.stringify(v.checksum), opts.vid);
     }
+    const tags = v.deleteMarker ? null : tagsColumn(v.tags);
+    if (tags !== null) this.#stmt("UPDATE versions SET tags = ? WHERE vid = ?").run(tags, opts.vid);
   }
 
   getObjectVersion(
@@ -396,6 +405,17 @@ export class SqliteMetaStore implements MetaStore {
     const result = this.#stmt(
       "UPDATE versions SET acl = ? WHERE bucket = ? AND key = ? AND version_id = ?",
     ).run(acl, bucket, key, versionId);
+    return Promise.resolve(result.changes === 1);
+  }
+
+  setObjectTags(
+    target: { bucket: string; key: string; versionId: string },
+    tags: TagSet,
+  ): Promise<boolean> {
+    const result = this.#stmt(
+      "UPDATE versions SET tags = ? " +
+        "WHERE bucket = ? AND key = ? AND version_id = ? AND delete_marker = 0",
+    ).run(tagsColumn(tags), target.bucket, target.key, target.versionId);
     return Promise.resolve(result.changes === 1);
   }
 

@@ -166,4 +166,10 @@ export const MIGRATIONS: string[] = [
   -- The lock a multipart upload's object gets when it completes (JSON).
   ALTER TABLE uploads ADD COLUMN lock TEXT;
   `,
+  `
+  -- Object tags, per version (JSON object, key to value; NULL when none), and the tags a
+  -- multipart upload's object gets when it completes.
+  ALTER TABLE versions ADD COLUMN tags TEXT;
+  ALTER TABLE uploads ADD COLUMN tags TEXT;
+  `,
 ];

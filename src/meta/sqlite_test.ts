@@ -175,3 +175,40 @@ Deno.test("listing seeks past long common prefixes and pages through them", asyn
   }
   await meta.close();
 });
+
+Deno.test("tags: kept per version, replaced, removed; delete markers and uploads", async () => {
+  const meta = await storeWith([]);
+  await meta.putObjectVersion(version("k", { versionId: "v1", tags: { a: "1", b: "" } }));
+  await meta.putObjectVersion(version("k", { versionId: "v2" }));
+  assertEquals((await meta.getObjectVersion("b", "k", "v1"))?.tags, { a: "1", b: "" });
+  assertEquals((await meta.getObjectVersion("b", "k"))?.tags, undefined);
+  const target = { bucket: "b", key: "k", versionId: "v2" };
+  assertEquals(await meta.setObjectTags(target, { c: "3" }), true);
+  assertEquals((await meta.getObjectVersion("b", "k"))?.tags, { c: "3" });
+  assertEquals((await meta.getObjectVersion("b", "k", "v1"))?.tags, { a: "1", b: "" });
+  assertEquals(await meta.setObjectTags(target, {}), true);
+  assertEquals((await meta.getObjectVersion("b", "k"))?.tags, undefined);
+  assertEquals(await meta.setObjectTags({ ...target, versionId: "nope" }, { c: "3" }), false);
+  // A delete marker has no tags and cannot get any.
+  await meta.putObjectVersion(
+    version("k", { versionId: "m", deleteMarker: true, tags: { x: "y" }, data: { kind: "none" } }),
+  );
+  assertEquals((await meta.getObjectVersion("b", "k", "m"))?.tags, undefined);
+  assertEquals(await meta.setObjectTags({ ...target, versionId: "m" }, { c: "3" }), false);
+  // An upload keeps the tags of its object to be.
+  const upload = {
+    bucket: "b",
+    key: "u",
+    uploadId: "up",
+    initiated: 0,
+    owner: "o",
+    contentType: "",
+    userMeta: {},
+    headers: {},
+  };
+  await meta.createUpload({ ...upload, tags: { t: "1" } });
+  assertEquals((await meta.getUpload("b", "u", "up"))?.tags, { t: "1" });
+  await meta.createUpload({ ...upload, uploadId: "up2" });
+  assertEquals((await meta.getUpload("b", "u", "up2"))?.tags, undefined);
+  await meta.close();
+});

@@ -29,6 +29,7 @@ function toUpload(row: Row): UploadRecord {
     lock: (row.lock as string | null) ?? undefined,
     checksumAlgorithm: (row.checksum_algorithm as string | null) ?? undefined,
     checksumType: (row.checksum_type as UploadRecord["checksumType"] | null) ?? undefined,
+    tags: row.tags ? JSON.parse(row.tags as string) : undefined,
   };
 }
 
@@ -62,6 +63,10 @@ export class SqliteUploads {
       u.sse ?? null,
       u.lock ?? null,
     );
+    if (u.tags && Object.keys(u.tags).length > 0) {
+      this.stmt("UPDATE uploads SET tags = ? WHERE upload_id = ?")
+        .run(JSON.stringify(u.tags), u.uploadId);
+    }
     if (u.checksumAlgorithm) {
       this.stmt("UPDATE uploads SET checksum_algorithm = ?, checksum_type = ? WHERE upload_id = ?")
         .run(u.checksumAlgorithm, u.checksumType ?? null, u.uploadId);

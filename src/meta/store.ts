@@ -65,7 +65,12 @@ export interface ObjectVersion {
   /** Object Lock retention of this version. */
   retention?: Retention;
   legalHold?: boolean;
+  /** The version's tag set (key to value); undefined or empty when it has none. */
+  tags?: TagSet;
 }
+
+/** Object or bucket tags: key to value, at most one value per key. */
+export type TagSet = Record<string, string>;
 
 export interface Retention {
   mode: "GOVERNANCE" | "COMPLIANCE";
@@ -102,6 +107,8 @@ export interface UploadRecord {
   checksumType?: "FULL_OBJECT" | "COMPOSITE";
   /** Object Lock state for the completed object (JSON of retention and legal hold). */
   lock?: string;
+  /** Tags for the completed object (`x-*-tagging` of CreateMultipartUpload). */
+  tags?: TagSet;
 }
 
 export interface PartRecord {
@@ -159,7 +166,7 @@ export interface TokenRecord {
 }
 
 /** Kinds of per-bucket documents kept by `getBucketConfig` and friends. */
-export type BucketConfigKind = "policy" | "acl" | "object-lock" | "lifecycle";
+export type BucketConfigKind = "policy" | "acl" | "object-lock" | "lifecycle" | "tagging";
 
 export interface ListQuery {
   prefix: string;
@@ -288,6 +295,14 @@ export interface MetaStore {
   ): Promise<{ bucket: string; value: string }[]>;
   /** Sets the ACL of one version; false when the version does not exist. */
   setObjectAcl(bucket: string, key: string, versionId: string, acl: string): Promise<boolean>;
+  /**
+   * Replaces the tag set of one version (an empty set removes its tags); false when the version
+   * does not exist or is a delete marker, which has no tags.
+   */
+  setObjectTags(
+    target: { bucket: string; key: string; versionId: string },
+    tags: TagSet,
+  ): Promise<boolean>;
 
   /** Fails with DuplicateError when the name or access key is taken. */
   createUser(user: UserRecord): Promise<void>;

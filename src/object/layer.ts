@@ -9,6 +9,7 @@ import type {
   MetaStore,
   ObjectVersion,
   Retention,
+  TagSet,
   VersionChunk,
 } from "../meta/store.ts";
 import { ChunkLostError, type ChunkStore } from "../storage/chunk_store.ts";
@@ -45,6 +46,8 @@ export interface PutInput {
   acl?: string;
   encryption?: Encryption;
   lock?: VersionLock;
+  /** The new version's tags (none when undefined). */
+  tags?: TagSet;
   /** The additional checksum to keep with the version, known once the body has been read. */
   checksum?: () => ChecksumRecord | undefined;
 }
@@ -79,6 +82,8 @@ export interface CopyInput {
   /** True when the copy may refer to the source's chunks (same encryption or none). */
   shareChunks: boolean;
   lock?: VersionLock;
+  /** Tags of the copy (the source's, or the request's with the REPLACE tagging directive). */
+  tags?: TagSet;
 }
 
 /**
@@ -173,6 +178,7 @@ export class ObjectLayer {
         checksum: input.checksum?.(),
         retention: input.lock?.retention,
         legalHold: input.lock?.legalHold,
+        tags: input.tags,
         data: written.inline
           ? { kind: "inline", bytes: written.inline }
           : { kind: "chunks", vid: 0 },
@@ -301,6 +307,7 @@ export class ObjectLayer {
       acl: input.acl,
       retention: input.lock?.retention,
       legalHold: input.lock?.legalHold,
+      tags: input.tags,
     };
     if (src.data.kind !== "chunks" || !input.shareChunks) {
       const { body } = await this.openObject(src, undefined, input.sourceKey);

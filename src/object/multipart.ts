@@ -172,6 +172,7 @@ export async function completeUpload(
     sse: upload.sse,
     parts: chosen.map((p) => p.size),
     checksum,
+    tags: upload.tags,
     ...(upload.lock ? JSON.parse(upload.lock) : {}),
     data: { kind: "chunks", vid: 0 },
   };

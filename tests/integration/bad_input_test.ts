@@ -166,6 +166,7 @@ async function signedRaw(
 
 const STATUS: Record<string, number> = {
   BadDigest: 400,
+  BadRequest: 400,
   BucketNotEmpty: 409,
   EntityTooLarge: 400,
   IllegalLocationConstraintException: 400,
@@ -176,6 +177,7 @@ const STATUS: Record<string, number> = {
   InvalidRange: 416,
   InvalidRequest: 400,
   InvalidStorageClass: 400,
+  InvalidTag: 400,
   InvalidURI: 400,
   KeyTooLongError: 400,
   MalformedXML: 400,
@@ -234,13 +236,24 @@ async function snapshot(server: TestServer): Promise<string> {
       type: res.headers.get("content-type"),
       modified: res.headers.get("last-modified"),
       meta: res.headers.get("x-store-meta-note"),
+      tags: res.headers.get("x-store-tagging-count"),
     });
   }
+  out.push((await get(objectPath(BUCKET, SMALL), [["tagging", ""]])).text);
   out.push({
     shards: await fileCount(join(server.dataDir, "chunks")),
     tmp: await fileCount(join(server.dataDir, "tmp")),
   });
   return JSON.stringify(out, null, 1);
+}
+
+/** A Tagging document of `n` tags, keys `<key><i>` (all `key` when `key` is "same"). */
+function tagDoc(n: number, key = "k"): string {
+  const tags = Array.from({ length: n }, (_, i) => {
+    const k = key === "same" ? "same" : n === 1 ? key : `${key}${i}`;
+    return `<Tag><Key>${k}</Key><Value>v</Value></Tag>`;
+  });
+  return `<Tagging><TagSet>${tags.join("")}</TagSet></Tagging>`;
 }
 
 function deleteBody(keys: string[], extra = ""): string {
@@ -288,6 +301,11 @@ function cases(): Case[] {
   ): Case => ({
     name: `PutObject: ${name}`,
     request: { method: "PUT", path: smallPath, body, headers },
+    code,
+  });
+  const tagging = (name: string, body: string, code = "MalformedXML"): Case => ({
+    name: `PutObjectTagging: ${name}`,
+    request: { method: "PUT", path: smallPath, query: [["tagging", ""]], body },
     code,
   });
   const list = (name: string, query: [string, string][], code = "InvalidArgument"): Case => ({
@@ -517,20 +535,18 @@ function cases(): Case[] {
       code: "MethodNotAllowed",
     },
     {
-      name: "unimplemented subresource GET ?tagging",
-      request: { method: "GET", path: objectPath(BUCKET), query: [["tagging", ""]] },
+      name: "unimplemented subresource GET ?attributes",
+      request: { method: "GET", path: smallPath, query: [["attributes", ""]] },
       code: "NotImplemented",
     },
-    {
-      name: "unimplemented subresource PUT object ?tagging",
-      request: {
-        method: "PUT",
-        path: smallPath,
-        query: [["tagging", ""]],
-        body: "<Tagging><TagSet/></Tagging>",
-      },
-      code: "NotImplemented",
-    },
+    tagging("a Tag without a Value", "<Tagging><TagSet><Tag><Key>k</Key></Tag></TagSet></Tagging>"),
+    tagging("no TagSet", "<Tagging/>"),
+    tagging("not XML", "tags please"),
+    tagging("eleven tags", tagDoc(11), "BadRequest"),
+    tagging("a repeated key", tagDoc(2, "same"), "InvalidTag"),
+    tagging("a key of 129 characters", tagDoc(1, "k".repeat(129)), "InvalidTag"),
+    tagging("a key with a character outside the allowed set", tagDoc(1, "a*"), "InvalidTag"),
+    tagging("a reserved key prefix", tagDoc(1, "store:x"), "InvalidTag"),
     {
       name: "POST on an object without a subresource",
       request: { method: "POST", path: smallPath, body: "x" },
@@ -605,7 +621,11 @@ function cases(): Case[] {
       },
       code: "BadDigest",
     },
-    put("tagging header (unsupported)", { "x-store-tagging": "a=b" }, "NotImplemented"),
+    put("tagging header with a repeated key", { "x-store-tagging": "a=b&a=c" }, "InvalidArgument"),
+    put("tagging header with eleven tags", {
+      "x-store-tagging": Array.from({ length: 11 }, (_, i) => `k${i}=v`).join("&"),
+    }, "BadRequest"),
+    put("tagging header with an invalid key", { "x-store-tagging": "a%3C=1" }, "InvalidTag"),
     put("unknown encryption algorithm", {
       "x-store-server-side-encryption": "DES",
     }, "InvalidArgument"),
@@ -683,7 +703,11 @@ Deno.test("bad input is rejected and changes nothing", async (t) => {
       method: "PUT",
       path: objectPath(BUCKET, SMALL),
       body: SMALL_BODY,
-      headers: { "content-type": "text/x-original", "x-store-meta-note": "kept" },
+      headers: {
+        "content-type": "text/x-original",
+        "x-store-meta-note": "kept",
+        "x-store-tagging": "kept=1",
+      },
     });
     await ok({ method: "PUT", path: objectPath(BUCKET, LARGE), body: LARGE_BODY });
     const before = await snapshot(server);

@@ -622,6 +622,79 @@ Deno.test("PostObject: signed form uploads in both dialects", async (t) => {
       assertEquals(await expectStatus(first, 200), "one");
     });
 
+    await t.step("the tagging field (a Tagging document) tags the object", async () => {
+      const tagging = (...tags: [string, string][]) =>
+        `<Tagging><TagSet>${
+          tags.map(([k, v]) => `<Tag><Key>${k}</Key><Value>${v}</Value></Tag>`).join("")
+        }</TagSet></Tagging>`;
+      const tagsOf = async (key: string) => {
+        const xml = await expectStatus(
+          await signedFetch(server, {
+            method: "GET",
+            path: objectPath(BUCKET, key),
+            query: [["tagging", ""]],
+          }),
+          200,
+          `tags of ${key}`,
+        );
+        return [...xml.matchAll(/<Key>([^<]*)<\/Key><Value>([^<]*)<\/Value>/g)]
+          .map((m) => `${m[1]}=${m[2]}`);
+      };
+      for (const dialect of DIALECTS) {
+        const key = `${dialect}/tagged`;
+        const res = await post(server, {
+          dialect,
+          bucket: BUCKET,
+          user: poster,
+          fields: [["key", key], ["tagging", tagging(["b", "2"], ["a", "one two"])]],
+          file: "tagged",
+        });
+        await expectStatus(res, 204, `${dialect} POST with tagging`);
+        assertEquals(await tagsOf(key), ["a=one two", "b=2"]);
+        const head = await signedFetch(server, { method: "HEAD", path: objectPath(BUCKET, key) });
+        await head.body?.cancel();
+        assertEquals(head.headers.get(headerName("store", "tagging-count")), "2");
+      }
+      // The header's URL-encoded form as a field.
+      const res = await post(server, {
+        dialect: "amz",
+        bucket: BUCKET,
+        user: poster,
+        fields: [["key", "header-tagged"], [headerName("amz", "tagging"), "x=1&y=a%20b"]],
+        file: "tagged",
+      });
+      await expectStatus(res, 204, "POST with x-amz-tagging");
+      assertEquals(await tagsOf("header-tagged"), ["x=1", "y=a b"]);
+      // Refusals store nothing.
+      const refusals: [[string, string][], string][] = [
+        [[["tagging", tagging(["a", "1"], ["a", "2"])]], "InvalidTag"],
+        [[[
+          "tagging",
+          tagging(...Array.from({ length: 11 }, (_, i) => [`k${i}`, "v"] as [string, string])),
+        ]], "BadRequest"],
+        [
+          [["tagging", "<Tagging><TagSet><Tag><Key>k</Key></Tag></TagSet></Tagging>"]],
+          "MalformedXML",
+        ],
+        [[["tagging", "not xml"]], "MalformedXML"],
+        [
+          [["tagging", tagging(["a", "1"])], [headerName("amz", "tagging"), "b=2"]],
+          "InvalidArgument",
+        ],
+      ];
+      for (const [fields, code] of refusals) {
+        const refused = await post(server, {
+          dialect: "amz",
+          bucket: BUCKET,
+          user: poster,
+          fields: [["key", "bad-tags"], ...fields],
+          file: "x",
+        });
+        await expectError(refused, code, 400, `tagging ${code}`);
+        assert(!(await objectExists(server, BUCKET, "bad-tags")), "nothing stored");
+      }
+    });
+
     await t.step("malformed requests", async () => {
       const form = (fields: [string, string][]) =>
         signedFields({ dialect: "amz", bucket: BUCKET, user: poster, fields, file: "x" });
