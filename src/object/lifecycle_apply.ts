@@ -10,7 +10,9 @@ import {
   dueAt,
   expirationDue,
   ruleMatches,
+  ruleMayMatch,
   rulePrefix,
+  ruleTags,
 } from "./lifecycle_match.ts";
 import type { LifecycleRule } from "./lifecycle_rules.ts";
 import { abortUpload } from "./multipart.ts";
@@ -132,10 +134,10 @@ async function expireCurrent(pass: Pass, rules: LifecycleRule[]): Promise<void> 
         maxKeys: pass.page,
       });
       for (const entry of page.objects) {
-        const due = active.some((r) =>
-          ruleMatches(r, entry.key, entry.size) && expirationDue(r, entry.lastModified, pass.opts)
+        const due = active.filter((r) =>
+          ruleMayMatch(r, entry.key, entry.size) && expirationDue(r, entry.lastModified, pass.opts)
         );
-        if (due) await expireObject(pass, entry);
+        if (due.length > 0) await expireObject(pass, entry, due);
       }
       if (!page.isTruncated || page.lastReturned === undefined) break;
       after = page.lastReturned;
@@ -143,13 +145,14 @@ async function expireCurrent(pass: Pass, rules: LifecycleRule[]): Promise<void> 
   }
 }
 
-async function expireObject(pass: Pass, entry: ListEntry): Promise<void> {
+/** Expires the current version of `entry` when one of the `due` rules matches its tags too. */
+async function expireObject(pass: Pass, entry: ListEntry, due: LifecycleRule[]): Promise<void> {
   const name = pass.bucket.name;
   // The listing may be stale: act only on the version it showed.
   const current = await pass.layer.meta.getObjectVersion(name, entry.key);
   if (
     !current || current.deleteMarker || current.lastModified !== entry.lastModified ||
-    current.etag !== entry.etag
+    current.etag !== entry.etag || !due.some((r) => ruleMatches(r, current))
   ) return;
   await attempt(pass, "Expiration", entry.key, async () => {
     const result = await pass.layer.deleteObject(name, entry.key, { owner: pass.bucket.owner });
@@ -234,12 +237,12 @@ function noncurrentVersion(
   const since = state.newerModified;
   const index = state.noncurrentSeen++;
   state.newerModified = v.lastModified;
-  const due = rules.some((r) => {
+  const due = rules.filter((r) => {
     const n = r.noncurrentVersionExpiration!;
-    return ruleMatches(r, v.key, v.size) && index >= (n.newerNoncurrentVersions ?? 0) &&
+    return ruleMayMatch(r, v.key, v.size) && index >= (n.newerNoncurrentVersions ?? 0) &&
       pass.opts.now >= dueAt(since, n.noncurrentDays, pass.opts.dayMs);
   });
-  if (!due) {
+  if (due.length === 0) {
     state.kept++;
     return;
   }
@@ -248,6 +251,7 @@ function noncurrentVersion(
       const name = pass.bucket.name;
       const current = await pass.layer.meta.getObjectVersion(name, v.key);
       if (!current || current.versionId === v.versionId) return; // Current again: keep it.
+      if (!(await tagsMatch(pass, v, due))) return;
       await pass.layer.deleteObject(name, v.key, {
         versionId: v.versionId,
         owner: pass.bucket.owner,
@@ -256,6 +260,16 @@ function noncurrentVersion(
       emit(pass, { event: "LifecycleExpiration:Delete", key: v.key, versionId: v.versionId });
     })
   );
+}
+
+/**
+ * Whether one of the `due` rules matches the version with its tags. Listings carry no tags, so
+ * the version is read only when every due rule names some.
+ */
+async function tagsMatch(pass: Pass, v: VersionEntry, due: LifecycleRule[]): Promise<boolean> {
+  if (due.some((r) => ruleTags(r).length === 0)) return true;
+  const version = await pass.layer.meta.getObjectVersion(pass.bucket.name, v.key, v.versionId);
+  return version !== undefined && due.some((r) => ruleMatches(r, version));
 }
 
 /** A key whose only version left is a delete marker: the marker has expired. */
@@ -267,7 +281,8 @@ function finishKey(
 ): void {
   const marker = state.latest;
   if (!marker.deleteMarker || state.kept !== 1) return;
-  if (!rules.some((r) => ruleMatches(r, marker.key, 0))) return;
+  // A delete marker has no tags, so rules with tag filters never match one.
+  if (!rules.some((r) => ruleMatches(r, { key: marker.key, size: 0 }))) return;
   pending.push(() =>
     attempt(pass, "ExpiredObjectDeleteMarker", marker.key, async () => {
       if (!(await soleDeleteMarker(pass, marker))) return;
@@ -316,7 +331,7 @@ async function abortUploads(pass: Pass, rules: LifecycleRule[]): Promise<void> {
       });
       for (const u of page.uploads) {
         const due = active.some((r) =>
-          ruleMatches(r, u.key, 0) &&
+          ruleMatches(r, { key: u.key, size: 0 }) &&
           pass.opts.now >=
             dueAt(
               u.initiated,

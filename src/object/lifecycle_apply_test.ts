@@ -44,7 +44,13 @@ async function bucket(layer: ObjectLayer, name: string, versioned: boolean) {
   return await layer.requireBucket(name);
 }
 
-async function put(layer: ObjectLayer, name: string, key: string, body = "x"): Promise<string> {
+async function put(
+  layer: ObjectLayer,
+  name: string,
+  key: string,
+  body = "x",
+  tags?: Record<string, string>,
+): Promise<string> {
   const bytes = new TextEncoder().encode(body);
   const v = await layer.putObject({
     bucket: name,
@@ -56,6 +62,7 @@ async function put(layer: ObjectLayer, name: string, key: string, body = "x"): P
     userMeta: {},
     headers: {},
     owner: OWNER,
+    tags,
   });
   return v.versionId;
 }
@@ -195,5 +202,66 @@ Deno.test("lifecycle pass: incomplete multipart uploads", async () => {
       maxUploads: 10,
     });
     assertEquals(left.uploads.map((u) => u.key), ["keep/1"]);
+  });
+});
+
+Deno.test("lifecycle pass: Tag and And-with-Tags filters act on tagged objects only", async () => {
+  await withLayer(async (layer) => {
+    const b = await bucket(layer, "tags", false);
+    await put(layer, "tags", "a", "x", { expire: "yes" });
+    await put(layer, "tags", "b", "x", { expire: "no" });
+    await put(layer, "tags", "c", "x");
+    await put(layer, "tags", "d", "x", { other: "1", expire: "yes" });
+    await put(layer, "tags", "p/both", "x", { team: "a", env: "dev" });
+    await put(layer, "tags", "p/one", "x", { team: "a" });
+    await put(layer, "tags", "q/both", "x", { team: "a", env: "dev" });
+    await put(layer, "tags", "late", "x");
+    // Tags set after the write count: the pass reads them, not the listing.
+    await layer.meta.setObjectTags({ bucket: "tags", key: "late", versionId: "null" }, {
+      expire: "yes",
+    });
+    const config = rules(
+      `<Rule><Filter><Tag><Key>expire</Key><Value>yes</Value></Tag></Filter>` +
+        `<Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>` +
+        `<Rule><Filter><And><Prefix>p/</Prefix><Tag><Key>team</Key><Value>a</Value></Tag>` +
+        `<Tag><Key>env</Key><Value>dev</Value></Tag></And></Filter>` +
+        `<Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>`,
+    );
+    const counts = await applyLifecycle(layer, b, config, later());
+    assertEquals(counts.expired, 4);
+    assertEquals(await versionsOf(layer, "tags"), [
+      "b:version",
+      "c:version",
+      "p/one:version",
+      "q/both:version",
+    ]);
+  });
+});
+
+Deno.test("lifecycle pass: noncurrent versions with a Tag filter", async () => {
+  await withLayer(async (layer) => {
+    const b = await bucket(layer, "vtags", true);
+    const old = await put(layer, "vtags", "doc", "v1", { scratch: "true" });
+    await put(layer, "vtags", "doc", "v2");
+    const kept = await put(layer, "vtags", "doc", "v3", { scratch: "false" });
+    await put(layer, "vtags", "doc", "v4", { scratch: "true" });
+    const config = rules(
+      `<Rule><Filter><Tag><Key>scratch</Key><Value>true</Value></Tag></Filter>` +
+        `<Status>Enabled</Status><NoncurrentVersionExpiration>` +
+        `<NoncurrentDays>1</NoncurrentDays></NoncurrentVersionExpiration></Rule>`,
+    );
+    const counts = await applyLifecycle(layer, b, config, later());
+    // Only the noncurrent version tagged scratch=true goes; the current one stays current.
+    assertEquals(counts.noncurrentExpired, 1);
+    const left = await layer.meta.listVersions("vtags", {
+      prefix: "",
+      delimiter: "",
+      keyMarker: "",
+      versionIdMarker: "",
+      maxKeys: 10,
+    });
+    assertEquals(left.versions.length, 3);
+    assertEquals(left.versions.some((v) => v.versionId === old), false);
+    assertEquals(left.versions.some((v) => v.versionId === kept), true);
   });
 });

@@ -1,24 +1,43 @@
 // Which objects a lifecycle rule applies to, and when its actions fall due.
-import type { LifecycleRule } from "./lifecycle_rules.ts";
+import type { TagSet } from "../meta/store.ts";
+import type { LifecycleRule, LifecycleTag } from "./lifecycle_rules.ts";
 
 /** The key prefix every object a rule applies to starts with ("" for all). */
 export function rulePrefix(rule: LifecycleRule): string {
   return rule.prefix ?? rule.filter?.prefix ?? rule.filter?.and?.prefix ?? "";
 }
 
-/**
- * True when the rule applies to an object with this key and size. Objects carry no tags yet
- * (tagging is not built), so a rule whose filter names a tag applies to no object at all.
- */
-export function ruleMatches(rule: LifecycleRule, key: string, size: number): boolean {
+/** The tags a rule's filter names (Filter Tag, or the Tags of And); all must be present. */
+export function ruleTags(rule: LifecycleRule): LifecycleTag[] {
   const f = rule.filter;
-  if (f?.tag || (f?.and && f.and.tags.length > 0)) return false;
+  return [...(f?.tag ? [f.tag] : []), ...(f?.and?.tags ?? [])];
+}
+
+/**
+ * True when the rule's key and size conditions hold for an object; its tag conditions are left
+ * to `ruleMatches`, so a walk over listings (which carry no tags) can choose the candidates.
+ */
+export function ruleMayMatch(rule: LifecycleRule, key: string, size: number): boolean {
+  const f = rule.filter;
   if (!key.startsWith(rulePrefix(rule))) return false;
   const gt = f?.objectSizeGreaterThan ?? f?.and?.objectSizeGreaterThan;
   const lt = f?.objectSizeLessThan ?? f?.and?.objectSizeLessThan;
   if (gt !== undefined && !(size > gt)) return false;
   if (lt !== undefined && !(size < lt)) return false;
   return true;
+}
+
+/**
+ * True when the rule applies to an object with this key, size and tags: every tag the filter
+ * names is on the object with the same value (an object without tags matches no tag filter).
+ */
+export function ruleMatches(
+  rule: LifecycleRule,
+  object: { key: string; size: number; tags?: TagSet },
+): boolean {
+  if (!ruleMayMatch(rule, object.key, object.size)) return false;
+  const tags = object.tags ?? {};
+  return ruleTags(rule).every((t) => Object.hasOwn(tags, t.key) && tags[t.key] === t.value);
 }
 
 /**

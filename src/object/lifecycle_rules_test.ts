@@ -1,6 +1,12 @@
 import { assert, assertEquals, assertRejectsCode } from "../../tests/integration/assert.ts";
 import { S3Error } from "../http/errors.ts";
-import { coveringPrefixes, dueAt, expirationDue, ruleMatches } from "./lifecycle_match.ts";
+import {
+  coveringPrefixes,
+  dueAt,
+  expirationDue,
+  ruleMatches,
+  ruleMayMatch,
+} from "./lifecycle_match.ts";
 import { type LifecycleRule, parseLifecycleConfiguration } from "./lifecycle_rules.ts";
 
 const doc = (...rules: string[]) =>
@@ -471,34 +477,46 @@ Deno.test("lifecycle: transitions are refused with NotImplemented, after other c
 
 Deno.test("lifecycle: matching and due times", async () => {
   const r = (inner: string) => one(inner);
-  assert(ruleMatches(r(`<Filter/>${days(1)}`), "any", 0));
-  assert(ruleMatches(r(`<Prefix>a/</Prefix>${days(1)}`), "a/b", 0));
-  assert(!ruleMatches(r(`<Prefix>a/</Prefix>${days(1)}`), "b/a", 0));
+  const at = (key: string, size: number, tags?: Record<string, string>) => ({ key, size, tags });
+  assert(ruleMatches(r(`<Filter/>${days(1)}`), at("any", 0)));
+  assert(ruleMatches(r(`<Prefix>a/</Prefix>${days(1)}`), at("a/b", 0)));
+  assert(!ruleMatches(r(`<Prefix>a/</Prefix>${days(1)}`), at("b/a", 0)));
   const sized = r(
     `<Filter><And><Prefix>a/</Prefix><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan>` +
       `<ObjectSizeLessThan>20</ObjectSizeLessThan></And></Filter>${days(1)}`,
   );
-  assert(ruleMatches(sized, "a/x", 11) && ruleMatches(sized, "a/x", 19));
+  assert(ruleMatches(sized, at("a/x", 11)) && ruleMatches(sized, at("a/x", 19)));
   assert(
-    !ruleMatches(sized, "a/x", 10) && !ruleMatches(sized, "a/x", 20) &&
-      !ruleMatches(sized, "b", 15),
+    !ruleMatches(sized, at("a/x", 10)) && !ruleMatches(sized, at("a/x", 20)) &&
+      !ruleMatches(sized, at("b", 15)),
   );
   assert(
-    ruleMatches(r(`<Filter><ObjectSizeLessThan>5</ObjectSizeLessThan></Filter>${days(1)}`), "k", 4),
-  );
-  // Objects have no tags yet: a tag filter matches nothing.
-  assert(
-    !ruleMatches(r(`<Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter>${days(1)}`), "k", 1),
-  );
-  assert(
-    !ruleMatches(
-      r(`<Filter><And><Prefix></Prefix><Tag><Key>k</Key><Value>v</Value></Tag></And></Filter>${
-        days(1)
-      }`),
-      "k",
-      1,
+    ruleMatches(
+      r(`<Filter><ObjectSizeLessThan>5</ObjectSizeLessThan></Filter>${days(1)}`),
+      at("k", 4),
     ),
   );
+  // A Tag filter: the object must carry that key with that value.
+  const tagged = r(`<Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter>${days(1)}`);
+  assert(!ruleMatches(tagged, at("k", 1)));
+  assert(!ruleMatches(tagged, at("k", 1, { k: "other" })));
+  assert(!ruleMatches(tagged, at("k", 1, { K: "v" })));
+  assert(ruleMatches(tagged, at("k", 1, { k: "v" })));
+  assert(ruleMatches(tagged, at("k", 1, { a: "b", k: "v" })));
+  assert(ruleMayMatch(tagged, "k", 1), "key and size alone do not decide a tag filter");
+  // And with Tags: every tag present with an equal value, and the prefix too.
+  const both = r(
+    `<Filter><And><Prefix>p/</Prefix><Tag><Key>a</Key><Value>1</Value></Tag>` +
+      `<Tag><Key>b</Key><Value></Value></Tag></And></Filter>${days(1)}`,
+  );
+  assert(ruleMatches(both, at("p/x", 1, { a: "1", b: "", c: "3" })));
+  assert(!ruleMatches(both, at("p/x", 1, { a: "1" })));
+  assert(!ruleMatches(both, at("p/x", 1, { a: "1", b: "2" })));
+  assert(!ruleMatches(both, at("q/x", 1, { a: "1", b: "" })));
+  // Keys that name properties of every object are ordinary keys.
+  const proto = r(`<Filter><Tag><Key>toString</Key><Value>x</Value></Tag></Filter>${days(1)}`);
+  assert(!ruleMatches(proto, at("k", 1, {})));
+  assert(ruleMatches(proto, at("k", 1, { toString: "x" })));
   const day = 86_400_000;
   assertEquals(
     dueAt(Date.parse("2024-01-01T10:00:00Z"), 1, day),

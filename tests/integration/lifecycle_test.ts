@@ -15,6 +15,7 @@ import {
   PutBucketVersioningCommand,
   PutObjectCommand,
   PutObjectLegalHoldCommand,
+  PutObjectTaggingCommand,
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { createHash } from "node:crypto";
@@ -328,8 +329,8 @@ Deno.test("lifecycle worker: expirations in seconds", async (t) => {
       Filter: { Prefix: "logs/" },
       Expiration: days(1),
     }]);
-    // Size filter: only objects larger than 100 bytes go; a disabled rule and a tag filter act
-    // on nothing (objects have no tags).
+    // Size filter: only objects larger than 100 bytes go; a disabled rule acts on nothing, and
+    // neither does a tag filter here (no object in this bucket has tags).
     await create("lc-size");
     await put("lc-size", "big", "b".repeat(200));
     await put("lc-size", "small", "s".repeat(10));
@@ -340,6 +341,44 @@ Deno.test("lifecycle worker: expirations in seconds", async (t) => {
         ID: "tagged",
         Status: "Enabled",
         Filter: { Tag: { Key: "k", Value: "v" } },
+        Expiration: days(1),
+      },
+    ]);
+    // Tag filters: only objects carrying the tags (with equal values) go; And needs every tag.
+    await create("lc-tags");
+    const tagged = (Key: string, Tagging?: string) =>
+      s3.send(new PutObjectCommand({ Bucket: "lc-tags", Key, Body: "t", Tagging }));
+    await tagged("a", "expire=yes");
+    await tagged("b", "expire=no");
+    await tagged("c");
+    await tagged("d", "team=x&expire=yes");
+    await tagged("and/both", "team=a&env=dev");
+    await tagged("and/one", "team=a");
+    await tagged("other/both", "team=a&env=dev");
+    await tagged("late");
+    await s3.send(
+      new PutObjectTaggingCommand({
+        Bucket: "lc-tags",
+        Key: "late",
+        Tagging: { TagSet: [{ Key: "expire", Value: "yes" }] },
+      }),
+    );
+    await putRules(s3, "lc-tags", [
+      {
+        ID: "tag",
+        Status: "Enabled",
+        Filter: { Tag: { Key: "expire", Value: "yes" } },
+        Expiration: days(1),
+      },
+      {
+        ID: "and",
+        Status: "Enabled",
+        Filter: {
+          And: {
+            Prefix: "and/",
+            Tags: [{ Key: "team", Value: "a" }, { Key: "env", Value: "dev" }],
+          },
+        },
         Expiration: days(1),
       },
     ]);
@@ -431,6 +470,11 @@ Deno.test("lifecycle worker: expirations in seconds", async (t) => {
       },
     );
 
+    await t.step("Expiration with Tag and And-with-Tags filters: tagged objects only", async () => {
+      await waitFor("tagged objects expired", async () => (await keys(s3, "lc-tags")).length === 4);
+      assertEquals(await keys(s3, "lc-tags"), ["and/one", "b", "c", "other/both"]);
+    });
+
     await t.step("Expiration Date in the past", async () => {
       await waitFor("dated objects expired", async () => (await keys(s3, "lc-date")).length === 0);
     });
@@ -490,7 +534,7 @@ Deno.test("lifecycle worker: expirations in seconds", async (t) => {
       const res = await adminLifecycle(server, "POST");
       const report = await res.json();
       assertEquals(res.status, 200);
-      assertEquals(report.buckets, 8);
+      assertEquals(report.buckets, 9);
       assertEquals(
         [
           report.expired,
@@ -502,6 +546,7 @@ Deno.test("lifecycle worker: expirations in seconds", async (t) => {
       );
       assertEquals(await keys(s3, "lc-plain"), ["keep/c"]);
       assertEquals(await keys(s3, "lc-size"), ["small"]);
+      assertEquals(await keys(s3, "lc-tags"), ["and/one", "b", "c", "other/both"]);
       assertEquals((await versions(s3, "lc-versioned")).length, 2);
       assertEquals((await versions(s3, "lc-markers")).length, 2);
       assertEquals((await versions(s3, "lc-noncurrent")).length, 2);
