@@ -1,13 +1,11 @@
 // Tagging operations: Get/Put/DeleteObjectTagging (per version) and Get/Put/DeleteBucketTagging.
-import { createHash } from "node:crypto";
-import { checksumChecks } from "../http/checksum.ts";
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import type { ObjectVersion, TagSet } from "../meta/store.ts";
 import { type Handler, type RequestContext, xmlResult } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
-import { contentMd5 } from "./objects.ts";
 import { parseTagging, taggingXml, type TagTarget } from "./tags.ts";
+import { readVerifiedBody } from "./verified_body.ts";
 
 /** 50 tags of 128 + 256 characters, 4 bytes each in UTF-8, fit well within this. */
 const MAX_BODY = 256 * 1024;
@@ -17,16 +15,7 @@ const MAX_BODY = 256 * 1024;
  * when the client sends them (the SDKs do); neither is required.
  */
 async function readTagging(ctx: RequestContext, target: TagTarget): Promise<TagSet> {
-  const md5 = contentMd5(ctx.headers);
-  const checks = checksumChecks(ctx.headers, ctx.dialect, ctx.body);
-  const bytes = await ctx.body.bytes(MAX_BODY);
-  if (md5 !== undefined && createHash("md5").update(bytes).digest("base64") !== md5) {
-    throw new S3Error("BadDigest", "The Content-MD5 you specified did not match what we received.");
-  }
-  for (const c of checks) {
-    c.update(bytes);
-    c.finish();
-  }
+  const bytes = await readVerifiedBody(ctx, MAX_BODY, { optional: true });
   return parseTagging(new TextDecoder().decode(bytes), { target, dialect: ctx.dialect });
 }
 

@@ -1,5 +1,6 @@
 // Small request documents the protocol wants integrity-checked (DeleteObjects, lifecycle
-// configurations): Content-MD5 or an additional checksum header is required and verified.
+// configurations): Content-MD5 or an additional checksum header is required and verified. Others
+// (tagging documents) are verified when the client sends a digest.
 import { createHash } from "node:crypto";
 import { checksumChecks } from "../http/checksum.ts";
 import { h } from "../http/dialect.ts";
@@ -7,11 +8,18 @@ import { S3Error } from "../http/errors.ts";
 import type { RequestContext } from "./context.ts";
 import { contentMd5 } from "./objects.ts";
 
-/** Reads the body (at most `limit` bytes) and checks it against its digest header. */
-export async function readVerifiedBody(ctx: RequestContext, limit: number): Promise<Uint8Array> {
+/**
+ * Reads the body (at most `limit` bytes) and checks it against its digest header, which is
+ * required unless `optional` is set.
+ */
+export async function readVerifiedBody(
+  ctx: RequestContext,
+  limit: number,
+  opts: { optional?: boolean } = {},
+): Promise<Uint8Array> {
   const md5 = contentMd5(ctx.headers);
   const checks = checksumChecks(ctx.headers, ctx.dialect, ctx.body);
-  if (md5 === undefined && checks.length === 0) {
+  if (md5 === undefined && checks.length === 0 && !opts.optional) {
     throw new S3Error(
       "InvalidRequest",
       `Missing required header for this request: Content-MD5 or ${h(ctx.dialect, "checksum-*")}.`,
