@@ -1,5 +1,6 @@
 // The embedded MetaStore: SQLite in WAL mode through node:sqlite.
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
+import { GroupCommit } from "./group_commit.ts";
 import { listCurrent } from "./sqlite_list.ts";
 import { listVersions } from "./sqlite_versions.ts";
 import { MIGRATIONS } from "./sqlite_schema.ts";
@@ -93,6 +94,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #users: SqliteUsers;
   readonly #chunks: SqliteChunks;
   readonly #uploads: SqliteUploads;
+  readonly #batch: GroupCommit;
 
   constructor(path: string) {
     this.#db = new DatabaseSync(path);
@@ -102,6 +104,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#db.exec("PRAGMA busy_timeout = 5000");
     this.#db.exec("PRAGMA foreign_keys = ON");
     this.#migrate();
+    this.#batch = new GroupCommit(this.#db);
     this.#users = new SqliteUsers((sql) => this.#stmt(sql), (fn) => this.#tx(fn));
     this.#chunks = new SqliteChunks((sql) => this.#stmt(sql));
     this.#uploads = new SqliteUploads((sql) => this.#stmt(sql), this.#chunks);
@@ -157,7 +160,7 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   deleteBucket(name: string): Promise<"deleted" | "not_empty" | "missing"> {
-    return Promise.resolve(this.#tx(() => {
+    return this.#batch.run(() => {
       if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(name)) return "missing";
       const busy = this.#stmt("SELECT 1 FROM versions WHERE bucket = ? LIMIT 1").get(name) ||
         this.#stmt("SELECT 1 FROM uploads WHERE bucket = ? LIMIT 1").get(name);
@@ -165,11 +168,11 @@ export class SqliteMetaStore implements MetaStore {
       this.#stmt("DELETE FROM bucket_configs WHERE bucket = ?").run(name);
       this.#stmt("DELETE FROM buckets WHERE name = ?").run(name);
       return "deleted";
-    }));
+    });
   }
 
   putObjectVersion(v: ObjectVersion, chunks: VersionChunk[] = []): Promise<PutResult> {
-    return Promise.resolve(this.#tx(() => this.#putVersion(v, chunks)));
+    return this.#batch.run(() => this.#putVersion(v, chunks));
   }
 
   /** The body of putObjectVersion, for use inside a transaction. */
@@ -265,7 +268,7 @@ export class SqliteMetaStore implements MetaStore {
     versionId: string,
     guard?: (version: ObjectVersion) => void,
   ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }> {
-    return Promise.resolve(this.#tx(() => {
+    return this.#batch.run(() => {
       const row = this.#stmt(
         `SELECT ${VERSION_COLUMNS}, is_latest FROM versions ` +
           "WHERE bucket = ? AND key = ? AND version_id = ?",
@@ -283,7 +286,7 @@ export class SqliteMetaStore implements MetaStore {
       }
       const freed = removed.data.kind === "chunks" ? this.#chunks.dropRefs(removed.data.vid) : [];
       return { removed, freed };
-    }));
+    });
   }
 
   versionChunks(vid: number, range?: { from: number; to: number }): Promise<VersionChunk[]> {
@@ -321,7 +324,7 @@ export class SqliteMetaStore implements MetaStore {
     change: { retention?: Retention | null; legalHold?: boolean },
     guard?: (version: ObjectVersion) => void,
   ): Promise<boolean> {
-    return Promise.resolve(this.#tx(() => {
+    return this.#batch.run(() => {
       const row = this.#stmt(
         `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
       ).get(target.bucket, target.key, target.versionId) as Row | undefined;
@@ -340,7 +343,7 @@ export class SqliteMetaStore implements MetaStore {
         );
       }
       return true;
-    }));
+    });
   }
 
   setBucketObjectLock(bucket: string): Promise<void> {
@@ -470,7 +473,7 @@ export class SqliteMetaStore implements MetaStore {
     part: PartRecord,
     chunks: VersionChunk[],
   ): Promise<{ freed: ChunkRecord[] } | undefined> {
-    return Promise.resolve(this.#tx(() => this.#uploads.putPart(uploadId, part, chunks)));
+    return this.#batch.run(() => this.#uploads.putPart(uploadId, part, chunks));
   }
 
   listParts(uploadId: string, after: number, max: number): Promise<PartRecord[]> {
@@ -498,24 +501,25 @@ export class SqliteMetaStore implements MetaStore {
     parts: number[],
     version: ObjectVersion,
   ): Promise<PutResult | undefined> {
-    return Promise.resolve(this.#tx(() => {
+    return this.#batch.run(() => {
       const chunks = this.#uploads.partChunks(upload.uploadId, parts);
       if (!chunks) return undefined;
       const result = this.#putVersion(version, chunks);
       const dropped = this.#uploads.remove(upload.uploadId);
       const freed = [...result.freed, ...dropped].filter((c) => !this.#chunks.hasChunk(c.id));
       return { displaced: result.displaced, freed };
-    }));
+    });
   }
 
   abortUpload(uploadId: string): Promise<{ freed: ChunkRecord[] } | undefined> {
-    return Promise.resolve(this.#tx(() => {
+    return this.#batch.run(() => {
       if (!this.#uploads.exists(uploadId)) return undefined;
       return { freed: this.#uploads.remove(uploadId) };
-    }));
+    });
   }
 
   close(): Promise<void> {
+    this.#batch.flush();
     this.#stmts.clear();
     this.#db.close();
     return Promise.resolve();

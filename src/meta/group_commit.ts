@@ -1,0 +1,63 @@
+// Group commit: write transactions that arrive together share one SQLite transaction, so one
+// fsync (synchronous=FULL) makes a whole batch durable instead of one fsync per write. Each
+// operation runs inside its own savepoint, so one that throws rolls back alone; its caller gets
+// the error, the others commit. A caller's promise settles only after the COMMIT is durable.
+import type { DatabaseSync } from "node:sqlite";
+
+interface Pending {
+  fn: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (reason: unknown) => void;
+}
+
+export class GroupCommit {
+  #pending: Pending[] = [];
+  #scheduled = false;
+
+  constructor(readonly db: DatabaseSync) {}
+
+  /** Runs `fn` in the next batch; resolves with its result once the batch is committed. */
+  run<T>(fn: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        // One timer turn lets writes of concurrent requests join the batch.
+        setTimeout(() => this.flush(), 0);
+      }
+    });
+  }
+
+  /** Commits everything queued so far (also called before the database closes). */
+  flush(): void {
+    this.#scheduled = false;
+    const batch = this.#pending.splice(0);
+    if (batch.length === 0) return;
+    const outcomes: { ok: boolean; value: unknown }[] = [];
+    try {
+      this.db.exec("BEGIN IMMEDIATE");
+      for (const op of batch) outcomes.push(this.#runOne(op));
+      this.db.exec("COMMIT");
+    } catch (err) {
+      try {
+        this.db.exec("ROLLBACK");
+      } catch { /* the transaction is already gone */ }
+      for (const op of batch) op.reject(err);
+      return;
+    }
+    batch.forEach((op, i) => (outcomes[i].ok ? op.resolve : op.reject)(outcomes[i].value));
+  }
+
+  #runOne(op: Pending): { ok: boolean; value: unknown } {
+    this.db.exec("SAVEPOINT op");
+    try {
+      const value = op.fn();
+      this.db.exec("RELEASE op");
+      return { ok: true, value };
+    } catch (err) {
+      this.db.exec("ROLLBACK TO op");
+      this.db.exec("RELEASE op");
+      return { ok: false, value: err };
+    }
+  }
+}
