@@ -19,6 +19,7 @@ import type { InFlight } from "./http/in_flight.ts";
 import { METHODS, route } from "./http/router.ts";
 import { isDebug, log } from "./log.ts";
 import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
+import { toHex } from "./http/hex.ts";
 
 export interface AppDeps {
   config: Config;
@@ -66,7 +67,7 @@ function parseTarget(url: string): Target {
 
 function newRequestId(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(8));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("").toUpperCase();
+  return toHex(bytes).toUpperCase();
 }
 
 async function authenticate(

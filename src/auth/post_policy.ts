@@ -5,7 +5,8 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { type Dialect, h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
-import { parseAmzDate } from "./sigv4.ts";
+import { parseAmzDate, signingKey } from "./sigv4.ts";
+import { fromHex } from "../http/hex.ts";
 
 export type PolicyCondition =
   | { op: "eq" | "starts-with"; field: string; value: string; text: string }
@@ -159,15 +160,6 @@ function badField(name: string, value: string, message: string): S3Error {
   });
 }
 
-/** The SigV4 signing key of a credential scope. */
-function signingKey(dialect: Dialect, secret: string, scope: string[]): Uint8Array {
-  let key: Uint8Array = new TextEncoder().encode(dialect.keySeed + secret);
-  for (const part of [...scope, dialect.scopeTerminator]) {
-    key = createHmac("sha256", key).update(part).digest();
-  }
-  return key;
-}
-
 /**
  * Verifies the signature fields of a form (`x-*-algorithm`, `x-*-credential`, `x-*-date`,
  * `x-*-signature` over `policy`) and returns the signing access key.
@@ -236,10 +228,10 @@ export async function verifyPostSignature(
       "The access key Id you provided does not exist in our records.",
     );
   }
-  const expected = createHmac("sha256", signingKey(d, secret, [day, region, service]))
+  const expected = createHmac("sha256", signingKey(d, secret, { date: day, region, service }))
     .update(policy).digest();
   const given = values.get(names.signature)!;
-  if (!/^[0-9a-f]{64}$/.test(given) || !timingSafeEqual(expected, hexBytes(given))) {
+  if (!/^[0-9a-f]{64}$/.test(given) || !timingSafeEqual(expected, fromHex(given))) {
     throw new S3Error(
       "SignatureDoesNotMatch",
       "The request signature we calculated does not match the signature you provided. " +
@@ -247,10 +239,4 @@ export async function verifyPostSignature(
     );
   }
   return accessKey;
-}
-
-function hexBytes(hex: string): Uint8Array {
-  const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
-  return out;
 }

@@ -8,6 +8,7 @@ import {
   UNSIGNED_PAYLOAD,
   uriEncode,
 } from "./sigv4.ts";
+import { toHex } from "../http/hex.ts";
 
 export interface PresignInput {
   dialect: Dialect;
@@ -56,6 +57,5 @@ export function presignUrl(input: PresignInput): string {
     UNSIGNED_PAYLOAD,
   ].join("\n");
   const signature = computeSignature(d, input.secret, { scope, amzDate, canonicalRequest });
-  const hex = Array.from(signature, (b) => b.toString(16).padStart(2, "0")).join("");
-  return `${input.origin}${path}?${rawQuery}&${uriEncode(q(d, "Signature"))}=${hex}`;
+  return `${input.origin}${path}?${rawQuery}&${uriEncode(q(d, "Signature"))}=${toHex(signature)}`;
 }

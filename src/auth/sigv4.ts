@@ -3,6 +3,7 @@ import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { ChunkSigner } from "../http/chunked_body.ts";
 import { type Dialect, h, q } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
+import { fromHex } from "../http/hex.ts";
 
 export const MAX_CLOCK_SKEW_MS = 15 * 60 * 1000;
 export const MAX_PRESIGN_EXPIRES_S = 7 * 24 * 3600;
@@ -93,7 +94,8 @@ function canonicalHeaders(headers: Headers, signed: string[]): string {
 
 const signingKeys = new Map<string, Uint8Array>();
 
-function signingKey(
+/** The SigV4 signing key of a credential scope (cached per secret, day, region and service). */
+export function signingKey(
   dialect: Dialect,
   secret: string,
   scope: { date: string; region: string; service: string },
@@ -186,7 +188,7 @@ async function verify(
     amzDate: opts.amzDate,
     canonicalRequest,
   });
-  const given = /^[0-9a-f]{64}$/.test(opts.signature) ? hexToBytes(opts.signature) : undefined;
+  const given = /^[0-9a-f]{64}$/.test(opts.signature) ? fromHex(opts.signature) : undefined;
   if (!given || !timingSafeEqual(expected, given)) {
     throw new S3Error(
       "SignatureDoesNotMatch",
@@ -216,12 +218,6 @@ export function computeSignature(
   ].join("\n");
   return createHmac("sha256", signingKey(dialect, secret, opts.scope)).update(stringToSign)
     .digest();
-}
-
-function hexToBytes(hex: string): Uint8Array {
-  const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
-  return out;
 }
 
 function parseSignedHeaders(value: string | undefined, errorCode: string): string[] {

@@ -19,6 +19,7 @@ import { assertDeletable } from "./object_lock.ts";
 import { chunkStream } from "./read_stream.ts";
 import { versionIdFor } from "./versioning.ts";
 import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
+import { toHex } from "../http/hex.ts";
 
 export type { BodyCheck };
 
@@ -167,7 +168,7 @@ export class ObjectLayer {
         versionId: versionIdFor(bucket),
         deleteMarker: false,
         size: written.size,
-        etag: `"${Array.from(written.md5, (b) => b.toString(16).padStart(2, "0")).join("")}"`,
+        etag: `"${toHex(written.md5)}"`,
         lastModified: Date.now(),
         contentType: input.contentType,
         userMeta: input.userMeta,

@@ -11,6 +11,7 @@ import {
   type CompleteExpectations,
   type RequestedPart,
 } from "./multipart_checksum.ts";
+import { toHex } from "../http/hex.ts";
 
 export const MAX_PART_SIZE = 5 * 1024 ** 3;
 export const MIN_PART_SIZE = 5 * 1024 ** 2;
@@ -27,15 +28,8 @@ export function noSuchUpload(uploadId: string): S3Error {
 
 /** Upload ids sort by creation time. */
 export function newUploadId(): string {
-  const random = Array.from(
-    crypto.getRandomValues(new Uint8Array(12)),
-    (b) => b.toString(16).padStart(2, "0"),
-  );
-  return Date.now().toString(16).padStart(12, "0") + random.join("");
-}
-
-function hex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  const random = toHex(crypto.getRandomValues(new Uint8Array(12)));
+  return Date.now().toString(16).padStart(12, "0") + random;
 }
 
 export async function uploadPart(
@@ -71,7 +65,7 @@ export async function uploadPart(
     }
     const part: PartRecord = {
       partNumber: input.partNumber,
-      etag: `"${hex(written.md5)}"`,
+      etag: `"${toHex(written.md5)}"`,
       size: written.size,
       lastModified: Date.now(),
       checksum: input.checksum?.(),

@@ -14,6 +14,7 @@ import {
   syncDir,
   writeShard,
 } from "./shard_files.ts";
+import { toHex } from "../http/hex.ts";
 
 export interface ErasureLayout {
   dataShards: number;
@@ -50,11 +51,7 @@ function coder(k: number, m: number): ReedSolomon {
 }
 
 function randomId(): string {
-  return Array.from(
-    crypto.getRandomValues(new Uint8Array(32)),
-    (b) => b.toString(16).padStart(2, "0"),
-  )
-    .join("");
+  return toHex(crypto.getRandomValues(new Uint8Array(32)));
 }
 
 export class ChunkStore {
