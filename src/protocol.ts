@@ -203,6 +203,7 @@ export async function handleProtocol(
       facts,
       credentials: deps.credentials,
       sseKeys: deps.sseKeys,
+      bucketRecord: bucket,
     };
     response = toResponse(await handler(ctx), head);
   } catch (err) {

@@ -16,7 +16,7 @@ import {
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import type { ObjectVersion } from "../meta/store.ts";
-import { type Handler, type RequestContext, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, type RequestContext, xmlResult } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
 
 const MAX_ACL_BODY = 64 * 1024;
@@ -61,14 +61,14 @@ export async function requestedAcl(
 }
 
 export const getBucketAcl: Handler = async (ctx) => {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   const acl = await ctx.access.bucketAcl(bucket);
   if (acl.owner.displayName === acl.owner.id) acl.owner = await ownerOf(ctx, acl.owner.id);
   return xmlResult(renderAclXml(acl, ctx.dialect));
 };
 
 export const putBucketAcl: Handler = async (ctx) => {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   const body = await ctx.body.text(MAX_ACL_BODY);
   const acl = await requestedAcl(ctx, { owner: await ownerOf(ctx, bucket.owner), body });
   if (!acl) throw new S3Error("MissingSecurityHeader", "An ACL header or body is required.");
@@ -90,7 +90,7 @@ export const getObjectAcl: Handler = async (ctx) => {
 
 export const putObjectAcl: Handler = async (ctx) => {
   const v = await readableVersion(ctx, { permission: "WRITE_ACP" });
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   const body = await ctx.body.text(MAX_ACL_BODY);
   const acl = await requestedAcl(ctx, {
     owner: await ownerOf(ctx, v.owner),

@@ -5,7 +5,7 @@ import { S3Error } from "../http/errors.ts";
 import { children, el, leafText, parseXml, text, xmlDocument } from "../http/xml.ts";
 import { validateBucketName } from "./bucket_name.ts";
 import { requestedAcl } from "./acl.ts";
-import { type Handler, isoDate, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, isoDate, xmlResult } from "./context.ts";
 
 const MAX_CONFIG_BODY = 64 * 1024;
 
@@ -103,7 +103,7 @@ export const deleteBucket: Handler = async (ctx) => {
 };
 
 export const headBucket: Handler = async (ctx) => {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   return {
     status: 200,
     headers: { [h(ctx.dialect, "bucket-region")]: bucket.region },
@@ -111,7 +111,7 @@ export const headBucket: Handler = async (ctx) => {
 };
 
 export const getBucketLocation: Handler = async (ctx) => {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   return xmlResult(
     `<?xml version="1.0" encoding="UTF-8"?>\n<LocationConstraint xmlns="${ctx.dialect.xmlns}">${bucket.region}</LocationConstraint>`,
   );

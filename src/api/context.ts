@@ -3,6 +3,7 @@ import type { AccessControl, RequestFacts, Verdict } from "../auth/access.ts";
 import type { Credentials } from "../auth/credentials.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { SseKeys } from "../object/sse.ts";
+import type { BucketRecord } from "../meta/store.ts";
 import type { Config } from "../config.ts";
 import type { RequestBody } from "../http/body.ts";
 import type { Dialect } from "../http/dialect.ts";
@@ -27,6 +28,8 @@ export interface RequestContext {
   facts: RequestFacts;
   credentials: Credentials;
   sseKeys: SseKeys;
+  /** The request's bucket as read once before the access decision; undefined when missing. */
+  bucketRecord?: BucketRecord;
 }
 
 export interface HandlerResult {
@@ -36,6 +39,11 @@ export interface HandlerResult {
 }
 
 export type Handler = (ctx: RequestContext) => Promise<HandlerResult>;
+
+/** The request's bucket, read once per request; NoSuchBucket when it does not exist. */
+export async function bucketOf(ctx: RequestContext): Promise<BucketRecord> {
+  return ctx.bucketRecord ?? await ctx.layer.requireBucket(ctx.bucket);
+}
 
 export function xmlResult(body: string, status = 200): HandlerResult {
   return { status, headers: { "content-type": "application/xml" }, body };

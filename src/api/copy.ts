@@ -6,7 +6,7 @@ import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { contentTypeFor } from "../http/mime.ts";
 import { text, xmlDocument } from "../http/xml.ts";
-import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
 import type { ObjectVersion } from "../meta/store.ts";
 import type { Encryption } from "../object/layer.ts";
 import { readHeaders, readKey, sseRecordOf, writeEncryption } from "./encryption.ts";
@@ -106,7 +106,7 @@ export const copyObject: Handler = async (ctx) => {
         "changing the object's metadata, storage class, website redirect location or encryption attributes.",
     );
   }
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   const src = await readableSource(ctx, source);
   checkConditions(copyConditions(ctx), src, { notModifiedAllowed: false });
   const sourceKey = await readKey(ctx, src, { copySource: true });

@@ -3,7 +3,7 @@ import { OPERATION_RULES } from "../auth/actions.ts";
 import { S3Error } from "../http/errors.ts";
 import { children, el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
 import { readVerifiedBody } from "./verified_body.ts";
-import { type Handler, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, xmlResult } from "./context.ts";
 import { bypassGovernance } from "./object_lock.ts";
 import { MAX_KEY_BYTES } from "./object_headers.ts";
 
@@ -53,7 +53,7 @@ function deletedEntry(t: Target, r: { versionId?: string; deleteMarker: boolean 
 export const deleteObjects: Handler = async (ctx) => {
   const bytes = await readVerifiedBody(ctx, MAX_BODY);
   const { quiet, targets } = parseTargets(new TextDecoder().decode(bytes));
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   const bypass = await bypassGovernance(ctx);
   const parts: string[] = [];
   for (const t of targets) {

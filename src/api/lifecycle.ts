@@ -11,13 +11,13 @@ import {
   storedLifecycle,
 } from "../object/lifecycle_rules.ts";
 import { readVerifiedBody } from "./verified_body.ts";
-import { type Handler, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, xmlResult } from "./context.ts";
 
 /** 1000 rules of a few hundred bytes each fit well within this. */
 const MAX_BODY = 2 * 1024 * 1024;
 
 export const getBucketLifecycleConfiguration: Handler = async (ctx) => {
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   const stored = await ctx.layer.meta.getBucketConfig(ctx.bucket, "lifecycle");
   if (stored === undefined) {
     throw new S3Error(
@@ -33,7 +33,7 @@ export const getBucketLifecycleConfiguration: Handler = async (ctx) => {
 };
 
 export const putBucketLifecycleConfiguration: Handler = async (ctx) => {
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   // The protocol requires an integrity check on this body: Content-MD5 or a checksum header.
   const bytes = await readVerifiedBody(ctx, MAX_BODY);
   const rules = parseLifecycleConfiguration(new TextDecoder().decode(bytes));
@@ -42,7 +42,7 @@ export const putBucketLifecycleConfiguration: Handler = async (ctx) => {
 };
 
 export const deleteBucketLifecycle: Handler = async (ctx) => {
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   await ctx.layer.meta.deleteBucketConfig(ctx.bucket, "lifecycle");
   return { status: 204 };
 };

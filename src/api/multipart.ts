@@ -15,7 +15,7 @@ import {
   uploadPart,
 } from "../object/multipart.ts";
 import { copyConditions, parseCopySource, readableSource } from "./copy.ts";
-import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
 import { contentMd5, newObjectAcl } from "./objects.ts";
 import { newVersionLock } from "./object_lock.ts";
@@ -36,7 +36,7 @@ const MAX_COMPLETE_BODY = 4 * 1024 * 1024;
 export const createMultipartUpload: Handler = async (ctx) => {
   validateKey(ctx.key);
   rejectUnsupportedWriteOptions(ctx.headers, ctx.dialect);
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   const meta = readMetadata(ctx.headers, ctx.dialect);
   const tags = requestTags(ctx.headers, ctx.dialect);
   const sse = await writeEncryption(ctx);
@@ -69,7 +69,7 @@ export const createMultipartUpload: Handler = async (ctx) => {
 
 /** The upload named by `uploadId`, which must belong to this bucket and key. */
 export async function requireUpload(ctx: RequestContext): Promise<UploadRecord> {
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   const uploadId = ctx.query.get("uploadId") ?? "";
   const upload = await ctx.layer.meta.getUpload(ctx.bucket, ctx.key, uploadId);
   if (!upload) throw noSuchUpload(uploadId);

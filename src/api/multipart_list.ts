@@ -2,7 +2,7 @@
 import { S3Error } from "../http/errors.ts";
 import { el, text, xmlDocument } from "../http/xml.ts";
 import { encoderFor } from "./list.ts";
-import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
 import { initiator, requireUpload } from "./multipart.ts";
 import { checksumElements } from "./checksums.ts";
 import type { UploadRecord } from "../meta/store.ts";
@@ -65,7 +65,7 @@ export const listParts: Handler = async (ctx) => {
 };
 
 export const listMultipartUploads: Handler = async (ctx) => {
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   const encode = ctx.query.get("encoding-type");
   const enc = encoderFor(ctx.query);
   const query = {

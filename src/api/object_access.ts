@@ -20,7 +20,7 @@ export function versionIdParam(ctx: RequestContext): string | undefined {
 async function mayList(ctx: RequestContext): Promise<boolean> {
   if (ctx.verdict === "object-acl") return false;
   try {
-    const bucket = await ctx.layer.meta.getBucket(ctx.bucket);
+    const bucket = ctx.bucketRecord;
     return await ctx.access.decideRule(ctx.principal, OPERATION_RULES.ListObjects, {
       bucket,
       facts: ctx.facts,

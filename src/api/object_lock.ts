@@ -14,7 +14,7 @@ import {
   parseLockConfig,
   parseRetention,
 } from "../object/object_lock.ts";
-import { type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
 
 const MAX_BODY = 64 * 1024;
@@ -29,7 +29,7 @@ async function lockConfig(ctx: RequestContext, bucket: BucketRecord): Promise<Lo
 }
 
 export const getObjectLockConfiguration: Handler = async (ctx) => {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   if (!bucket.objectLock) {
     throw new S3Error(
       "ObjectLockConfigurationNotFoundError",
@@ -54,7 +54,7 @@ export const getObjectLockConfiguration: Handler = async (ctx) => {
 };
 
 export const putObjectLockConfiguration: Handler = async (ctx) => {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   const config = parseLockConfig(await ctx.body.text(MAX_BODY));
   if (!bucket.objectLock && bucket.versioning !== "Enabled") {
     throw new S3Error(
@@ -73,7 +73,7 @@ export async function bypassGovernance(ctx: RequestContext): Promise<boolean> {
     return false;
   }
   try {
-    const bucket = await ctx.layer.meta.getBucket(ctx.bucket);
+    const bucket = ctx.bucketRecord;
     const verdict = await ctx.access.decideRule(
       ctx.principal,
       OPERATION_RULES.BypassGovernanceRetention,
@@ -91,7 +91,7 @@ export async function bypassGovernance(ctx: RequestContext): Promise<boolean> {
 
 /** The lock of a new version: the request's lock headers, else the bucket's default retention. */
 export async function newVersionLock(ctx: RequestContext): Promise<VersionLock | undefined> {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   const mode = ctx.headers.get(h(ctx.dialect, "object-lock-mode"));
   const until = ctx.headers.get(h(ctx.dialect, "object-lock-retain-until-date"));
   const hold = ctx.headers.get(h(ctx.dialect, "object-lock-legal-hold"));
@@ -134,7 +134,7 @@ export function lockHeaders(ctx: RequestContext, v: ObjectVersion): Record<strin
 }
 
 async function lockedBucket(ctx: RequestContext): Promise<BucketRecord> {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   if (!bucket.objectLock) throw missingLock();
   return bucket;
 }

@@ -22,6 +22,7 @@ import {
   rejectUnsupportedWriteOptions,
   validateKey,
 } from "./object_headers.ts";
+import { bucketOf } from "./context.ts";
 
 /** The Content-MD5 header, checked for shape (a base64 16-byte digest). */
 export function contentMd5(headers: Headers): string | undefined {
@@ -55,7 +56,7 @@ function declaredLength(ctx: RequestContext): number | undefined {
 
 /** The ACL a new object gets from the request's headers (stored JSON; undefined: private). */
 export async function newObjectAcl(ctx: RequestContext): Promise<string | undefined> {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   const acl = await requestedAcl(ctx, {
     owner: { id: ctx.principal.id, displayName: ctx.principal.displayName },
     bucketOwner: { id: bucket.owner, displayName: await ctx.credentials.ownerName(bucket.owner) },

@@ -2,7 +2,7 @@
 import { isPublicPolicy, parseBucketPolicy } from "../auth/policy.ts";
 import { S3Error } from "../http/errors.ts";
 import { text, xmlDocument } from "../http/xml.ts";
-import { type Handler, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, xmlResult } from "./context.ts";
 
 /** The protocol's limit on the size of a bucket policy document. */
 const MAX_POLICY_BYTES = 20 * 1024;
@@ -14,14 +14,14 @@ function noPolicy(bucket: string): S3Error {
 }
 
 export const getBucketPolicy: Handler = async (ctx) => {
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   const policy = await ctx.layer.meta.getBucketConfig(ctx.bucket, "policy");
   if (policy === undefined) throw noPolicy(ctx.bucket);
   return { status: 200, headers: { "content-type": "application/json" }, body: policy };
 };
 
 export const putBucketPolicy: Handler = async (ctx) => {
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   const bytes = await ctx.body.bytes(MAX_POLICY_BYTES * 4);
   if (bytes.byteLength > MAX_POLICY_BYTES) {
     throw new S3Error("MalformedPolicy", `Policies must be at most ${MAX_POLICY_BYTES} bytes.`);
@@ -38,13 +38,13 @@ export const putBucketPolicy: Handler = async (ctx) => {
 };
 
 export const deleteBucketPolicy: Handler = async (ctx) => {
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   await ctx.layer.meta.deleteBucketConfig(ctx.bucket, "policy");
   return { status: 204 };
 };
 
 export const getBucketPolicyStatus: Handler = async (ctx) => {
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   const policy = await ctx.access.policy(ctx.bucket);
   if (!policy) throw noPolicy(ctx.bucket);
   return xmlResult(

@@ -278,7 +278,7 @@ async function checkWrite(
       details: { ArgumentName: "bucket", ArgumentValue: values.get("bucket")! },
     });
   }
-  const bucket = await ctx.layer.meta.getBucket(ctx.bucket);
+  const bucket = ctx.bucketRecord;
   await ctx.access.decideRule(opts.principal, OPERATION_RULES.PutObject, {
     bucket,
     bucketName: ctx.bucket,

@@ -2,7 +2,7 @@
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import type { ObjectVersion, TagSet } from "../meta/store.ts";
-import { type Handler, type RequestContext, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, type RequestContext, xmlResult } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
 import { parseTagging, taggingXml, type TagTarget } from "./tags.ts";
 import { readVerifiedBody } from "./verified_body.ts";
@@ -44,7 +44,7 @@ export const getObjectTagging: Handler = async (ctx) => {
 };
 
 export const putObjectTagging: Handler = async (ctx) => {
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   const tags = await readTagging(ctx, "object");
   const v = await readableVersion(ctx, { permission: "READ" });
   await setTags(ctx, v, tags);
@@ -58,7 +58,7 @@ export const deleteObjectTagging: Handler = async (ctx) => {
 };
 
 export const getBucketTagging: Handler = async (ctx) => {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   const stored = await ctx.layer.meta.getBucketConfig(bucket.name, "tagging");
   if (stored === undefined) {
     throw new S3Error("NoSuchTagSet", "There is no tag set associated with the bucket.", {
@@ -70,7 +70,7 @@ export const getBucketTagging: Handler = async (ctx) => {
 
 /** Replaces the bucket's tags; an empty tag set removes them, as DeleteBucketTagging does. */
 export const putBucketTagging: Handler = async (ctx) => {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   const tags = await readTagging(ctx, "bucket");
   if (Object.keys(tags).length === 0) {
     await ctx.layer.meta.deleteBucketConfig(bucket.name, "tagging");
@@ -81,7 +81,7 @@ export const putBucketTagging: Handler = async (ctx) => {
 };
 
 export const deleteBucketTagging: Handler = async (ctx) => {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   await ctx.layer.meta.deleteBucketConfig(bucket.name, "tagging");
   return { status: 204 };
 };

@@ -2,16 +2,16 @@
 import { S3Error } from "../http/errors.ts";
 import { el, leafText, parseXml, text, xmlDocument } from "../http/xml.ts";
 import { encoderFor, maxKeysParam } from "./list.ts";
-import { type Handler, isoDate, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, isoDate, xmlResult } from "./context.ts";
 
 export const getBucketVersioning: Handler = async (ctx) => {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   const inner = bucket.versioning ? text("Status", bucket.versioning) : "";
   return xmlResult(xmlDocument("VersioningConfiguration", ctx.dialect.xmlns, inner));
 };
 
 export const putBucketVersioning: Handler = async (ctx) => {
-  const bucket = await ctx.layer.requireBucket(ctx.bucket);
+  const bucket = await bucketOf(ctx);
   const root = parseXml(await ctx.body.text(64 * 1024), "VersioningConfiguration");
   for (const name of Object.keys(root)) {
     if (name !== "Status" && name !== "MfaDelete") {
@@ -40,7 +40,7 @@ export const putBucketVersioning: Handler = async (ctx) => {
 };
 
 export const listObjectVersions: Handler = async (ctx) => {
-  await ctx.layer.requireBucket(ctx.bucket);
+  await bucketOf(ctx);
   const type = ctx.query.get("encoding-type");
   const enc = encoderFor(ctx.query);
   const q = {
