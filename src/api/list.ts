@@ -6,19 +6,26 @@ import { type Handler, isoDate, type RequestContext, xmlResult } from "./context
 
 const MAX_KEYS = 1000;
 
-export function maxKeysParam(query: URLSearchParams): number {
-  const raw = query.get("max-keys");
-  if (raw === null) return MAX_KEYS;
+/** A non-negative whole-number query parameter, capped at `max`; InvalidArgument otherwise. */
+export function countParam(
+  query: URLSearchParams,
+  name: string,
+  opts: { fallback: number; max: number },
+): number {
+  const raw = query.get(name);
+  if (raw === null) return opts.fallback;
   if (!/^\d+$/.test(raw)) {
     throw new S3Error(
       "InvalidArgument",
-      "Provided max-keys not an integer or within integer range.",
-      {
-        details: { ArgumentName: "max-keys", ArgumentValue: raw },
-      },
+      `Provided ${name} not an integer or within integer range.`,
+      { details: { ArgumentName: name, ArgumentValue: raw } },
     );
   }
-  return Math.min(Number(raw), MAX_KEYS);
+  return Math.min(Number(raw), opts.max);
+}
+
+export function maxKeysParam(query: URLSearchParams): number {
+  return countParam(query, "max-keys", { fallback: MAX_KEYS, max: MAX_KEYS });
 }
 
 /** The encoder for names in the response: URL encoding when `encoding-type=url`. */

@@ -30,6 +30,7 @@ import {
   uploadChecksumSettings,
 } from "./checksums.ts";
 import type { RequestedPart } from "../object/multipart_checksum.ts";
+import { single } from "../object/layer.ts";
 
 const MAX_COMPLETE_BODY = 4 * 1024 * 1024;
 
@@ -159,7 +160,7 @@ export const uploadPartCopy: Handler = async (ctx) => {
   const checksum = partChecksum(ctx, upload, false);
   const part = await uploadPart(ctx.layer, upload, {
     partNumber,
-    body: body instanceof Uint8Array ? once(body) : body,
+    body: body instanceof Uint8Array ? single(body) : body,
     key: await partKey(ctx, upload),
     checks: checksum.checks,
     checksum: checksum.record,
@@ -173,10 +174,6 @@ export const uploadPartCopy: Handler = async (ctx) => {
     ),
   );
 };
-
-async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
-  yield bytes;
-}
 
 function parseCompleteBody(body: string): RequestedPart[] {
   const root = parseXml(body, "CompleteMultipartUpload");

@@ -1,8 +1,7 @@
 // ListParts and ListMultipartUploads.
-import { S3Error } from "../http/errors.ts";
 import { el, text, xmlDocument } from "../http/xml.ts";
-import { encoderFor } from "./list.ts";
-import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import { countParam, encoderFor } from "./list.ts";
+import { bucketOf, type Handler, isoDate, xmlResult } from "./context.ts";
 import { initiator, requireUpload } from "./multipart.ts";
 import { checksumElements } from "./checksums.ts";
 import type { UploadRecord } from "../meta/store.ts";
@@ -16,25 +15,10 @@ function uploadChecksum(u: UploadRecord): string {
 
 const MAX_LISTED = 1000;
 
-function intParam(ctx: RequestContext, name: string, fallback: number): number {
-  const raw = ctx.query.get(name);
-  if (raw === null) return fallback;
-  if (!/^\d+$/.test(raw)) {
-    throw new S3Error(
-      "InvalidArgument",
-      `Provided ${name} is not an integer or not within range.`,
-      {
-        details: { ArgumentName: name, ArgumentValue: raw },
-      },
-    );
-  }
-  return Number(raw);
-}
-
 export const listParts: Handler = async (ctx) => {
   const upload = await requireUpload(ctx);
-  const maxParts = Math.min(intParam(ctx, "max-parts", MAX_LISTED), MAX_LISTED);
-  const marker = intParam(ctx, "part-number-marker", 0);
+  const maxParts = countParam(ctx.query, "max-parts", { fallback: MAX_LISTED, max: MAX_LISTED });
+  const marker = countParam(ctx.query, "part-number-marker", { fallback: 0, max: Infinity });
   const page = await ctx.layer.meta.listParts(upload.uploadId, marker, maxParts + 1);
   const truncated = page.length > maxParts;
   const shown = page.slice(0, maxParts);
@@ -73,7 +57,7 @@ export const listMultipartUploads: Handler = async (ctx) => {
     delimiter: ctx.query.get("delimiter") ?? "",
     keyMarker: ctx.query.get("key-marker") ?? "",
     uploadIdMarker: ctx.query.get("upload-id-marker") ?? "",
-    maxUploads: Math.min(intParam(ctx, "max-uploads", MAX_LISTED), MAX_LISTED),
+    maxUploads: countParam(ctx.query, "max-uploads", { fallback: MAX_LISTED, max: MAX_LISTED }),
   };
   const page = await ctx.layer.meta.listUploads(ctx.bucket, query);
   const uploads: string[] = [];

@@ -363,6 +363,7 @@ function readFailure(err: unknown, version: ObjectVersion): unknown {
   return err;
 }
 
-async function* single(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
+/** A body of bytes already in memory, as the async iterable writes take. */
+export async function* single(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
   yield bytes;
 }
