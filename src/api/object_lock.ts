@@ -6,16 +6,10 @@ import { S3Error } from "../http/errors.ts";
 import { el, text, xmlDocument } from "../http/xml.ts";
 import type { BucketRecord, ObjectVersion, Retention } from "../meta/store.ts";
 import type { VersionLock } from "../object/layer.ts";
-import {
-  checkRetentionChange,
-  defaultRetention,
-  type LockConfig,
-  parseLegalHold,
-  parseLockConfig,
-  parseRetention,
-} from "../object/object_lock.ts";
+import { checkRetentionChange, defaultRetention, type LockConfig } from "../object/object_lock.ts";
 import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
+import { parseLegalHold, parseLockConfig, parseRetention } from "./object_lock_xml.ts";
 
 const MAX_BODY = 64 * 1024;
 
