@@ -6,10 +6,10 @@ import {
   type LifecycleFilter,
   type LifecycleRule,
   type LifecycleTag,
-  parseLifecycleConfiguration,
   readStoredLifecycle,
   storedLifecycle,
 } from "../object/lifecycle_rules.ts";
+import { parseLifecycleConfiguration } from "./lifecycle_xml.ts";
 import { readVerifiedBody } from "./verified_body.ts";
 import { bucketOf, type Handler, xmlResult } from "./context.ts";
 

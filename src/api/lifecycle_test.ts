@@ -1,10 +1,7 @@
 import { assert, assertEquals } from "../../tests/integration/assert.ts";
 import { parseXml } from "../http/xml.ts";
-import {
-  parseLifecycleConfiguration,
-  readStoredLifecycle,
-  storedLifecycle,
-} from "../object/lifecycle_rules.ts";
+import { readStoredLifecycle, storedLifecycle } from "../object/lifecycle_rules.ts";
+import { parseLifecycleConfiguration } from "./lifecycle_xml.ts";
 import { lifecycleRulesXml } from "./lifecycle.ts";
 
 const doc = (...rules: string[]) =>

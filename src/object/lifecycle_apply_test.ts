@@ -6,7 +6,7 @@ import { ChunkStore } from "../storage/chunk_store.ts";
 import { openDrives } from "../storage/drives.ts";
 import { ObjectLayer } from "./layer.ts";
 import { applyLifecycle, type LifecycleAction } from "./lifecycle_apply.ts";
-import { parseLifecycleConfiguration } from "./lifecycle_rules.ts";
+import { parseLifecycleConfiguration } from "../api/lifecycle_xml.ts";
 import { newUploadId } from "./multipart.ts";
 
 const OWNER = "owner-id";

@@ -7,7 +7,8 @@ import {
   ruleMatches,
   ruleMayMatch,
 } from "./lifecycle_match.ts";
-import { type LifecycleRule, parseLifecycleConfiguration } from "./lifecycle_rules.ts";
+import { parseLifecycleConfiguration } from "../api/lifecycle_xml.ts";
+import type { LifecycleRule } from "./lifecycle_rules.ts";
 
 const doc = (...rules: string[]) =>
   `<LifecycleConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${
