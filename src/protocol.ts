@@ -83,6 +83,8 @@ async function authenticate(
     throw new S3Error("InvalidArgument", "Only one auth mechanism allowed.");
   }
   if (!authorization && !presigned) return { principal: ANONYMOUS };
+  // The signature check looks the key up; its principal is kept rather than read again.
+  let found: { principal: Principal } | undefined;
   const input = {
     method: req.method,
     rawPath: target.rawPath,
@@ -91,12 +93,12 @@ async function authenticate(
     dialect,
     region: deps.config.region,
     now: Date.now(),
-    secretFor: (key: string) => deps.credentials.secretFor(key),
+    secretFor: async (key: string) => (found = await deps.credentials.lookup(key))?.secret,
   };
   const signed = authorization
     ? await verifyHeaderAuth(input, authorization)
     : await verifyPresigned(input, target.query);
-  const principal = await deps.credentials.principalFor(signed.accessKey);
+  const principal = found?.principal;
   if (!principal) {
     throw new S3Error(
       "InvalidAccessKeyId",

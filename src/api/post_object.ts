@@ -102,12 +102,13 @@ async function authorizeForm(
   if (ctx.principal.kind !== "anonymous") {
     throw new S3Error("InvalidArgument", "Only one auth mechanism allowed.");
   }
-  const accessKey = await verifyPostSignature(values, {
+  let found: { principal: Principal } | undefined;
+  await verifyPostSignature(values, {
     dialect,
     region: ctx.config.region,
-    secretFor: (k) => ctx.credentials.secretFor(k),
+    secretFor: async (k) => (found = await ctx.credentials.lookup(k))?.secret,
   });
-  const principal = await ctx.credentials.principalFor(accessKey);
+  const principal = found?.principal;
   if (!principal) {
     throw new S3Error(
       "InvalidAccessKeyId",

@@ -41,9 +41,9 @@ async function issueToken(req: Request, deps: AppDeps): Promise<Response> {
       `expires_in must be 1 to ${deps.config.tokenTtl} seconds.`,
     );
   }
-  const known = await deps.credentials.secretFor(accessKey);
-  const principal = await deps.credentials.principalFor(accessKey);
-  if (known === undefined || !principal || !sameText(known, secret)) {
+  const found = await deps.credentials.lookup(accessKey);
+  const principal = found?.principal;
+  if (!found || !principal || !sameText(found.secret, secret)) {
     throw new ApiError(401, "invalid_credentials", "The access key or secret key is wrong.");
   }
   if (!principal.enabled) throw new ApiError(403, "user_disabled", "The user is disabled.");
@@ -167,7 +167,7 @@ async function presign(req: Request, deps: AppDeps, rest: string): Promise<Respo
     DEFAULT_EXPIRES_S,
   );
   const now = Date.now();
-  const secret = await deps.credentials.secretFor(principal.accessKey!);
+  const secret = (await deps.credentials.lookup(principal.accessKey!))?.secret;
   const method = KINDS[m[1]];
   const extras = presignExtras(m[1], url.searchParams);
   const signedUrl = presignUrl({

@@ -2,7 +2,7 @@
 // the metadata store with their secrets unsealed on demand.
 import type { MetaStore, UserRecord } from "../meta/store.ts";
 import { ADMIN_ID, type AdminCredentials } from "./admin_credentials.ts";
-import type { CredentialSource, Principal } from "./principal.ts";
+import type { Principal } from "./principal.ts";
 import type { SecretSealer } from "./secrets.ts";
 
 export function userPrincipal(user: UserRecord): Principal {
@@ -16,7 +16,7 @@ export function userPrincipal(user: UserRecord): Principal {
   };
 }
 
-export class Credentials implements CredentialSource {
+export class Credentials {
   constructor(
     readonly admin: AdminCredentials,
     readonly meta: MetaStore,
@@ -34,16 +34,14 @@ export class Credentials implements CredentialSource {
     };
   }
 
-  async secretFor(accessKey: string): Promise<string | undefined> {
-    if (accessKey === this.admin.user) return this.admin.password;
+  /** The secret and the principal behind an access key: one lookup, one unsealing. */
+  async lookup(accessKey: string): Promise<{ secret: string; principal: Principal } | undefined> {
+    if (accessKey === this.admin.user) {
+      return { secret: this.admin.password, principal: this.adminPrincipal() };
+    }
     const user = await this.meta.getUser({ accessKey });
-    return user ? this.sealer.open(user.sealedSecret, user.id) : undefined;
-  }
-
-  async principalFor(accessKey: string): Promise<Principal | undefined> {
-    if (accessKey === this.admin.user) return this.adminPrincipal();
-    const user = await this.meta.getUser({ accessKey });
-    return user ? userPrincipal(user) : undefined;
+    if (!user) return undefined;
+    return { secret: this.sealer.open(user.sealedSecret, user.id), principal: userPrincipal(user) };
   }
 
   /** The principal behind a user id (bucket and object owners), for display names. */

@@ -19,9 +19,3 @@ export const ANONYMOUS: Principal = {
   enabled: true,
   bucketAccess: [],
 };
-
-/** Looks up the secret and the principal behind an access key. */
-export interface CredentialSource {
-  secretFor(accessKey: string): Promise<string | undefined>;
-  principalFor(accessKey: string): Promise<Principal | undefined>;
-}
