@@ -28,12 +28,21 @@ export function accessDenied(): S3Error {
 export type Verdict = "allow" | "object-acl" | "per-key";
 
 export class AccessControl {
+  readonly #parsed = new Map<string, { text: string; policy: BucketPolicy }>();
+
   constructor(readonly meta: MetaStore) {}
 
   /** The stored policy of a bucket, parsed (undefined when none). */
   async policy(bucket: string): Promise<BucketPolicy | undefined> {
     const text = await this.meta.getBucketConfig(bucket, "policy");
-    return text === undefined ? undefined : parseBucketPolicy(text, bucket);
+    if (text === undefined) return undefined;
+    // Every request of a non-owner consults the policy: parse each stored text once.
+    const cached = this.#parsed.get(bucket);
+    if (cached?.text === text) return cached.policy;
+    const policy = parseBucketPolicy(text, bucket);
+    if (this.#parsed.size >= 1000) this.#parsed.clear();
+    this.#parsed.set(bucket, { text, policy });
+    return policy;
   }
 
   /** The bucket's ACL, or the owner's default private ACL. */
