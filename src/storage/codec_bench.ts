@@ -3,6 +3,7 @@
 import { createCipheriv, createDecipheriv, createHash } from "node:crypto";
 import { constants, zstdCompressSync, zstdDecompressSync } from "node:zlib";
 import { decodeChunk, encodeChunk, importAesKey } from "./codec.ts";
+import { randomBytes, sampleText } from "./sample_data.ts";
 
 const CHUNK = 4 * 1024 * 1024;
 const WORDS = (
@@ -11,33 +12,8 @@ const WORDS = (
   "in is for on with that by from at as be this are or 2024-05-01T12:00:00Z GET PUT 200 404"
 ).split(" ");
 
-function text(size: number, seed = 7): Uint8Array {
-  let state = seed >>> 0;
-  const next = () => { // mulberry32
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), state | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-  const parts: string[] = [];
-  let length = 0;
-  while (length < size) {
-    const r = next();
-    const word = WORDS[r % WORDS.length] + ((r >>> 24) < 16 ? ".\n" : (r >>> 24) < 40 ? ", " : " ");
-    parts.push(word);
-    length += word.length;
-  }
-  return new TextEncoder().encode(parts.join("")).subarray(0, size);
-}
-
-function random(size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  for (let i = 0; i < size; i += 65536) crypto.getRandomValues(out.subarray(i, i + 65536));
-  return out;
-}
-
-const TEXT = text(CHUNK);
-const RANDOM = random(CHUNK);
+const TEXT = sampleText(CHUNK, 7, WORDS);
+const RANDOM = randomBytes(CHUNK);
 /** Log-like data: one 16 KiB block of text over and over. */
 const REPETITIVE = new Uint8Array(CHUNK);
 for (let i = 0; i < CHUNK; i += 16384) REPETITIVE.set(TEXT.subarray(0, 16384), i);

@@ -7,40 +7,9 @@ import {
   importAesKey,
   type StoredForm,
 } from "./codec.ts";
+import { randomBytes, sampleText } from "./sample_data.ts";
 
 const MiB = 1024 * 1024;
-const WORDS = (
-  "object bucket storage chunk server request response header policy version " +
-  "metadata upload download region client error status encryption compression key " +
-  "the a of to and in is for on with that by from at as be this are or"
-).split(" ");
-
-/** Deterministic English-like text: compresses the way logs and documents do. */
-function text(size: number, seed = 1): Uint8Array {
-  let state = seed >>> 0;
-  const next = () => { // mulberry32
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), state | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (t ^ (t >>> 14)) >>> 0;
-  };
-  const parts: string[] = [];
-  let length = 0;
-  while (length < size) {
-    const r = next();
-    const word = WORDS[r % WORDS.length] + ((r >>> 24) < 16 ? ".\n" : (r >>> 24) < 40 ? ", " : " ");
-    parts.push(word);
-    length += word.length;
-  }
-  return new TextEncoder().encode(parts.join("")).subarray(0, size);
-}
-
-function random(size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  for (let i = 0; i < size; i += 65536) crypto.getRandomValues(out.subarray(i, i + 65536));
-  return out;
-}
-
 async function rejectsIntegrity(fn: () => Promise<unknown>, what: string): Promise<void> {
   try {
     await fn();
@@ -57,11 +26,11 @@ const AAD = new TextEncoder().encode("bucket/object@v1#0");
 
 const SAMPLES: Array<{ name: string; data: Uint8Array; compressible: boolean }> = [
   { name: "0 bytes", data: new Uint8Array(0), compressible: false },
-  { name: "1 byte", data: text(1), compressible: false },
-  { name: "4095 bytes of text", data: text(4095), compressible: true },
-  { name: "4096 bytes of text", data: text(4096), compressible: true },
-  { name: "1 MiB of text", data: text(MiB), compressible: true },
-  { name: "1 MiB random", data: random(MiB), compressible: false },
+  { name: "1 byte", data: sampleText(1), compressible: false },
+  { name: "4095 bytes of text", data: sampleText(4095), compressible: true },
+  { name: "4096 bytes of text", data: sampleText(4096), compressible: true },
+  { name: "1 MiB of text", data: sampleText(MiB), compressible: true },
+  { name: "1 MiB random", data: randomBytes(MiB), compressible: false },
 ];
 
 function expectedCompression(mode: CompressionMode, size: number, compressible: boolean) {
@@ -95,7 +64,7 @@ for (const mode of ["auto", "on", "off"] as const) {
 
 Deno.test("codec auto: incompressible data stays uncompressed", async () => {
   for (const size of [4096, 65536, 4 * MiB]) {
-    const data = random(size);
+    const data = randomBytes(size);
     const { bytes, form } = await encodeChunk(data, { compression: "auto" });
     assertEquals(form.compression, "none");
     assertBytesEqual(bytes, data);
@@ -104,8 +73,8 @@ Deno.test("codec auto: incompressible data stays uncompressed", async () => {
 
 Deno.test("codec auto: the first 64 KiB decide whether a chunk is tried", async () => {
   const data = new Uint8Array(MiB);
-  data.set(random(65536), 0);
-  data.set(text(MiB - 65536), 65536);
+  data.set(randomBytes(65536), 0);
+  data.set(sampleText(MiB - 65536), 65536);
   const { form } = await encodeChunk(data, { compression: "auto" });
   assertEquals(form.compression, "none");
   const on = await encodeChunk(data, { compression: "on" });
@@ -114,7 +83,7 @@ Deno.test("codec auto: the first 64 KiB decide whether a chunk is tried", async 
 });
 
 Deno.test("codec: text compresses well, at level 1 and 3", async () => {
-  const data = text(MiB);
+  const data = sampleText(MiB);
   for (const level of [1, 3]) {
     const { bytes, form } = await encodeChunk(data, { compression: "auto", level });
     assertEquals(form, { compression: "zstd", encrypted: false });
@@ -124,7 +93,7 @@ Deno.test("codec: text compresses well, at level 1 and 3", async () => {
 });
 
 Deno.test("codec: encrypting the same chunk twice gives different bytes", async () => {
-  const data = text(10000);
+  const data = sampleText(10000);
   const a = await encodeChunk(data, { compression: "auto", key: KEY, aad: AAD });
   const b = await encodeChunk(data, { compression: "auto", key: KEY, aad: AAD });
   assert(a.bytes.some((v, i) => v !== b.bytes[i]), "nonce reused");
@@ -132,7 +101,7 @@ Deno.test("codec: encrypting the same chunk twice gives different bytes", async 
 
 Deno.test("codec: every flipped bit of a small encrypted chunk is detected", async () => {
   for (const mode of ["off", "on"] as const) {
-    const data = text(200);
+    const data = sampleText(200);
     const { bytes, form } = await encodeChunk(data, { compression: mode, key: KEY, aad: AAD });
     for (let bit = 0; bit < bytes.byteLength * 8; bit++) {
       const bad = bytes.slice();
@@ -143,7 +112,7 @@ Deno.test("codec: every flipped bit of a small encrypted chunk is detected", asy
 });
 
 Deno.test("codec: flipped bits in large encrypted chunks are detected", async () => {
-  for (const data of [text(MiB), random(MiB)]) {
+  for (const data of [sampleText(MiB), randomBytes(MiB)]) {
     const { bytes, form } = await encodeChunk(data, { compression: "auto", key: KEY, aad: AAD });
     const positions = [0, 11, 12, 13, bytes.byteLength >> 1, bytes.byteLength - 17];
     positions.push(bytes.byteLength - 16, bytes.byteLength - 1);
@@ -156,7 +125,7 @@ Deno.test("codec: flipped bits in large encrypted chunks are detected", async ()
 });
 
 Deno.test("codec: wrong key, aad, form or truncation are detected", async () => {
-  const data = text(MiB);
+  const data = sampleText(MiB);
   const { bytes, form } = await encodeChunk(data, { compression: "auto", key: KEY, aad: AAD });
   assertEquals(form.compression, "zstd");
   const otherAad = new TextEncoder().encode("bucket/object@v1#1");
@@ -174,7 +143,7 @@ Deno.test("codec: wrong key, aad, form or truncation are detected", async () => 
 });
 
 Deno.test("codec: a corrupted unencrypted zstd chunk does not decode", async () => {
-  const data = text(MiB);
+  const data = sampleText(MiB);
   const { bytes, form } = await encodeChunk(data, { compression: "on" });
   assertEquals(form, { compression: "zstd", encrypted: false });
   for (const at of [bytes.byteLength >> 1, bytes.byteLength - 2]) {
@@ -185,7 +154,7 @@ Deno.test("codec: a corrupted unencrypted zstd chunk does not decode", async () 
 });
 
 Deno.test("codec: an encrypted chunk needs a key; keys must be 32 bytes", async () => {
-  const { bytes, form } = await encodeChunk(text(100), { compression: "off", key: KEY });
+  const { bytes, form } = await encodeChunk(sampleText(100), { compression: "off", key: KEY });
   let failed = false;
   await decodeChunk(bytes, form, {}).catch(() => failed = true);
   assert(failed, "decoded without a key");
@@ -195,7 +164,7 @@ Deno.test("codec: an encrypted chunk needs a key; keys must be 32 bytes", async 
 });
 
 Deno.test("codec: subarray inputs are encoded from their own bytes only", async () => {
-  const backing = text(3 * MiB);
+  const backing = sampleText(3 * MiB);
   const middle = backing.subarray(MiB, 2 * MiB);
   for (const key of [undefined, KEY]) {
     const { bytes, form } = await encodeChunk(middle, { compression: "auto", key, aad: AAD });
@@ -205,7 +174,7 @@ Deno.test("codec: subarray inputs are encoded from their own bytes only", async 
 
 Deno.test("codec: a chunk that decodes to another size than expected is refused", async () => {
   for (const mode of ["off", "on"] as const) {
-    const data = text(100000);
+    const data = sampleText(100000);
     const { bytes, form } = await encodeChunk(data, { compression: mode });
     for (const size of [99999, 100001, 0]) {
       await rejectsIntegrity(() => decodeChunk(bytes, form, { size }), `${mode} size ${size}`);

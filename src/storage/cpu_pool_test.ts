@@ -8,26 +8,15 @@ import {
 import { loadConfig } from "../config.ts";
 import { compressChunk, type CompressionMode, decodeChunk, encodeChunk } from "./codec.ts";
 import { CpuPool, MD5_BATCH_BYTES, MD5_FIRST_BATCH_BYTES, OFFLOAD_MIN_BYTES } from "./cpu_pool.ts";
+import { mulberry32, randomBytes } from "./sample_data.ts";
 
 const MiB = 1024 * 1024;
 
-/** A deterministic generator, so a failure can be replayed. */
+/** Deterministic numbers in [0, 1), so a failure can be replayed. */
 function rng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => { // mulberry32
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(state ^ (state >>> 15), state | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
+  const next = mulberry32(seed);
+  return () => next() / 2 ** 32;
 }
-
-function random(size: number): Uint8Array {
-  const out = new Uint8Array(size);
-  for (let i = 0; i < size; i += 65536) crypto.getRandomValues(out.subarray(i, i + 65536));
-  return out;
-}
-
 function text(size: number, seed = 3): Uint8Array {
   const words = "object bucket chunk request the a of to and GET PUT 200 404 2024-05-01".split(" ");
   const next = rng(seed);
@@ -103,7 +92,7 @@ Deno.test("md5 streams equal node:crypto for random splits, inline and on worker
   for (const workers of [0, 1, 2]) {
     await withPool(workers, async (pool) => {
       for (const [i, size] of sizes.entries()) {
-        const data = random(size);
+        const data = randomBytes(size);
         const expected = md5(data);
         assertBytesEqual(await streamMd5(pool, data.slice(), i + 1), expected, `${size} bytes`);
       }
@@ -113,7 +102,7 @@ Deno.test("md5 streams equal node:crypto for random splits, inline and on worker
 
 Deno.test("md5 streams in parallel keep their own order and state", async () => {
   await withPool(2, async (pool) => {
-    const bodies = Array.from({ length: 6 }, (_, i) => random(3 * MiB + i * 12345));
+    const bodies = Array.from({ length: 6 }, (_, i) => randomBytes(3 * MiB + i * 12345));
     const digests = await Promise.all(bodies.map((b, i) => streamMd5(pool, b.slice(), 100 + i)));
     digests.forEach((d, i) => assertBytesEqual(d, md5(bodies[i])));
   });
@@ -125,17 +114,17 @@ Deno.test("chunk work equals the inline path: ids, compression decisions and byt
     repetitive.set(text(16384, 9), i);
   }
   const samples: [string, Uint8Array][] = [
-    ["random 4 MiB", random(4 * MiB)],
+    ["random 4 MiB", randomBytes(4 * MiB)],
     ["text 4 MiB", text(4 * MiB)],
     ["repetitive 4 MiB", repetitive],
     ["text 200 KiB", text(200 * 1024)],
-    ["random 200 KiB", random(200 * 1024)],
+    ["random 200 KiB", randomBytes(200 * 1024)],
     ["text below the offload size", text(OFFLOAD_MIN_BYTES - 1)],
     [
       "mostly text, random tail",
       (() => {
         const b = text(MiB);
-        b.set(random(MiB / 2), MiB / 2);
+        b.set(randomBytes(MiB / 2), MiB / 2);
         return b;
       })(),
     ],
@@ -186,7 +175,7 @@ Deno.test("chunk work equals the inline path: ids, compression decisions and byt
 Deno.test("a failed task rejects its caller, inline and on a worker", async () => {
   for (const workers of [0, 2]) {
     await withPool(workers, async (pool) => {
-      const work = pool.chunk(random(MiB));
+      const work = pool.chunk(randomBytes(MiB));
       await assertRejects(
         () => work.compress("bogus" as CompressionMode),
         'Unknown compression mode "bogus"',
@@ -203,7 +192,7 @@ Deno.test("a worker that dies rejects its pending work and is replaced", async (
   const pool = new CpuPool(1, { onError: (m) => errors.push(m) });
   try {
     await pool.ready();
-    const data = random(8 * MiB);
+    const data = randomBytes(8 * MiB);
     const stream = pool.md5();
     await stream.update(data.subarray(0, 2 * MiB));
     pool.crashWorkerForTest(0);
@@ -252,7 +241,7 @@ Deno.test("close rejects pending work, then the pool works inline", async () => 
   const data = text(4 * MiB);
   const pending = pool.chunk(data).compress("on");
   const stream = pool.md5();
-  await stream.update(random(2 * MiB));
+  await stream.update(randomBytes(2 * MiB));
   const digest = stream.digest();
   pool.close();
   await assertRejects(() => pending, "closed");
@@ -266,7 +255,7 @@ Deno.test("close rejects pending work, then the pool works inline", async () => 
 Deno.test("an aborted stream fails its waiting and later calls", async () => {
   await withPool(1, async (pool) => {
     const stream = pool.md5();
-    await stream.update(random(3 * MiB));
+    await stream.update(randomBytes(3 * MiB));
     stream.abort();
     await assertRejects(async () => await stream.update(new Uint8Array(1)), "aborted");
     await assertRejects(() => stream.digest(), "aborted");
