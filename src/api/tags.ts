@@ -171,11 +171,6 @@ export function requestTags(headers: Headers, dialect: Dialect): TagSet | undefi
   return raw === null ? undefined : parseTaggingHeader(raw, dialect);
 }
 
-/** How many tags a tag set holds (0 for none). */
-export function tagCount(tags: TagSet | undefined): number {
-  return tags ? Object.keys(tags).length : 0;
-}
-
 /** The `Tagging` document of a tag set, its tags in key order. */
 export function taggingXml(tags: TagSet | undefined, xmlns: string | undefined): string {
   const sorted = Object.entries(tags ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

@@ -79,7 +79,3 @@ export class S3Error extends Error {
     this.headers = opts.headers ?? {};
   }
 }
-
-export function statusOf(code: string): number {
-  return STATUS[code] ?? 400;
-}
