@@ -46,13 +46,19 @@ async function ownerOf(ctx: RequestContext, id: string): Promise<AclUser> {
  */
 export async function requestedAcl(
   ctx: RequestContext,
-  opts: { owner: AclUser; bucketOwner?: AclUser; body?: string },
+  opts: { owner: AclUser; bucketOwnerId?: string; body?: string },
 ): Promise<Acl | undefined> {
   const canned = ctx.headers.get(h(ctx.dialect, "acl"));
   const grants = hasGrantHeaders(ctx.headers, ctx.dialect);
   const body = opts.body !== undefined && opts.body.trim() !== "" ? opts.body : undefined;
   assertSingleAclMethod(canned !== null, grants, body !== undefined);
-  if (canned !== null) return cannedAcl(canned, opts.owner, opts.bucketOwner);
+  if (canned !== null) {
+    // Only the bucket-owner-* canned ACLs name the bucket owner: look its name up then.
+    const bucketOwner = opts.bucketOwnerId === undefined
+      ? undefined
+      : await ownerOf(ctx, opts.bucketOwnerId);
+    return cannedAcl(canned, opts.owner, bucketOwner);
+  }
   if (grants) return aclFromGrantHeaders(ctx.headers, ctx.dialect, opts.owner, await resolver(ctx));
   if (body !== undefined) {
     return parseAclXml(body, { expectedOwnerId: opts.owner.id, resolve: await resolver(ctx) });
@@ -94,7 +100,7 @@ export const putObjectAcl: Handler = async (ctx) => {
   const body = await ctx.body.text(MAX_ACL_BODY);
   const acl = await requestedAcl(ctx, {
     owner: await ownerOf(ctx, v.owner),
-    bucketOwner: await ownerOf(ctx, bucket.owner),
+    bucketOwnerId: bucket.owner,
     body,
   });
   if (!acl) throw new S3Error("MissingSecurityHeader", "An ACL header or body is required.");

@@ -59,7 +59,7 @@ export async function newObjectAcl(ctx: RequestContext): Promise<string | undefi
   const bucket = await bucketOf(ctx);
   const acl = await requestedAcl(ctx, {
     owner: { id: ctx.principal.id, displayName: ctx.principal.displayName },
-    bucketOwner: { id: bucket.owner, displayName: await ctx.credentials.ownerName(bucket.owner) },
+    bucketOwnerId: bucket.owner,
   });
   return acl ? aclToJson(acl) : undefined;
 }
