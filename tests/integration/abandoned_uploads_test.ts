@@ -9,41 +9,20 @@ import {
   type S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
-import { DatabaseSync } from "node:sqlite";
-import { join } from "node:path";
 import { createUser } from "./access_helpers.ts";
 import { assert, assertEquals, assertRejectsCode } from "./assert.ts";
 import {
   ADMIN_PASSWORD,
   ADMIN_USER,
+  chunkCount,
   randomBytes,
   s3Client,
+  shardFileCount,
   type TestServer,
   withServer,
 } from "./server.ts";
 
 const KiB = 1024;
-
-function chunkRows(dataDir: string): number {
-  const db = new DatabaseSync(join(dataDir, "meta.db"), { readOnly: true });
-  try {
-    return (db.prepare("SELECT count(*) AS n FROM chunks").get() as { n: number }).n;
-  } finally {
-    db.close();
-  }
-}
-
-async function shardFiles(dataDir: string): Promise<number> {
-  let n = 0;
-  const walk = async (dir: string) => {
-    for await (const entry of Deno.readDir(dir)) {
-      if (entry.isDirectory) await walk(join(dir, entry.name));
-      else n++;
-    }
-  };
-  await walk(join(dataDir, "chunks")).catch(() => {});
-  return n;
-}
 
 interface UploadView {
   bucket: string;
@@ -110,7 +89,7 @@ Deno.test("admin API: abandoned multipart uploads", async (t) => {
     const carol = await createUser(server, "carol", [{ bucket: "mpu", permission: "readwrite" }]);
     const carolS3 = s3Client(server, { user: carol.accessKey, password: carol.secret });
 
-    const emptyChunks = chunkRows(server.dataDir);
+    const emptyChunks = chunkCount(server.dataDir);
     // 3 parts of 200 KiB in 64 KiB chunks: 12 chunks for the old upload.
     const old = await startUpload(s3, {
       bucket: "mpu",
@@ -118,7 +97,7 @@ Deno.test("admin API: abandoned multipart uploads", async (t) => {
       parts: 3,
       size: 200 * KiB,
     });
-    const oldChunks = chunkRows(server.dataDir) - emptyChunks;
+    const oldChunks = chunkCount(server.dataDir) - emptyChunks;
     assertEquals(oldChunks, 12, "the old upload's chunks");
     await new Promise((r) => setTimeout(r, 2100));
     const fresh = await startUpload(carolS3, {
@@ -196,12 +175,12 @@ Deno.test("admin API: abandoned multipart uploads", async (t) => {
     });
 
     await t.step("abort frees the upload's chunks", async () => {
-      const chunksBefore = chunkRows(server.dataDir);
-      const filesBefore = await shardFiles(server.dataDir);
+      const chunksBefore = chunkCount(server.dataDir);
+      const filesBefore = await shardFileCount(server.dataDir);
       const res = await admin(server, "DELETE", `/uploads/mpu/${old}`);
       assertEquals(res.status, 204);
-      assertEquals(chunkRows(server.dataDir), chunksBefore - oldChunks, "chunk rows freed");
-      const filesAfter = await shardFiles(server.dataDir);
+      assertEquals(chunkCount(server.dataDir), chunksBefore - oldChunks, "chunk rows freed");
+      const filesAfter = await shardFileCount(server.dataDir);
       assert(filesAfter < filesBefore, `shard files removed (${filesBefore} -> ${filesAfter})`);
       const left = await s3.send(new ListMultipartUploadsCommand({ Bucket: "mpu" }));
       assertEquals(left.Uploads?.map((u) => u.UploadId), [fresh]);
@@ -230,7 +209,7 @@ Deno.test("admin API: abandoned multipart uploads", async (t) => {
       await carolS3.send(
         new AbortMultipartUploadCommand({ Bucket: "mpu", Key: "new/file.bin", UploadId: fresh }),
       );
-      assertEquals(chunkRows(server.dataDir), emptyChunks, "every part's chunk freed");
+      assertEquals(chunkCount(server.dataDir), emptyChunks, "every part's chunk freed");
       const res = await admin(server, "DELETE", `/uploads/other/${otherBucket}`);
       assertEquals(res.status, 204, "an upload without parts");
       assertEquals(await list(server, "?older_than=0"), { uploads: [], total: 0 });

@@ -18,24 +18,13 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { createHash } from "node:crypto";
-import { DatabaseSync } from "node:sqlite";
-import { join } from "node:path";
 import { assert, assertBytesEqual, assertEquals, assertRejectsCode } from "./assert.ts";
-import { randomBytes, s3Client, withServer } from "./server.ts";
+import { chunkCount, randomBytes, s3Client, withServer } from "./server.ts";
 
 const MiB = 1024 * 1024;
 
 function md5(data: Uint8Array): Buffer {
   return createHash("md5").update(data).digest();
-}
-
-function chunkCount(dataDir: string): number {
-  const db = new DatabaseSync(join(dataDir, "meta.db"), { readOnly: true });
-  try {
-    return (db.prepare("SELECT count(*) AS n FROM chunks").get() as { n: number }).n;
-  } finally {
-    db.close();
-  }
 }
 
 async function upload(s3: S3Client, Bucket: string, Key: string, parts: Uint8Array[]) {

@@ -3,9 +3,7 @@
 // server's code); success answers (204, 200, 201 with PostResponse, 303 redirect), each policy
 // condition kind accepted and violated, expiry, bad signatures, field coverage, the streamed
 // content-length-range, metadata, ACL and SSE fields, and anonymous forms.
-import { DatabaseSync } from "node:sqlite";
 import { createHash } from "node:crypto";
-import { join } from "node:path";
 import {
   anonymous,
   as,
@@ -19,7 +17,15 @@ import {
   type TestUser,
 } from "./access_helpers.ts";
 import { assert, assertEquals, assertMatch } from "./assert.ts";
-import { ADMIN_PASSWORD, ADMIN_USER, REGION, type TestServer, withServer } from "./server.ts";
+import {
+  ADMIN_PASSWORD,
+  ADMIN_USER,
+  chunkCount,
+  REGION,
+  shardFileCount,
+  type TestServer,
+  withServer,
+} from "./server.ts";
 import { type DialectName, headerName, objectPath, signedFetch, xmlValue } from "./signer.ts";
 
 const SPELLING = {
@@ -166,27 +172,6 @@ async function objectExists(server: TestServer, bucket: string, key: string): Pr
   const res = await signedFetch(server, { method: "HEAD", path: objectPath(bucket, key) });
   await res.body?.cancel();
   return res.status === 200;
-}
-
-function chunkRows(dataDir: string): number {
-  const db = new DatabaseSync(join(dataDir, "meta.db"), { readOnly: true });
-  try {
-    return (db.prepare("SELECT count(*) AS n FROM chunks").get() as { n: number }).n;
-  } finally {
-    db.close();
-  }
-}
-
-async function shardFiles(dataDir: string): Promise<number> {
-  let n = 0;
-  const walk = async (dir: string) => {
-    for await (const entry of Deno.readDir(dir)) {
-      if (entry.isDirectory) await walk(join(dir, entry.name));
-      else n++;
-    }
-  };
-  await walk(join(dataDir, "chunks")).catch(() => {});
-  return n;
 }
 
 const BUCKET = "forms";
@@ -766,8 +751,8 @@ Deno.test("PostObject: content-length-range is enforced while streaming", async 
   await withServer(async (server) => {
     const admin = as(server, undefined, "amz");
     await createBucket(admin, BUCKET);
-    const chunksBefore = chunkRows(server.dataDir);
-    const filesBefore = await shardFiles(server.dataDir);
+    const chunksBefore = chunkCount(server.dataDir);
+    const filesBefore = await shardFileCount(server.dataDir);
     const big = new Uint8Array(3 * 1024 * KiB);
     for (let i = 0; i < big.length; i += 65536) crypto.getRandomValues(big.subarray(i, i + 65536));
     for (const dialect of DIALECTS) {
@@ -782,8 +767,8 @@ Deno.test("PostObject: content-length-range is enforced while streaming", async 
       assertEquals(xmlValue(body, "MaxSizeAllowed"), String(1024 * KiB));
       assert(!(await objectExists(server, BUCKET, `${dialect}/big`)), "nothing stored");
     }
-    assertEquals(chunkRows(server.dataDir), chunksBefore, "no chunk rows");
-    assertEquals(await shardFiles(server.dataDir), filesBefore, "no shard files left");
+    assertEquals(chunkCount(server.dataDir), chunksBefore, "no chunk rows");
+    assertEquals(await shardFileCount(server.dataDir), filesBefore, "no shard files left");
     // Within the range the same file is stored in chunks.
     const ok = await post(server, {
       dialect: "amz",
@@ -794,7 +779,7 @@ Deno.test("PostObject: content-length-range is enforced while streaming", async 
     });
     await expectStatus(ok, 204, "within the range");
     assertEquals(ok.headers.get("etag"), `"${md5Hex(big)}"`);
-    assert(chunkRows(server.dataDir) > chunksBefore, "stored as chunks");
+    assert(chunkCount(server.dataDir) > chunksBefore, "stored as chunks");
   }, { env: { STORE_CHUNK_SIZE: String(256 * KiB) } });
 });
 

@@ -1,5 +1,7 @@
 // Starts the real server as a child process on a random port with a temp data directory.
 import { S3Client } from "@aws-sdk/client-s3";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 
@@ -130,4 +132,27 @@ export function randomBytes(size: number): Uint8Array {
 export async function sha256Hex(data: Uint8Array): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", data as Uint8Array<ArrayBuffer>);
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Rows of the chunks table in a server's metadata (opened read-only). */
+export function chunkCount(dataDir: string): number {
+  const db = new DatabaseSync(join(dataDir, "meta.db"), { readOnly: true });
+  try {
+    return (db.prepare("SELECT count(*) AS n FROM chunks").get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+/** Shard files under a data directory's chunks/ tree (0 when there is none). */
+export async function shardFileCount(dataDir: string): Promise<number> {
+  let n = 0;
+  const walk = async (dir: string) => {
+    for await (const entry of Deno.readDir(dir)) {
+      if (entry.isDirectory) await walk(join(dir, entry.name));
+      else n++;
+    }
+  };
+  await walk(join(dataDir, "chunks")).catch(() => {});
+  return n;
 }

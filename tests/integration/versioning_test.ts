@@ -14,20 +14,9 @@ import {
   PutBucketVersioningCommand,
   PutObjectCommand,
 } from "@aws-sdk/client-s3";
-import { DatabaseSync } from "node:sqlite";
-import { join } from "node:path";
 import { assert, assertEquals, assertRejectsCode, assertRejectsStatus } from "./assert.ts";
-import { randomBytes, s3Client, withServer } from "./server.ts";
+import { chunkCount, randomBytes, s3Client, withServer } from "./server.ts";
 import { objectPath, signedFetch, xmlValue } from "./signer.ts";
-
-function chunkCount(dataDir: string): number {
-  const db = new DatabaseSync(join(dataDir, "meta.db"), { readOnly: true });
-  try {
-    return (db.prepare("SELECT count(*) AS n FROM chunks").get() as { n: number }).n;
-  } finally {
-    db.close();
-  }
-}
 
 Deno.test("versioning", async (t) => {
   await withServer(async (server) => {
