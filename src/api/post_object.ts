@@ -6,6 +6,7 @@ import type { Principal } from "../auth/principal.ts";
 import {
   checkPostPolicy,
   type LengthRange,
+  missingField,
   parsePostPolicy,
   verifyPostSignature,
 } from "../auth/post_policy.ts";
@@ -39,15 +40,6 @@ const HEADER_FIELDS = [
 
 /** Vendor fields that authenticate the form rather than describe the object. */
 const AUTH_FIELDS = ["algorithm", "credential", "date", "signature", "security-token"];
-
-function missingField(name: string): S3Error {
-  return new S3Error(
-    "InvalidArgument",
-    `Bucket POST must contain a field named '${name}'.  If it is specified, please check the ` +
-      "order of the fields.",
-    { details: { ArgumentName: name, ArgumentValue: "" } },
-  );
-}
 
 /** Form fields by lower-case name (names are case-insensitive); a repeated field is refused. */
 function fieldValues(fields: [string, string][]): Map<string, string> {

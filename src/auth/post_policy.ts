@@ -145,7 +145,8 @@ export function checkPostPolicy(
   return range;
 }
 
-function missingField(name: string): S3Error {
+/** The protocol's answer to a form without a field it needs. */
+export function missingField(name: string): S3Error {
   return new S3Error(
     "InvalidArgument",
     `Bucket POST must contain a field named '${name}'.  If it is specified, please check the ` +
