@@ -20,3 +20,11 @@ if [ ! -x /usr/bin/aws ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq awscli >/dev/null
 fi
+
+# Further prerequisites (browsers, message brokers, directory servers, ...), one script each;
+# every script installs only what is missing, so a second run costs nothing.
+for installer in scripts/install/*.sh; do
+  [ -e "$installer" ] || continue
+  # shellcheck source=/dev/null
+  source "$installer"
+done
