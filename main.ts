@@ -18,6 +18,9 @@ import { openDrives } from "./src/storage/drives.ts";
 import { sweepDrives } from "./src/storage/sweep.ts";
 import { startScrubber } from "./src/workers/scrubber.ts";
 import { startLifecycle } from "./src/workers/lifecycle.ts";
+import { openTarget, parseTargetSpecs } from "./src/events/env_targets.ts";
+import { Notifier } from "./src/events/notifier.ts";
+import type { NotificationTarget } from "./src/events/target.ts";
 
 /** How long shutdown waits for running requests (uploads) before closing anyway. */
 const SHUTDOWN_DRAIN_MS = 60_000;
@@ -26,8 +29,10 @@ const SHUTDOWN_CLOSE_MS = 5_000;
 
 async function main(): Promise<void> {
   let config;
+  let targets: NotificationTarget[];
   try {
     config = loadConfig();
+    targets = parseTargetSpecs(Deno.env.toObject()).map(openTarget);
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(`Configuration error: ${err.message}`);
@@ -81,6 +86,18 @@ async function main(): Promise<void> {
     intervalSeconds: config.lifecycleInterval,
     daySeconds: config.lifecycleDay,
   });
+  const notifier = new Notifier({
+    meta,
+    region: config.region,
+    targets,
+    allow: config.webhookAllow,
+    queueLimit: config.notifyQueueLimit,
+    retentionMs: config.feedRetention * 1000,
+    retryMaxMs: config.notifyRetryMax * 1000,
+    wake: layer.committed,
+  });
+  await notifier.start();
+  log("info", "Notification targets", { targets: targets.map((t) => `${t.kind}:${t.id}`) });
   const handler = createHandler({
     config,
     layer,
@@ -91,6 +108,7 @@ async function main(): Promise<void> {
     scrubber,
     lifecycle,
     sseKeys: new SseKeys(masterKey),
+    notifier,
   });
 
   const server = Deno.serve({
@@ -116,6 +134,7 @@ async function main(): Promise<void> {
     await Promise.race([server.shutdown(), new Promise((r) => setTimeout(r, SHUTDOWN_CLOSE_MS))]);
     await scrubber.stop();
     await lifecycle.stop();
+    await notifier.stop();
     await sweep;
     await meta.close();
     cpu.close();

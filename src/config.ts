@@ -1,6 +1,7 @@
 // Environment variables -> typed, validated configuration.
 import { decodeMasterKey } from "./auth/master_key.ts";
 import type { DialectName } from "./http/dialect.ts";
+import { parseAllowList, type WebhookAllowList } from "./events/webhook_allow.ts";
 
 export interface Config {
   address: string;
@@ -36,6 +37,14 @@ export interface Config {
    * 2); 0 does that work on the main thread.
    */
   cpuWorkers: number;
+  /** Events a notification target may trail behind the newest (STORE_NOTIFY_QUEUE_LIMIT). */
+  notifyQueueLimit: number;
+  /** Longest delay between delivery retries, seconds (STORE_NOTIFY_RETRY_MAX). */
+  notifyRetryMax: number;
+  /** Hosts bucket webhooks may reach (STORE_NOTIFY_WEBHOOK_ALLOW); public ones when unset. */
+  webhookAllow: WebhookAllowList;
+  /** Seconds events stay in the outbox for change-feed resumption (STORE_FEED_RETENTION). */
+  feedRetention: number;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -137,5 +146,17 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
     lifecycleInterval: intSetting(env, "STORE_LIFECYCLE_INTERVAL", 3600, 1, 7 * 24 * 3600),
     lifecycleDay: intSetting(env, "STORE_LIFECYCLE_DAY", 86400, 1, 86400),
     cpuWorkers: intSetting(env, "STORE_CPU_WORKERS", 2, 0, 16),
+    notifyQueueLimit: intSetting(env, "STORE_NOTIFY_QUEUE_LIMIT", 1_000_000, 1, 1_000_000_000),
+    notifyRetryMax: intSetting(env, "STORE_NOTIFY_RETRY_MAX", 60, 1, 3600),
+    webhookAllow: webhookAllowSetting(env("STORE_NOTIFY_WEBHOOK_ALLOW")),
+    feedRetention: intSetting(env, "STORE_FEED_RETENTION", 3600, 0, 30 * 86400),
   };
+}
+
+function webhookAllowSetting(raw: string | undefined): WebhookAllowList {
+  try {
+    return parseAllowList(raw);
+  } catch (err) {
+    throw new ConfigError(err instanceof Error ? err.message : String(err));
+  }
 }

@@ -9,6 +9,7 @@ import type { SecretSealer } from "./auth/secrets.ts";
 import type { Scrubber } from "./workers/scrubber.ts";
 import type { LifecycleWorker } from "./workers/lifecycle.ts";
 import type { SseKeys } from "./object/sse.ts";
+import type { Notifier } from "./events/notifier.ts";
 import { type SignedRequest, verifyHeaderAuth, verifyPresigned } from "./auth/sigv4.ts";
 import type { Config } from "./config.ts";
 import { requestBody } from "./http/body.ts";
@@ -31,6 +32,7 @@ export interface AppDeps {
   scrubber: Scrubber;
   lifecycle: LifecycleWorker;
   sseKeys: SseKeys;
+  notifier: Notifier;
 }
 
 interface Target {
@@ -205,6 +207,7 @@ export async function handleProtocol(
       facts,
       credentials: deps.credentials,
       sseKeys: deps.sseKeys,
+      notifier: deps.notifier,
       bucketRecord: bucket,
     };
     response = toResponse(await handler(ctx), head);

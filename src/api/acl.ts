@@ -16,7 +16,7 @@ import {
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import type { ObjectVersion } from "../meta/store.ts";
-import { bucketOf, type Handler, type RequestContext, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, originOf, type RequestContext, xmlResult } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
 
 const MAX_ACL_BODY = 64 * 1024;
@@ -104,7 +104,7 @@ export const putObjectAcl: Handler = async (ctx) => {
     body,
   });
   if (!acl) throw new S3Error("MissingSecurityHeader", "An ACL header or body is required.");
-  if (!(await ctx.layer.meta.setObjectAcl(ctx.bucket, ctx.key, v.versionId, aclToJson(acl)))) {
+  if (!(await ctx.layer.setObjectAcl(v, aclToJson(acl), originOf(ctx)))) {
     throw new S3Error("NoSuchKey", "The specified key does not exist.", {
       details: { Key: ctx.key },
     });

@@ -146,6 +146,11 @@ async function userAction(
 async function route(req: Request, deps: AppDeps): Promise<Response> {
   const [resource, accessKey, action, ...rest] = pathSegments(req.url, "/admin");
   if (resource === "scrub" && accessKey === undefined) return await scrubRoute(req, deps);
+  if (resource === "notify" && accessKey === "targets" && action === undefined) {
+    if (req.method !== "GET") throw new ApiError(405, "method_not_allowed", "Use GET.");
+    const targets = await deps.notifier.status();
+    return jsonResponse(200, { targets, total: targets.length });
+  }
   if (resource === "lifecycle" && accessKey === undefined) {
     return await lifecycleRoute(req, deps);
   }

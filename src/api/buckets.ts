@@ -99,6 +99,7 @@ export const deleteBucket: Handler = async (ctx) => {
       details: { BucketName: ctx.bucket },
     });
   }
+  await ctx.notifier.forget(ctx.bucket);
   return { status: 204 };
 };
 

@@ -8,6 +8,8 @@ import type { Config } from "../config.ts";
 import type { RequestBody } from "../http/body.ts";
 import type { Dialect } from "../http/dialect.ts";
 import type { ObjectLayer } from "../object/layer.ts";
+import type { EventOrigin } from "../events/outbox.ts";
+import type { Notifier } from "../events/notifier.ts";
 
 export interface RequestContext {
   requestId: string;
@@ -28,6 +30,7 @@ export interface RequestContext {
   facts: RequestFacts;
   credentials: Credentials;
   sseKeys: SseKeys;
+  notifier: Notifier;
   /** The request's bucket as read once before the access decision; undefined when missing. */
   bucketRecord?: BucketRecord;
 }
@@ -47,6 +50,11 @@ export async function bucketOf(ctx: RequestContext): Promise<BucketRecord> {
 
 export function xmlResult(body: string, status = 200): HandlerResult {
   return { status, headers: { "content-type": "application/xml" }, body };
+}
+
+/** Who made a change, for the event it records. */
+export function originOf(ctx: RequestContext): EventOrigin {
+  return { principal: ctx.principal.id, sourceIp: ctx.facts.sourceIp, requestId: ctx.requestId };
 }
 
 /** ISO 8601 with milliseconds, as listings use. */

@@ -6,7 +6,14 @@ import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { contentTypeFor } from "../http/mime.ts";
 import { text, xmlDocument } from "../http/xml.ts";
-import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  type Handler,
+  isoDate,
+  originOf,
+  type RequestContext,
+  xmlResult,
+} from "./context.ts";
 import type { ObjectVersion } from "../meta/store.ts";
 import type { Encryption } from "../object/layer.ts";
 import { readHeaders, readKey, sseRecordOf, writeEncryption } from "./encryption.ts";
@@ -131,6 +138,7 @@ export const copyObject: Handler = async (ctx) => {
     sourceKey,
     lock: await newVersionLock(ctx),
     tags: tags ?? src.tags,
+    origin: originOf(ctx),
   });
   const result = xmlResult(
     xmlDocument(

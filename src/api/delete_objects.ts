@@ -3,7 +3,7 @@ import { OPERATION_RULES } from "../auth/actions.ts";
 import { S3Error } from "../http/errors.ts";
 import { children, el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
 import { readVerifiedBody } from "./verified_body.ts";
-import { bucketOf, type Handler, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, originOf, xmlResult } from "./context.ts";
 import { bypassGovernance } from "./object_lock.ts";
 import { MAX_KEY_BYTES } from "./object_headers.ts";
 
@@ -70,6 +70,7 @@ export const deleteObjects: Handler = async (ctx) => {
         versionId: t.versionId,
         owner: ctx.principal.id,
         bypassGovernance: bypass,
+        origin: originOf(ctx),
       });
       if (!quiet) parts.push(deletedEntry(t, result));
     } catch (err) {

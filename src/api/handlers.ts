@@ -50,6 +50,10 @@ import {
   putBucketPolicy,
 } from "./policy.ts";
 
+import {
+  getBucketNotificationConfiguration,
+  putBucketNotificationConfiguration,
+} from "./notification.ts";
 export const HANDLERS: Record<string, Handler> = {
   ListBuckets: listBuckets,
   CreateBucket: createBucket,
@@ -83,6 +87,8 @@ export const HANDLERS: Record<string, Handler> = {
   GetBucketVersioning: getBucketVersioning,
   PutBucketVersioning: putBucketVersioning,
   ListObjectVersions: listObjectVersions,
+  GetBucketNotificationConfiguration: getBucketNotificationConfiguration,
+  PutBucketNotificationConfiguration: putBucketNotificationConfiguration,
   GetBucketLifecycleConfiguration: getBucketLifecycleConfiguration,
   PutBucketLifecycleConfiguration: putBucketLifecycleConfiguration,
   DeleteBucketLifecycle: deleteBucketLifecycle,
@@ -105,6 +111,7 @@ export const HANDLERS: Record<string, Handler> = {
  * body is drained (and its signed hash checked) before the handler acts.
  */
 export const READS_BODY = new Set([
+  "PutBucketNotificationConfiguration",
   "PutObject",
   "PostObject",
   "CreateBucket",

@@ -15,7 +15,14 @@ import {
   uploadPart,
 } from "../object/multipart.ts";
 import { copyConditions, parseCopySource, readableSource } from "./copy.ts";
-import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  type Handler,
+  isoDate,
+  originOf,
+  type RequestContext,
+  xmlResult,
+} from "./context.ts";
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
 import { contentMd5, newObjectAcl } from "./objects.ts";
 import { newVersionLock } from "./object_lock.ts";
@@ -203,7 +210,10 @@ function parseCompleteBody(body: string): RequestedPart[] {
 export const completeMultipartUpload: Handler = async (ctx) => {
   const upload = await requireUpload(ctx);
   const requested = parseCompleteBody(await ctx.body.text(MAX_COMPLETE_BODY));
-  const version = await completeUpload(ctx.layer, upload, requested, completeExpectations(ctx));
+  const version = await completeUpload(ctx.layer, upload, requested, {
+    expected: completeExpectations(ctx),
+    origin: originOf(ctx),
+  });
   const result = xmlResult(
     xmlDocument(
       "CompleteMultipartUploadResult",

@@ -22,7 +22,7 @@ import {
   rejectUnsupportedWriteOptions,
   validateKey,
 } from "./object_headers.ts";
-import { bucketOf } from "./context.ts";
+import { bucketOf, originOf } from "./context.ts";
 
 /** The Content-MD5 header, checked for shape (a base64 16-byte digest). */
 export function contentMd5(headers: Headers): string | undefined {
@@ -88,6 +88,7 @@ export const putObject: Handler = async (ctx) => {
     encryption: sse.encryption,
     lock: await newVersionLock(ctx),
     tags,
+    origin: originOf(ctx),
   });
   const headers: Record<string, string> = { etag: version.etag, ...sse.headers };
   if (version.versionId !== "null") headers[h(ctx.dialect, "version-id")] = version.versionId;
@@ -167,6 +168,7 @@ export const deleteObject: Handler = async (ctx) => {
     versionId: versionIdParam(ctx),
     owner: ctx.principal.id,
     bypassGovernance: await bypassGovernance(ctx),
+    origin: originOf(ctx),
   });
   const headers: Record<string, string> = {};
   if (result.deleteMarker) headers[h(ctx.dialect, "delete-marker")] = "true";

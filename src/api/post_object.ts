@@ -17,7 +17,7 @@ import { S3Error } from "../http/errors.ts";
 import { formBoundary, readForm } from "../http/form_data.ts";
 import { contentTypeFor } from "../http/mime.ts";
 import { text, xmlDocument } from "../http/xml.ts";
-import type { Handler, HandlerResult, RequestContext } from "./context.ts";
+import { type Handler, type HandlerResult, originOf, type RequestContext } from "./context.ts";
 import { writeEncryption } from "./encryption.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
 import { contentMd5, newObjectAcl } from "./objects.ts";
@@ -308,6 +308,8 @@ export const postObject: Handler = async (ctx) => {
     encryption: sse.encryption,
     lock: await newVersionLock(write),
     tags,
+    origin: { ...originOf(ctx), principal: principal.id },
+    eventName: "ObjectCreated:Post",
   });
   const answer: Record<string, string> = { etag: version.etag, ...sse.headers };
   if (version.versionId !== "null") answer[h(dialect, "version-id")] = version.versionId;

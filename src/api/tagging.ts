@@ -2,7 +2,7 @@
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import type { ObjectVersion, TagSet } from "../meta/store.ts";
-import { bucketOf, type Handler, type RequestContext, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, originOf, type RequestContext, xmlResult } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
 import { parseTagging, taggingXml, type TagTarget } from "./tags.ts";
 import { readVerifiedBody } from "./verified_body.ts";
@@ -27,8 +27,7 @@ function versionHeader(ctx: RequestContext, v: ObjectVersion): Record<string, st
 }
 
 async function setTags(ctx: RequestContext, v: ObjectVersion, tags: TagSet): Promise<void> {
-  const target = { bucket: ctx.bucket, key: ctx.key, versionId: v.versionId };
-  if (!(await ctx.layer.meta.setObjectTags(target, tags))) {
+  if (!(await ctx.layer.setObjectTags(v, tags, originOf(ctx)))) {
     // Removed (or replaced by a delete marker of the same id) since it was read.
     throw new S3Error("NoSuchKey", "The specified key does not exist.", {
       details: { Key: ctx.key },

@@ -36,6 +36,8 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
   PutObjectLegalHold: { action: "PutObjectLegalHold", object: true },
   BypassGovernanceRetention: { action: "BypassGovernanceRetention", object: true },
   PutBucketVersioning: { action: "PutBucketVersioning" },
+  GetBucketNotificationConfiguration: { action: "GetBucketNotification" },
+  PutBucketNotificationConfiguration: { action: "PutBucketNotification" },
   GetBucketLifecycleConfiguration: { action: "GetLifecycleConfiguration" },
   PutBucketLifecycleConfiguration: { action: "PutLifecycleConfiguration" },
   DeleteBucketLifecycle: { action: "PutLifecycleConfiguration" },

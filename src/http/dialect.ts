@@ -33,6 +33,12 @@ export interface Dialect {
   readonly groupUriPrefix: string;
   /** Prefix of notification event names, e.g. `store:` (`store:ObjectCreated:Put`). */
   readonly eventPrefix: string;
+  /** ARN partition of notification destinations, e.g. `store` (`arn:store:sqs:...`). */
+  readonly arnPartition: string;
+  /** `eventSource` of event records, e.g. `store:store`. */
+  readonly eventSource: string;
+  /** `Service` of the test event sent when a notification configuration is set. */
+  readonly eventService: string;
   /** Content coding of a streaming (chunked) upload body, e.g. `store-chunked`. */
   readonly chunkedEncoding: string;
   /** Payload hash of a streaming upload with signed chunks. */
@@ -61,6 +67,9 @@ const STORE: Dialect = {
   principalKey: "Store",
   groupUriPrefix: "http://acs.store.local/groups/",
   eventPrefix: "store:",
+  arnPartition: "store",
+  eventSource: "store:store",
+  eventService: "store",
   chunkedEncoding: "store-chunked",
   streamingPayload: "STREAMING-STORE4-HMAC-SHA256-PAYLOAD",
   streamingPayloadTrailer: "STREAMING-STORE4-HMAC-SHA256-PAYLOAD-TRAILER",
@@ -84,6 +93,9 @@ const AMZ: Dialect = {
   principalKey: "AWS",
   groupUriPrefix: "http://acs.amazonaws.com/groups/",
   eventPrefix: "s3:",
+  arnPartition: "aws",
+  eventSource: "aws:s3",
+  eventService: "Amazon S3",
   chunkedEncoding: "aws-chunked",
   streamingPayload: "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
   streamingPayloadTrailer: "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER",

@@ -5,6 +5,7 @@ import { listCurrent } from "./sqlite_list.ts";
 import { listVersions } from "./sqlite_versions.ts";
 import { MIGRATIONS } from "./sqlite_schema.ts";
 import { SqliteChunks } from "./sqlite_chunks.ts";
+import { SqliteEvents } from "./sqlite_events.ts";
 import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import type {
@@ -16,9 +17,11 @@ import type {
   ListQuery,
   MetaStore,
   ObjectVersion,
+  OutboxEvent,
   PartRecord,
   PutResult,
   Retention,
+  StoredEvent,
   TagSet,
   TokenRecord,
   UploadListPage,
@@ -95,6 +98,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #chunks: SqliteChunks;
   readonly #uploads: SqliteUploads;
   readonly #batch: GroupCommit;
+  readonly #events: SqliteEvents;
 
   constructor(path: string) {
     this.#db = new DatabaseSync(path);
@@ -108,6 +112,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#users = new SqliteUsers((sql) => this.#stmt(sql), (fn) => this.#tx(fn));
     this.#chunks = new SqliteChunks((sql) => this.#stmt(sql));
     this.#uploads = new SqliteUploads((sql) => this.#stmt(sql), this.#chunks);
+    this.#events = new SqliteEvents((sql) => this.#stmt(sql));
   }
 
   #migrate(): void {
@@ -171,8 +176,16 @@ export class SqliteMetaStore implements MetaStore {
     });
   }
 
-  putObjectVersion(v: ObjectVersion, chunks: VersionChunk[] = []): Promise<PutResult> {
-    return this.#batch.run(() => this.#putVersion(v, chunks));
+  putObjectVersion(
+    v: ObjectVersion,
+    chunks: VersionChunk[] = [],
+    outbox?: OutboxEvent,
+  ): Promise<PutResult> {
+    return this.#batch.run(() => {
+      const result = this.#putVersion(v, chunks);
+      if (outbox) this.#events.append(outbox);
+      return result;
+    });
   }
 
   /** The body of putObjectVersion, for use inside a transaction. */
@@ -266,7 +279,10 @@ export class SqliteMetaStore implements MetaStore {
     bucket: string,
     key: string,
     versionId: string,
-    guard?: (version: ObjectVersion) => void,
+    opts: {
+      guard?: (version: ObjectVersion) => void;
+      outbox?: (removed: ObjectVersion) => OutboxEvent | undefined;
+    } = {},
   ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }> {
     return this.#batch.run(() => {
       const row = this.#stmt(
@@ -275,7 +291,7 @@ export class SqliteMetaStore implements MetaStore {
       ).get(bucket, key, versionId) as Row | undefined;
       if (!row) return { freed: [] };
       const removed = toVersion(row);
-      guard?.(removed);
+      opts.guard?.(removed);
       this.#stmt("DELETE FROM versions WHERE bucket = ? AND key = ? AND version_id = ?")
         .run(bucket, key, versionId);
       if (row.is_latest === 1) {
@@ -285,6 +301,8 @@ export class SqliteMetaStore implements MetaStore {
         ).run(bucket, key, bucket, key);
       }
       const freed = removed.data.kind === "chunks" ? this.#chunks.dropRefs(removed.data.vid) : [];
+      const event = opts.outbox?.(removed);
+      if (event) this.#events.append(event);
       return { removed, freed };
     });
   }
@@ -404,22 +422,74 @@ export class SqliteMetaStore implements MetaStore {
     );
   }
 
-  setObjectAcl(bucket: string, key: string, versionId: string, acl: string): Promise<boolean> {
-    const result = this.#stmt(
-      "UPDATE versions SET acl = ? WHERE bucket = ? AND key = ? AND version_id = ?",
-    ).run(acl, bucket, key, versionId);
-    return Promise.resolve(result.changes === 1);
+  setObjectAcl(
+    target: { bucket: string; key: string; versionId: string },
+    acl: string,
+    outbox?: OutboxEvent,
+  ): Promise<boolean> {
+    return this.#batch.run(() => {
+      const result = this.#stmt(
+        "UPDATE versions SET acl = ? WHERE bucket = ? AND key = ? AND version_id = ?",
+      ).run(acl, target.bucket, target.key, target.versionId);
+      if (result.changes === 1 && outbox) this.#events.append(outbox);
+      return result.changes === 1;
+    });
   }
 
   setObjectTags(
     target: { bucket: string; key: string; versionId: string },
     tags: TagSet,
+    outbox?: OutboxEvent,
   ): Promise<boolean> {
-    const result = this.#stmt(
-      "UPDATE versions SET tags = ? " +
-        "WHERE bucket = ? AND key = ? AND version_id = ? AND delete_marker = 0",
-    ).run(tagsColumn(tags), target.bucket, target.key, target.versionId);
-    return Promise.resolve(result.changes === 1);
+    return this.#batch.run(() => {
+      const result = this.#stmt(
+        "UPDATE versions SET tags = ? " +
+          "WHERE bucket = ? AND key = ? AND version_id = ? AND delete_marker = 0",
+      ).run(tagsColumn(tags), target.bucket, target.key, target.versionId);
+      if (result.changes === 1 && outbox) this.#events.append(outbox);
+      return result.changes === 1;
+    });
+  }
+
+  appendEvents(events: OutboxEvent[]): Promise<number> {
+    return this.#batch.run(() => {
+      for (const e of events) this.#events.append(e);
+      return this.#events.bounds().head;
+    });
+  }
+
+  readEvents(after: number, limit: number, bucket?: string): Promise<StoredEvent[]> {
+    return Promise.resolve(this.#events.read(after, limit, bucket));
+  }
+
+  eventBounds(): Promise<{ head: number; oldest?: number }> {
+    return Promise.resolve(this.#events.bounds());
+  }
+
+  countEvents(after: number, bucket?: string): Promise<number> {
+    return Promise.resolve(this.#events.count(after, bucket));
+  }
+
+  getCursor(consumer: string): Promise<number | undefined> {
+    return Promise.resolve(this.#events.getCursor(consumer));
+  }
+
+  setCursor(consumer: string, seq: number): Promise<void> {
+    this.#events.setCursor(consumer, seq);
+    return Promise.resolve();
+  }
+
+  deleteCursor(consumer: string): Promise<void> {
+    this.#events.deleteCursor(consumer);
+    return Promise.resolve();
+  }
+
+  listCursors(): Promise<{ consumer: string; seq: number }[]> {
+    return Promise.resolve(this.#events.listCursors());
+  }
+
+  pruneEvents(upTo: number, before: number): Promise<number> {
+    return Promise.resolve(this.#events.prune(upTo, before));
   }
 
   createUser(user: UserRecord): Promise<void> {
@@ -500,11 +570,13 @@ export class SqliteMetaStore implements MetaStore {
     upload: UploadRecord,
     parts: number[],
     version: ObjectVersion,
+    outbox?: OutboxEvent,
   ): Promise<PutResult | undefined> {
     return this.#batch.run(() => {
       const chunks = this.#uploads.partChunks(upload.uploadId, parts);
       if (!chunks) return undefined;
       const result = this.#putVersion(version, chunks);
+      if (outbox) this.#events.append(outbox);
       const dropped = this.#uploads.remove(upload.uploadId);
       const freed = [...result.freed, ...dropped].filter((c) => !this.#chunks.hasChunk(c.id));
       return { displaced: result.displaced, freed };

@@ -172,4 +172,24 @@ export const MIGRATIONS: string[] = [
   ALTER TABLE versions ADD COLUMN tags TEXT;
   ALTER TABLE uploads ADD COLUMN tags TEXT;
   `,
+  `
+  -- The event outbox (DESIGN.md §6): one row per event, written in the transaction of the change
+  -- it describes. AUTOINCREMENT keeps sequence numbers growing even after old rows are pruned
+  -- (the change feed's ids, the sequencer of event records).
+  CREATE TABLE event_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    name TEXT NOT NULL,
+    detail TEXT NOT NULL
+  );
+  CREATE INDEX event_log_by_bucket ON event_log(bucket, seq);
+  -- Each consumer (a notification target, a bucket's webhook) reads the log from its own cursor:
+  -- the last sequence number it has finished with.
+  CREATE TABLE event_cursors (
+    consumer TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+  );
+  `,
 ];

@@ -166,7 +166,51 @@ export interface TokenRecord {
 }
 
 /** Kinds of per-bucket documents kept by `getBucketConfig` and friends. */
-export type BucketConfigKind = "policy" | "acl" | "object-lock" | "lifecycle" | "tagging";
+export type BucketConfigKind =
+  | "policy"
+  | "acl"
+  | "object-lock"
+  | "lifecycle"
+  | "tagging"
+  | "notification";
+
+/**
+ * An event a write records in the outbox (DESIGN.md §6): committed in the same transaction as
+ * the change it describes, so a crash keeps both or neither.
+ */
+export interface OutboxEvent {
+  bucket: string;
+  key: string;
+  /** Event name without prefix, e.g. `ObjectCreated:Put` (see src/events/names.ts). */
+  name: string;
+  /** The event's facts as JSON (see src/events/outbox.ts). */
+  detail: string;
+}
+
+/** An outbox row: the event and its position in the log (`seq` only grows). */
+export interface StoredEvent extends OutboxEvent {
+  seq: number;
+  /** Epoch milliseconds of the commit. */
+  at: number;
+}
+
+/** The outbox log: append inside write transactions, read by consumers with their own cursors. */
+export interface EventLog {
+  /** Appends events in their own transaction (events that go with no data change). */
+  appendEvents(events: OutboxEvent[]): Promise<number>;
+  /** Events after `after` in order, at most `limit`; only one bucket's when given. */
+  readEvents(after: number, limit: number, bucket?: string): Promise<StoredEvent[]>;
+  /** The newest sequence number ever assigned (0 when none) and the oldest still kept. */
+  eventBounds(): Promise<{ head: number; oldest?: number }>;
+  /** How many events after `after` are kept (of one bucket when given). */
+  countEvents(after: number, bucket?: string): Promise<number>;
+  getCursor(consumer: string): Promise<number | undefined>;
+  setCursor(consumer: string, seq: number): Promise<void>;
+  deleteCursor(consumer: string): Promise<void>;
+  listCursors(): Promise<{ consumer: string; seq: number }[]>;
+  /** Removes events up to `upTo` committed before `before` (epoch ms); returns how many. */
+  pruneEvents(upTo: number, before: number): Promise<number>;
+}
 
 export interface ListQuery {
   prefix: string;
@@ -228,7 +272,7 @@ export interface PutResult {
   freed: ChunkRecord[];
 }
 
-export interface MetaStore {
+export interface MetaStore extends EventLog {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
   listBuckets(owner: string): Promise<BucketRecord[]>;
@@ -240,7 +284,11 @@ export interface MetaStore {
    * reference counts rise, new chunks being recorded). When it is the "null" version, the
    * previous "null" version of the key is replaced and its chunk references dropped.
    */
-  putObjectVersion(version: ObjectVersion, chunks?: VersionChunk[]): Promise<PutResult>;
+  putObjectVersion(
+    version: ObjectVersion,
+    chunks?: VersionChunk[],
+    outbox?: OutboxEvent,
+  ): Promise<PutResult>;
   /** The current version (no id given) or a specific one. */
   getObjectVersion(
     bucket: string,
@@ -249,13 +297,17 @@ export interface MetaStore {
   ): Promise<ObjectVersion | undefined>;
   /**
    * Removes one version; the next newest becomes current. `guard` sees the version inside the
-   * transaction and may refuse by throwing (Object Lock).
+   * transaction and may refuse by throwing (Object Lock). `outbox` builds the event recorded
+   * with the removal (none when nothing was removed).
    */
   deleteObjectVersion(
     bucket: string,
     key: string,
     versionId: string,
-    guard?: (version: ObjectVersion) => void,
+    opts?: {
+      guard?: (version: ObjectVersion) => void;
+      outbox?: (removed: ObjectVersion) => OutboxEvent | undefined;
+    },
   ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }>;
   /**
    * Changes the Object Lock state of one version; `guard` sees the version first inside the
@@ -294,7 +346,11 @@ export interface MetaStore {
     limit: number,
   ): Promise<{ bucket: string; value: string }[]>;
   /** Sets the ACL of one version; false when the version does not exist. */
-  setObjectAcl(bucket: string, key: string, versionId: string, acl: string): Promise<boolean>;
+  setObjectAcl(
+    target: { bucket: string; key: string; versionId: string },
+    acl: string,
+    outbox?: OutboxEvent,
+  ): Promise<boolean>;
   /**
    * Replaces the tag set of one version (an empty set removes its tags); false when the version
    * does not exist or is a delete marker, which has no tags.
@@ -302,6 +358,7 @@ export interface MetaStore {
   setObjectTags(
     target: { bucket: string; key: string; versionId: string },
     tags: TagSet,
+    outbox?: OutboxEvent,
   ): Promise<boolean>;
 
   /** Fails with DuplicateError when the name or access key is taken. */
@@ -347,6 +404,7 @@ export interface MetaStore {
     upload: UploadRecord,
     parts: number[],
     version: ObjectVersion,
+    outbox?: OutboxEvent,
   ): Promise<PutResult | undefined>;
   /** Ends an upload and drops its parts; undefined when it does not exist. */
   abortUpload(uploadId: string): Promise<{ freed: ChunkRecord[] } | undefined>;

@@ -20,6 +20,10 @@ import { chunkStream } from "./read_stream.ts";
 import { versionIdFor } from "./versioning.ts";
 import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
 import { toHex } from "../http/hex.ts";
+import type { OutboxEvent } from "../meta/store.ts";
+import type { EventName } from "../events/names.ts";
+import { type EventOrigin, objectEvent, removalEvent } from "../events/outbox.ts";
+import { Signal } from "../events/signal.ts";
 
 export type { BodyCheck };
 
@@ -51,6 +55,10 @@ export interface PutInput {
   tags?: TagSet;
   /** The additional checksum to keep with the version, known once the body has been read. */
   checksum?: () => ChecksumRecord | undefined;
+  /** Who wrote it: the event recorded with the version (none when undefined). */
+  origin?: EventOrigin;
+  /** The event's name; `ObjectCreated:Put` by default. */
+  eventName?: EventName;
 }
 
 /** Object Lock state a new version starts with. */
@@ -85,6 +93,7 @@ export interface CopyInput {
   lock?: VersionLock;
   /** Tags of the copy (the source's, or the request's with the REPLACE tagging directive). */
   tags?: TagSet;
+  origin?: EventOrigin;
 }
 
 /**
@@ -117,6 +126,9 @@ function tooLarge(): S3Error {
 }
 
 export class ObjectLayer {
+  /** Fired after every commit that recorded events (outbox consumers and feeds wait on it). */
+  readonly committed = new Signal();
+
   constructor(
     readonly meta: MetaStore,
     readonly chunks: ChunkStore,
@@ -184,17 +196,30 @@ export class ObjectLayer {
           ? { kind: "inline", bytes: written.inline }
           : { kind: "chunks", vid: 0 },
       };
-      await this.#commit(version, written.chunks);
+      const outbox = input.origin &&
+        objectEvent(input.eventName ?? "ObjectCreated:Put", version, {
+          origin: input.origin,
+          owner: bucket.owner,
+        });
+      await this.#commit(version, written.chunks, outbox);
       return version;
     } finally {
       await releaseAll(this.chunks, written.chunks);
     }
   }
 
-  /** Records the version with its chunks; collects the chunks nothing refers to any more. */
-  async #commit(version: ObjectVersion, chunks: VersionChunk[]): Promise<void> {
+  /**
+   * Records the version with its chunks and its event (one transaction); collects the chunks
+   * nothing refers to any more.
+   */
+  async #commit(
+    version: ObjectVersion,
+    chunks: VersionChunk[],
+    outbox?: OutboxEvent,
+  ): Promise<void> {
     try {
-      const { freed } = await this.meta.putObjectVersion(version, chunks);
+      const { freed } = await this.meta.putObjectVersion(version, chunks, outbox);
+      if (outbox) this.committed.fire();
       await this.chunks.collect(freed);
     } catch (err) {
       if (err instanceof MissingBucketError) throw noSuchBucket(version.bucket);
@@ -253,7 +278,7 @@ export class ObjectLayer {
   async deleteObject(
     bucket: string,
     key: string,
-    opts: { versionId?: string; owner: string; bypassGovernance?: boolean },
+    opts: { versionId?: string; owner: string; bypassGovernance?: boolean; origin?: EventOrigin },
   ): Promise<{ versionId?: string; deleteMarker: boolean }> {
     const versionId = opts.versionId;
     const record = await this.requireBucket(bucket);
@@ -272,17 +297,28 @@ export class ObjectLayer {
         owner: opts.owner,
         data: { kind: "none" },
       };
-      await this.#commit(marker, []);
+      const outbox = opts.origin &&
+        objectEvent(removalEvent(opts.origin, true), marker, {
+          origin: opts.origin,
+          owner: record.owner,
+        });
+      await this.#commit(marker, [], outbox);
       return { versionId: marker.versionId, deleteMarker: true };
     }
     const guard = (v: ObjectVersion) =>
       assertDeletable(v, { bypassGovernance: opts.bypassGovernance ?? false, now: Date.now() });
+    const origin = opts.origin;
     const { removed, freed } = await this.meta.deleteObjectVersion(
       bucket,
       key,
       versionId ?? "null",
-      guard,
+      {
+        guard,
+        outbox: origin &&
+          ((v) => objectEvent(removalEvent(origin, false), v, { origin, owner: record.owner })),
+      },
     );
+    if (removed && origin) this.committed.fire();
     await this.chunks.collect(freed);
     if (versionId === undefined) return { deleteMarker: false };
     return { versionId, deleteMarker: removed?.deleteMarker ?? false };
@@ -315,6 +351,8 @@ export class ObjectLayer {
       // The ETag stays the MD5 of the bytes, the same as the source's for a single-part object.
       return await this.putObject({
         ...base,
+        origin: input.origin,
+        eventName: "ObjectCreated:Copy",
         body: body instanceof Uint8Array ? single(body) : body,
         encryption: input.encryption,
         lock: input.lock,
@@ -339,11 +377,39 @@ export class ObjectLayer {
         checksum: src.checksum,
         data: { kind: "chunks", vid: 0 },
       };
-      await this.#commit(version, chunks);
+      const outbox = input.origin &&
+        objectEvent("ObjectCreated:Copy", version, { origin: input.origin, owner: bucket.owner });
+      await this.#commit(version, chunks, outbox);
       return version;
     } finally {
       await releaseAll(this.chunks, chunks);
     }
+  }
+
+  /**
+   * Replaces a version's tags (an empty set removes them) with its ObjectTagging event; false
+   * when the version does not exist or is a delete marker.
+   */
+  async setObjectTags(
+    version: ObjectVersion,
+    tags: TagSet,
+    origin: EventOrigin,
+  ): Promise<boolean> {
+    const bucket = await this.requireBucket(version.bucket);
+    const name = Object.keys(tags).length > 0 ? "ObjectTagging:Put" : "ObjectTagging:Delete";
+    const outbox = objectEvent(name, version, { origin, owner: bucket.owner });
+    const done = await this.meta.setObjectTags(version, tags, outbox);
+    if (done) this.committed.fire();
+    return done;
+  }
+
+  /** Sets a version's ACL (stored JSON) with its ObjectAcl:Put event. */
+  async setObjectAcl(version: ObjectVersion, acl: string, origin: EventOrigin): Promise<boolean> {
+    const bucket = await this.requireBucket(version.bucket);
+    const outbox = objectEvent("ObjectAcl:Put", version, { origin, owner: bucket.owner });
+    const done = await this.meta.setObjectAcl(version, acl, outbox);
+    if (done) this.committed.fire();
+    return done;
   }
 
   async listObjects(bucket: string, query: ListQuery): Promise<ListPage> {

@@ -5,6 +5,7 @@ import { S3Error } from "../http/errors.ts";
 import { log } from "../log.ts";
 import type { BucketRecord, ListEntry, VersionEntry } from "../meta/store.ts";
 import type { ObjectLayer } from "./layer.ts";
+import type { EventOrigin } from "../events/outbox.ts";
 import {
   coveringPrefixes,
   dueAt,
@@ -90,8 +91,18 @@ export async function applyLifecycle(
   return pass.counts;
 }
 
+/** Lifecycle actions are recorded as the bucket owner's, from no address. */
+function lifecycleOrigin(pass: Pass): EventOrigin {
+  return {
+    principal: pass.bucket.owner,
+    sourceIp: "",
+    requestId: "lifecycle",
+    lifecycle: true,
+  };
+}
+
 function emit(pass: Pass, action: Omit<LifecycleAction, "bucket">): void {
-  // Event hook: notifications and the change feed will subscribe here.
+  // Reporting hook (counts, tests); the events themselves are recorded by deleteObject.
   pass.opts.onAction?.({ bucket: pass.bucket.name, ...action });
 }
 
@@ -155,7 +166,10 @@ async function expireObject(pass: Pass, entry: ListEntry, due: LifecycleRule[]):
     current.etag !== entry.etag || !due.some((r) => ruleMatches(r, current))
   ) return;
   await attempt(pass, "Expiration", entry.key, async () => {
-    const result = await pass.layer.deleteObject(name, entry.key, { owner: pass.bucket.owner });
+    const result = await pass.layer.deleteObject(name, entry.key, {
+      owner: pass.bucket.owner,
+      origin: lifecycleOrigin(pass),
+    });
     pass.counts.expired++;
     emit(pass, {
       event: result.deleteMarker
@@ -255,6 +269,7 @@ function noncurrentVersion(
       await pass.layer.deleteObject(name, v.key, {
         versionId: v.versionId,
         owner: pass.bucket.owner,
+        origin: lifecycleOrigin(pass),
       });
       pass.counts.noncurrentExpired++;
       emit(pass, { event: "LifecycleExpiration:Delete", key: v.key, versionId: v.versionId });
@@ -289,6 +304,7 @@ function finishKey(
       await pass.layer.deleteObject(pass.bucket.name, marker.key, {
         versionId: marker.versionId,
         owner: pass.bucket.owner,
+        origin: lifecycleOrigin(pass),
       });
       pass.counts.deleteMarkersRemoved++;
       emit(pass, {

@@ -12,6 +12,7 @@ import {
   type RequestedPart,
 } from "./multipart_checksum.ts";
 import { toHex } from "../http/hex.ts";
+import { type EventOrigin, objectEvent } from "../events/outbox.ts";
 
 export const MAX_PART_SIZE = 5 * 1024 ** 3;
 export const MIN_PART_SIZE = 5 * 1024 ** 2;
@@ -145,8 +146,9 @@ export async function completeUpload(
   layer: ObjectLayer,
   upload: UploadRecord,
   requested: RequestedPart[],
-  expected?: CompleteExpectations,
+  opts: { expected?: CompleteExpectations; origin?: EventOrigin } = {},
 ): Promise<ObjectVersion> {
+  const expected = opts.expected;
   const chosen = choose(requested, await allParts(layer, upload.uploadId));
   const checksum = completeChecksum(upload, chosen, requested, expected);
   const bucket = await layer.requireBucket(upload.bucket);
@@ -170,8 +172,15 @@ export async function completeUpload(
     ...(upload.lock ? JSON.parse(upload.lock) : {}),
     data: { kind: "chunks", vid: 0 },
   };
-  const result = await layer.meta.completeUpload(upload, chosen.map((p) => p.partNumber), version);
+  const outbox = opts.origin &&
+    objectEvent("ObjectCreated:CompleteMultipartUpload", version, {
+      origin: opts.origin,
+      owner: bucket.owner,
+    });
+  const numbers = chosen.map((p) => p.partNumber);
+  const result = await layer.meta.completeUpload(upload, numbers, version, outbox);
   if (!result) throw noSuchUpload(upload.uploadId);
+  if (outbox) layer.committed.fire();
   await layer.chunks.collect(result.freed);
   return version;
 }
