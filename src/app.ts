@@ -2,6 +2,7 @@
 // administration API, the service API (/api/v1) or the storage protocol.
 import { handleAdmin } from "./api/admin.ts";
 import { handleServiceApi } from "./api/service.ts";
+import { handleFeed } from "./api/feed.ts";
 import { type AppDeps, handleProtocol } from "./protocol.ts";
 
 export type { AppDeps };
@@ -26,6 +27,7 @@ export function createHandler(
     try {
       if (isUnder(req.url, "/admin")) return await handleAdmin(req, deps);
       if (isUnder(req.url, "/api/v1")) return await handleServiceApi(req, deps);
+      if (isUnder(req.url, "/feed")) return await handleFeed(req, info, deps);
       return await handleProtocol(req, info, deps);
     } finally {
       deps.inFlight.exit();

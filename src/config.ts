@@ -45,6 +45,10 @@ export interface Config {
   webhookAllow: WebhookAllowList;
   /** Seconds events stay in the outbox for change-feed resumption (STORE_FEED_RETENTION). */
   feedRetention: number;
+  /** Seconds of silence after which a feed sends a keep-alive comment (STORE_FEED_KEEPALIVE). */
+  feedKeepAlive: number;
+  /** Bytes a feed reader may leave unread before it is cut off (STORE_FEED_BUFFER). */
+  feedBuffer: number;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -150,6 +154,8 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
     notifyRetryMax: intSetting(env, "STORE_NOTIFY_RETRY_MAX", 60, 1, 3600),
     webhookAllow: webhookAllowSetting(env("STORE_NOTIFY_WEBHOOK_ALLOW")),
     feedRetention: intSetting(env, "STORE_FEED_RETENTION", 3600, 0, 30 * 86400),
+    feedKeepAlive: intSetting(env, "STORE_FEED_KEEPALIVE", 15, 1, 3600),
+    feedBuffer: intSetting(env, "STORE_FEED_BUFFER", 1024 * 1024, 16 * 1024, 64 * 1024 * 1024),
   };
 }
 

@@ -43,7 +43,7 @@ interface Target {
 }
 
 /** Splits the request target without URL normalisation (keys may contain `..` or `//`). */
-function parseTarget(url: string): Target {
+export function parseTarget(url: string): Target {
   const pathStart = url.indexOf("/", url.indexOf("//") + 2);
   const target = pathStart < 0 ? "/" : url.slice(pathStart);
   const question = target.indexOf("?");
@@ -67,12 +67,12 @@ function parseTarget(url: string): Target {
   return { rawPath, rawQuery, path, query };
 }
 
-function newRequestId(): string {
+export function newRequestId(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(8));
   return toHex(bytes).toUpperCase();
 }
 
-async function authenticate(
+export async function authenticate(
   req: Request,
   target: Target,
   dialect: Dialect,
@@ -110,7 +110,7 @@ async function authenticate(
   return { principal, signed };
 }
 
-function requestFacts(info: Deno.ServeHandlerInfo, target: Target): RequestFacts {
+export function requestFacts(info: Deno.ServeHandlerInfo, target: Target): RequestFacts {
   const addr = info.remoteAddr as Deno.NetAddr;
   const maxKeys = target.query.get("max-keys");
   return {

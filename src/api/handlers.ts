@@ -50,6 +50,7 @@ import {
   putBucketPolicy,
 } from "./policy.ts";
 
+import { listenBucketNotification } from "./listen.ts";
 import {
   getBucketNotificationConfiguration,
   putBucketNotificationConfiguration,
@@ -88,6 +89,7 @@ export const HANDLERS: Record<string, Handler> = {
   PutBucketVersioning: putBucketVersioning,
   ListObjectVersions: listObjectVersions,
   GetBucketNotificationConfiguration: getBucketNotificationConfiguration,
+  ListenBucketNotification: listenBucketNotification,
   PutBucketNotificationConfiguration: putBucketNotificationConfiguration,
   GetBucketLifecycleConfiguration: getBucketLifecycleConfiguration,
   PutBucketLifecycleConfiguration: putBucketLifecycleConfiguration,

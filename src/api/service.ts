@@ -78,7 +78,7 @@ function bearer(req: Request): string {
 }
 
 /** The enabled principal behind a valid, unexpired bearer token. */
-async function tokenPrincipal(
+export async function tokenPrincipal(
   req: Request,
   deps: AppDeps,
 ): Promise<{ principal: Principal; hash: string }> {

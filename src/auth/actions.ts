@@ -37,6 +37,11 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
   BypassGovernanceRetention: { action: "BypassGovernanceRetention", object: true },
   PutBucketVersioning: { action: "PutBucketVersioning" },
   GetBucketNotificationConfiguration: { action: "GetBucketNotification" },
+  ListenBucketNotification: {
+    action: "ListenBucketNotification",
+    acl: { on: "bucket", permission: "READ" },
+    access: read,
+  },
   PutBucketNotificationConfiguration: { action: "PutBucketNotification" },
   GetBucketLifecycleConfiguration: { action: "GetLifecycleConfiguration" },
   PutBucketLifecycleConfiguration: { action: "PutLifecycleConfiguration" },

@@ -71,6 +71,7 @@ export class Notifier {
   readonly #webhooks = new Map<string, string>();
   readonly #allowCache = new Map<string, { at: number; refusal?: string }>();
   #pruneTimer?: ReturnType<typeof setInterval>;
+  readonly #closing = new AbortController();
 
   constructor(readonly opts: NotifierOptions) {}
 
@@ -116,7 +117,13 @@ export class Notifier {
     }, PRUNE_INTERVAL_MS);
   }
 
+  /** Aborts when the server shuts down (open feeds end). */
+  get closing(): AbortSignal {
+    return this.#closing.signal;
+  }
+
   async stop(): Promise<void> {
+    this.#closing.abort();
     clearInterval(this.#pruneTimer);
     await Promise.all([...this.#consumers.values()].map((c) => c.stop()));
     this.#consumers.clear();

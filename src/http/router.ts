@@ -28,6 +28,8 @@ const BUCKET_SUBRESOURCES: Record<string, Methods> = {
     PUT: "PutBucketNotificationConfiguration",
   },
   uploads: { GET: "ListMultipartUploads" },
+  // The streaming listen request of MinIO's client (`mc watch`).
+  events: { GET: "ListenBucketNotification" },
   delete: { POST: "DeleteObjects" },
   encryption: {
     GET: "GetBucketEncryption",
