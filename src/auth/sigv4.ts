@@ -68,7 +68,7 @@ export function canonicalUri(rawPath: string): string {
   return rawPath.split("/").map((s) => uriEncode(safeDecode(s))).join("/");
 }
 
-export function canonicalQuery(rawQuery: string, skip?: string): string {
+export function canonicalQuery(rawQuery: string, skip?: string, byKeyOnly = false): string {
   const pairs: [string, string][] = [];
   for (const part of rawQuery.split("&")) {
     if (part === "") continue;
@@ -78,11 +78,23 @@ export function canonicalQuery(rawQuery: string, skip?: string): string {
     const value = eq < 0 ? "" : safeDecode(part.slice(eq + 1));
     pairs.push([uriEncode(key), uriEncode(value)]);
   }
-  pairs.sort((
-    a,
-    b,
-  ) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  pairs.sort((a, b) => {
+    if (a[0] !== b[0]) return a[0] < b[0] ? -1 : 1;
+    if (byKeyOnly || a[1] === b[1]) return 0;
+    return a[1] < b[1] ? -1 : 1;
+  });
   return pairs.map(([k, v]) => `${k}=${v}`).join("&");
+}
+
+/**
+ * The canonical query strings a signature may cover. The protocol sorts repeated parameters by
+ * value; MinIO's clients keep them in request order (Go's url.Values), and `mc watch` repeats
+ * `events`, so that order is accepted too.
+ */
+function canonicalQueries(rawQuery: string, skip?: string): string[] {
+  const sorted = canonicalQuery(rawQuery, skip);
+  const inOrder = canonicalQuery(rawQuery, skip, true);
+  return inOrder === sorted ? [sorted] : [sorted, inOrder];
 }
 
 function canonicalHeaders(headers: Headers, signed: string[]): string {
@@ -164,7 +176,7 @@ async function verify(
     amzDate: string;
     signedHeaders: string[];
     signature: string;
-    canonicalQueryString: string;
+    canonicalQueryStrings: string[];
     payload: string;
   },
 ): Promise<Uint8Array> {
@@ -175,21 +187,24 @@ async function verify(
       "The access key Id you provided does not exist in our records.",
     );
   }
-  const canonicalRequest = [
-    input.method,
-    canonicalUri(input.rawPath),
-    opts.canonicalQueryString,
-    canonicalHeaders(input.headers, opts.signedHeaders),
-    opts.signedHeaders.join(";"),
-    opts.payload,
-  ].join("\n");
-  const expected = computeSignature(input.dialect, secret, {
-    scope: opts.credential,
-    amzDate: opts.amzDate,
-    canonicalRequest,
-  });
   const given = /^[0-9a-f]{64}$/.test(opts.signature) ? fromHex(opts.signature) : undefined;
-  if (!given || !timingSafeEqual(expected, given)) {
+  const matches = (query: string) => {
+    const canonicalRequest = [
+      input.method,
+      canonicalUri(input.rawPath),
+      query,
+      canonicalHeaders(input.headers, opts.signedHeaders),
+      opts.signedHeaders.join(";"),
+      opts.payload,
+    ].join("\n");
+    const expected = computeSignature(input.dialect, secret, {
+      scope: opts.credential,
+      amzDate: opts.amzDate,
+      canonicalRequest,
+    });
+    return given !== undefined && timingSafeEqual(expected, given);
+  };
+  if (!opts.canonicalQueryStrings.some(matches)) {
     throw new S3Error(
       "SignatureDoesNotMatch",
       "The request signature we calculated does not match the signature you provided. " +
@@ -302,7 +317,7 @@ export async function verifyHeaderAuth(
     amzDate: requestDate,
     signedHeaders,
     signature: fields.Signature,
-    canonicalQueryString: canonicalQuery(input.rawQuery),
+    canonicalQueryStrings: canonicalQueries(input.rawQuery),
     payload,
   });
   if (streaming) {
@@ -413,7 +428,7 @@ export async function verifyPresigned(
     amzDate,
     signedHeaders,
     signature,
-    canonicalQueryString: canonicalQuery(input.rawQuery, q(d, "Signature")),
+    canonicalQueryStrings: canonicalQueries(input.rawQuery, q(d, "Signature")),
     payload,
   });
   if (input.now > signedAt + Number(expires) * 1000) {
