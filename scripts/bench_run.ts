@@ -8,7 +8,10 @@ export interface LocalServer {
 }
 
 /** Starts main.ts on a temp data directory and waits for its "Listening" log line. */
-export async function startLocalServer(region: string): Promise<LocalServer> {
+export async function startLocalServer(
+  region: string,
+  env: Record<string, string> = {},
+): Promise<LocalServer> {
   const dataDir = await Deno.makeTempDir({ prefix: "store-bench-" });
   const accessKey = "bench-admin";
   const secretKey = crypto.randomUUID();
@@ -21,6 +24,7 @@ export async function startLocalServer(region: string): Promise<LocalServer> {
       STORE_REGION: region,
       STORE_ADMIN_USER: accessKey,
       STORE_ADMIN_PASSWORD: secretKey,
+      ...env,
     },
     stdin: "null",
     stdout: "null",

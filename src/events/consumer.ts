@@ -16,6 +16,17 @@ const PARALLEL = 16;
 const BACKOFF_BASE_MS = 200;
 /** How long an idle consumer waits for a wake-up before looking again anyway. */
 const IDLE_POLL_MS = 2_000;
+/**
+ * How long a moved cursor may stay unsaved. Saving is a metadata commit; doing it after every
+ * small batch would add a sync per group commit of writes. A crash within this window only
+ * means the events are delivered again (delivery is at least once anyway).
+ */
+const CURSOR_SAVE_MS = 250;
+
+/** A message for the target; `record` set when it carries one event record (batchable). */
+export interface RoutedMessage extends EventMessage {
+  record?: Record<string, unknown>;
+}
 
 export interface ConsumerOptions {
   /** The cursor's name (src/events/notify_config.ts). */
@@ -24,7 +35,13 @@ export interface ConsumerOptions {
   /** Only this bucket's events (a bucket's webhook); every bucket's when undefined. */
   bucket?: string;
   /** The messages one event gives this consumer (none when no rule wants it). */
-  route(event: StoredEvent): Promise<EventMessage[]>;
+  route(event: StoredEvent): Promise<RoutedMessage[]>;
+  /**
+   * Records one message may carry (webhooks: several records in one `Records` array, sent one
+   * message after another, so the order of every key holds). Undefined: one record a message,
+   * key chains in parallel.
+   */
+  batchRecords?: number;
   /** Checked before each send; a reason makes the attempt fail (the webhook allow-list). */
   precheck?(): Promise<string | undefined>;
   log: EventLog;
@@ -49,6 +66,9 @@ export class Consumer {
   #loop?: Promise<void>;
   #attempt = 0;
   #stopping = new AbortController();
+  /** The cursor as last saved. */
+  #saved = 0;
+  #saveTimer?: ReturnType<typeof setTimeout>;
 
   constructor(readonly opts: ConsumerOptions) {}
 
@@ -60,6 +80,7 @@ export class Consumer {
   async start(initial: number): Promise<void> {
     const stored = await this.opts.log.getCursor(this.name);
     this.stats.cursor = stored ?? initial;
+    this.#saved = this.stats.cursor;
     if (stored === undefined) await this.opts.log.setCursor(this.name, initial);
     this.#running = true;
     this.#loop = this.#run();
@@ -74,6 +95,8 @@ export class Consumer {
     this.#running = false;
     this.#stopping.abort();
     await this.#loop;
+    clearTimeout(this.#saveTimer);
+    await this.#save();
     await this.opts.target.close();
   }
 
@@ -104,7 +127,7 @@ export class Consumer {
         const last = failed === undefined ? events[events.length - 1].seq : failed - 1;
         if (last > this.stats.cursor) {
           this.stats.cursor = last;
-          await this.opts.log.setCursor(this.name, last);
+          this.#saveSoon();
         }
         if (failed !== undefined) await this.#backoff();
         else this.#attempt = 0;
@@ -113,6 +136,21 @@ export class Consumer {
         await this.#backoff();
       }
     }
+  }
+
+  #saveSoon(): void {
+    if (this.#saveTimer !== undefined) return;
+    this.#saveTimer = setTimeout(() => {
+      this.#saveTimer = undefined;
+      this.#save().catch((err) => this.#fail(err));
+    }, CURSOR_SAVE_MS);
+  }
+
+  async #save(): Promise<void> {
+    const cursor = this.stats.cursor;
+    if (cursor === this.#saved) return;
+    await this.opts.log.setCursor(this.name, cursor);
+    this.#saved = cursor;
   }
 
   async #backoff(): Promise<void> {
@@ -138,7 +176,47 @@ export class Consumer {
   }
 
   /** Delivers a batch; the sequence number of the earliest failed event, if any. */
-  async #deliver(events: StoredEvent[]): Promise<number | undefined> {
+  #deliver(events: StoredEvent[]): Promise<number | undefined> {
+    return this.opts.batchRecords ? this.#deliverGrouped(events) : this.#deliverByKey(events);
+  }
+
+  /** Events in log order, their records grouped into messages of up to batchRecords. */
+  async #deliverGrouped(events: StoredEvent[]): Promise<number | undefined> {
+    let records: Record<string, unknown>[] = [];
+    let first: { seq: number; message: RoutedMessage } | undefined;
+    const flush = async () => {
+      if (!first) return;
+      const body = JSON.stringify({ Records: records });
+      await this.#transmit([{ ...first.message, body }], records.length);
+      records = [];
+      first = undefined;
+    };
+    let seq = 0;
+    try {
+      for (const event of events) {
+        seq = event.seq;
+        for (const message of await this.opts.route(event)) {
+          if (!message.record) {
+            await flush();
+            await this.#transmit([message], 1);
+            continue;
+          }
+          first ??= { seq: event.seq, message };
+          records.push(message.record);
+          if (records.length >= this.opts.batchRecords!) await flush();
+        }
+      }
+      seq = first?.seq ?? seq;
+      await flush();
+      return undefined;
+    } catch (err) {
+      this.#fail(err);
+      return first?.seq ?? seq;
+    }
+  }
+
+  /** Events grouped by key: each key's in order, different keys in parallel. */
+  async #deliverByKey(events: StoredEvent[]): Promise<number | undefined> {
     const chains = new Map<string, StoredEvent[]>();
     for (const e of events) {
       const chain = chains.get(e.key);
@@ -167,11 +245,14 @@ export class Consumer {
 
   async #send(event: StoredEvent): Promise<void> {
     const messages = await this.opts.route(event);
-    if (messages.length === 0) return;
+    if (messages.length > 0) await this.#transmit(messages, messages.length);
+  }
+
+  async #transmit(messages: EventMessage[], records: number): Promise<void> {
     const refusal = await this.opts.precheck?.();
     if (refusal) throw new Error(refusal);
     for (const message of messages) await this.opts.target.send(message);
-    this.stats.delivered += messages.length;
+    this.stats.delivered += records;
     this.stats.healthy = true;
     this.stats.lastDeliveryAt = Date.now();
   }

@@ -5,7 +5,7 @@ import type { DialectName } from "../http/dialect.ts";
 import { DIALECTS } from "../http/dialect.ts";
 import { log } from "../log.ts";
 import type { MetaStore, StoredEvent } from "../meta/store.ts";
-import { Consumer } from "./consumer.ts";
+import { Consumer, type RoutedMessage } from "./consumer.ts";
 import {
   type NotifyConfig,
   type NotifyRule,
@@ -16,9 +16,9 @@ import {
 } from "./notify_config.ts";
 import { spellEvent, TEST_EVENT } from "./names.ts";
 import type { EventOrigin } from "./outbox.ts";
-import { eventMessage } from "./record.ts";
+import { eventMessage, eventRecord } from "./record.ts";
 import type { Signal } from "./signal.ts";
-import type { EventMessage, NotificationTarget, TargetKind } from "./target.ts";
+import type { NotificationTarget, TargetKind } from "./target.ts";
 import { WebhookTarget } from "./targets/webhook.ts";
 import { type WebhookAllowList, webhookRefusal } from "./webhook_allow.ts";
 
@@ -26,6 +26,8 @@ import { type WebhookAllowList, webhookRefusal } from "./webhook_allow.ts";
 const PRUNE_INTERVAL_MS = 30_000;
 /** How long a webhook host's allow-list verdict is reused. */
 const ALLOW_CACHE_MS = 60_000;
+/** Records one webhook request may carry when a backlog has built up. */
+const WEBHOOK_BATCH = 100;
 
 export interface NotifierOptions {
   meta: MetaStore;
@@ -197,6 +199,7 @@ export class Notifier {
       name: targetConsumer(target),
       target,
       route: (event) => this.#routeToTarget(target, event),
+      batchRecords: target.kind === "webhook" ? WEBHOOK_BATCH : undefined,
       log: this.opts.meta,
       wake: this.opts.wake,
       retryMaxMs: this.opts.retryMaxMs,
@@ -213,6 +216,7 @@ export class Notifier {
       bucket,
       target: new WebhookTarget({ id: rule.id, url: rule.url!, authToken: rule.authToken }),
       route: (event) => this.#routeToWebhook(bucket, rule, event),
+      batchRecords: WEBHOOK_BATCH,
       precheck: () => this.#allowed(url),
       log: this.opts.meta,
       wake: this.opts.wake,
@@ -232,7 +236,7 @@ export class Notifier {
     return refusal;
   }
 
-  async #routeToTarget(target: NotificationTarget, event: StoredEvent): Promise<EventMessage[]> {
+  async #routeToTarget(target: NotificationTarget, event: StoredEvent): Promise<RoutedMessage[]> {
     const config = await this.config(event.bucket);
     if (!config) return [];
     const rules = config.rules.filter((r) =>
@@ -245,23 +249,25 @@ export class Notifier {
     bucket: string,
     rule: NotifyRule,
     event: StoredEvent,
-  ): Promise<EventMessage[]> {
+  ): Promise<RoutedMessage[]> {
     const config = await this.config(bucket);
     const current = config?.rules.find((r) => r.kind === "webhook" && r.id === rule.id);
     if (!config || !current || webhookSignature(current) !== webhookSignature(rule)) return [];
     return this.#messages(config, [current], event);
   }
 
-  #messages(config: NotifyConfig, rules: NotifyRule[], event: StoredEvent): EventMessage[] {
+  #messages(config: NotifyConfig, rules: NotifyRule[], event: StoredEvent): RoutedMessage[] {
     const dialect = DIALECTS[config.dialect];
-    const out: EventMessage[] = [];
+    const out: RoutedMessage[] = [];
     for (const rule of rules) {
-      if (event.name !== TEST_EVENT && !ruleWants(rule, event.name, event.key)) continue;
-      out.push({
-        body: eventMessage(event, { dialect, region: this.opts.region, configurationId: rule.id }),
-        key: event.key,
-        eventName: spellEvent(dialect, event.name),
-      });
+      const ctx = { dialect, region: this.opts.region, configurationId: rule.id };
+      const message = { key: event.key, eventName: spellEvent(dialect, event.name) };
+      if (event.name === TEST_EVENT) {
+        out.push({ ...message, body: eventMessage(event, ctx) });
+      } else if (ruleWants(rule, event.name, event.key)) {
+        const record = eventRecord(event, ctx);
+        out.push({ ...message, record, body: JSON.stringify({ Records: [record] }) });
+      }
     }
     return out;
   }

@@ -1,7 +1,8 @@
 // Event notifications end to end: configuration through the protocol, records delivered to a
 // real HTTP receiver for every event kind, in the configuration's dialect.
 import { assert, assertEquals } from "./assert.ts";
-import { startServer } from "./server.ts";
+import { createHash } from "node:crypto";
+import { ADMIN_PASSWORD, ADMIN_USER, startServer } from "./server.ts";
 import { objectPath, signedFetch, xmlValue } from "./signer.ts";
 import { WebhookReceiver } from "./webhook_receiver.ts";
 import { call, putConfig, webhookConfig } from "./notify_helpers.ts";
@@ -111,6 +112,79 @@ Deno.test("notify: each event kind reaches a webhook with the protocol's record 
     assertEquals(records[7].s3.object.size, undefined);
     const seqs = records.map((r) => r.s3.object.sequencer);
     assertEquals(new Set(seqs).size, seqs.length);
+  } finally {
+    await server.stop();
+    await receiver.stop();
+    await Deno.remove(server.dataDir, { recursive: true });
+  }
+});
+
+Deno.test("notify: form uploads (Post) and lifecycle expirations; failures emit nothing", async () => {
+  const receiver = new WebhookReceiver().start();
+  const server = await startServer({
+    env: { ...ENV, STORE_LIFECYCLE_DAY: "1", STORE_LIFECYCLE_INTERVAL: "3600" },
+  });
+  try {
+    await call(server, "PUT", objectPath("form-bucket"), {
+      headers: { "x-store-acl": "public-read-write" },
+    });
+    const res = await putConfig(
+      server,
+      "form-bucket",
+      webhookConfig([{
+        id: "life",
+        url: `${receiver.url}/hook`,
+        events: ["store:ObjectCreated:*", "store:LifecycleExpiration:*", "store:ObjectRemoved:*"],
+      }]),
+    );
+    assertEquals(res.status, 200, await res.text());
+    const form = new FormData();
+    form.append("key", "uploads/form.txt");
+    form.append("file", new Blob(["from a form"]), "form.txt");
+    const post = await fetch(`${server.url}/form-bucket`, { method: "POST", body: form });
+    assertEquals(post.status, 204, await post.text());
+    // Refused requests emit nothing: a bad digest, a missing key's tags, an anonymous delete.
+    const bad = await signedFetch(server, {
+      method: "PUT",
+      path: objectPath("form-bucket", "refused"),
+      body: "x",
+      headers: { "content-md5": "AAAAAAAAAAAAAAAAAAAAAA==" },
+    });
+    assertEquals(bad.status, 400);
+    await bad.body?.cancel();
+    const missing = await signedFetch(server, {
+      method: "PUT",
+      path: objectPath("form-bucket", "nothing-here"),
+      query: [["tagging", ""]],
+      body: "<Tagging><TagSet></TagSet></Tagging>",
+    });
+    assertEquals(missing.status, 404);
+    await missing.body?.cancel();
+
+    const lifecycle = "<LifecycleConfiguration><Rule><ID>r</ID><Filter><Prefix>uploads/</Prefix>" +
+      "</Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>" +
+      "</LifecycleConfiguration>";
+    await call(server, "PUT", objectPath("form-bucket"), {
+      query: [["lifecycle", ""]],
+      body: lifecycle,
+      headers: { "content-md5": createHash("md5").update(lifecycle).digest("base64") },
+    });
+    await new Promise((r) => setTimeout(r, 2100)); // two one-second lifecycle days
+    const run = await fetch(`${server.url}/admin/lifecycle`, {
+      method: "POST",
+      headers: { authorization: `Basic ${btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`)}` },
+    });
+    assertEquals(run.status, 200, await run.text());
+    await receiver.until(() => receiver.records().length >= 2);
+    await new Promise((r) => setTimeout(r, 300));
+    const records = receiver.records();
+    assertEquals(records.map((r) => [r.eventName, r.s3.object.key]), [
+      ["store:ObjectCreated:Post", "uploads%2Fform.txt"],
+      ["store:LifecycleExpiration:Delete", "uploads%2Fform.txt"],
+    ]);
+    assertEquals(records[0].userIdentity.principalId, "anonymous");
+    assertEquals(records[0].s3.object.size, 11);
+    assertEquals(records[1].eventVersion, "2.3");
   } finally {
     await server.stop();
     await receiver.stop();
