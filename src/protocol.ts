@@ -181,6 +181,7 @@ export async function handleProtocol(
     const verdict = await deps.access.decide(principal, operation, {
       bucket,
       key: found.key,
+      versionId: found.key === undefined ? undefined : target.query.get("versionId") ?? undefined,
       facts,
     });
     const handler = HANDLERS[operation];

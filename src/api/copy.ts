@@ -67,6 +67,7 @@ export async function readableSource(
   const verdict = await ctx.access.decideRule(ctx.principal, OPERATION_RULES.GetObject, {
     bucket,
     key: source.key,
+    versionId: source.versionId,
     facts: ctx.facts,
   });
   let src: ObjectVersion;

@@ -63,6 +63,7 @@ export const deleteObjects: Handler = async (ctx) => {
       await ctx.access.decideRule(ctx.principal, OPERATION_RULES.DeleteObject, {
         bucket,
         key: t.key,
+        versionId: t.versionId,
         facts: ctx.facts,
       });
       const result = await ctx.layer.deleteObject(ctx.bucket, t.key, {

@@ -4,8 +4,8 @@
 import { S3Error } from "../http/errors.ts";
 import type { BucketRecord, MetaStore } from "../meta/store.ts";
 import { type Acl, aclFromJson, aclGrants, type Permission, privateAcl } from "./acl.ts";
-import { ACCOUNT_OPERATIONS, OPERATION_RULES, type OperationRule } from "./actions.ts";
-import { type BucketPolicy, evaluatePolicy, parseBucketPolicy } from "./policy.ts";
+import { ACCOUNT_OPERATIONS, OPERATION_RULES, type OperationRule, ruleActions } from "./actions.ts";
+import { type BucketPolicy, evaluatePolicy, mayAllow, parseBucketPolicy } from "./policy.ts";
 import type { Principal } from "./principal.ts";
 
 /** Facts about the request that policy conditions look at. */
@@ -15,6 +15,15 @@ export interface RequestFacts {
   now: Date;
   prefix?: string;
   maxKeys?: number;
+}
+
+/** What a request acts on; `versionId` when it names a version (its version action applies). */
+export interface AccessTarget {
+  bucket?: BucketRecord;
+  bucketName?: string;
+  key?: string;
+  versionId?: string;
+  facts: RequestFacts;
 }
 
 export function accessDenied(): S3Error {
@@ -61,7 +70,7 @@ export class AccessControl {
   async decide(
     principal: Principal,
     operation: string,
-    target: { bucket?: BucketRecord; bucketName?: string; key?: string; facts: RequestFacts },
+    target: AccessTarget,
   ): Promise<Verdict> {
     if (!principal.enabled) throw accessDenied();
     if (principal.kind === "admin") return "allow";
@@ -72,7 +81,10 @@ export class AccessControl {
     const rule = OPERATION_RULES[operation];
     if (rule?.byHandler) return "per-key";
     if (rule?.perKey) {
-      if (principal.kind === "anonymous" && !target.bucket) throw accessDenied();
+      // An anonymous caller's document is not even read unless some key could be allowed.
+      if (principal.kind === "anonymous" && !(await this.anonymousMayAct(rule, target.bucket))) {
+        throw accessDenied();
+      }
       return "per-key";
     }
     if (!rule) {
@@ -84,11 +96,22 @@ export class AccessControl {
     return await this.decideRule(principal, rule, target);
   }
 
+  /** Whether anonymous callers could be allowed `rule` on some key of `bucket` (ACL or policy). */
+  async anonymousMayAct(rule: OperationRule, bucket: BucketRecord | undefined): Promise<boolean> {
+    if (!bucket) return false;
+    if (rule.acl?.on === "bucket") {
+      const acl = await this.bucketAcl(bucket);
+      if (aclGrants(acl, { id: "", anonymous: true }, rule.acl.permission)) return true;
+    }
+    const policy = await this.policy(bucket.name);
+    return policy !== undefined && mayAllow(policy, ruleActions(rule));
+  }
+
   /** The same decision for an explicit rule (CopyObject's source read, DeleteObjects' keys). */
   async decideRule(
     principal: Principal,
     rule: OperationRule,
-    target: { bucket?: BucketRecord; bucketName?: string; key?: string; facts: RequestFacts },
+    target: AccessTarget,
   ): Promise<Verdict> {
     if (!principal.enabled) throw accessDenied();
     if (principal.kind === "admin") return "allow";
@@ -103,7 +126,9 @@ export class AccessControl {
     const policy = await this.policy(bucket.name);
     const verdict = policy
       ? evaluatePolicy(policy, {
-        action: rule.action,
+        action: target.versionId !== undefined && rule.versionAction
+          ? rule.versionAction
+          : rule.action,
         bucket: bucket.name,
         key: rule.object ? target.key : undefined,
         userName: principal.kind === "user" ? principal.displayName : undefined,

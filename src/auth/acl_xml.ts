@@ -2,7 +2,7 @@
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { type Dialect, DIALECTS } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
-import { escapeXml, text } from "../http/xml.ts";
+import { escapeXml, text, withinXmlDepth } from "../http/xml.ts";
 import type { Acl, Grantee, GroupName, Permission } from "./acl.ts";
 
 const XSI = "http://www.w3.org/2001/XMLSchema-instance";
@@ -133,7 +133,7 @@ function parseGrant(node: Node): RawGrant {
  */
 export function parsePolicyXml(body: string): RawPolicy {
   if (body.trim() === "" || /<!DOCTYPE|<!ENTITY/i.test(body)) throw malformed();
-  if (XMLValidator.validate(body) !== true) throw malformed();
+  if (!withinXmlDepth(body) || XMLValidator.validate(body) !== true) throw malformed();
   const doc = parser.parse(body) as Element;
   const roots = Object.keys(doc);
   if (roots.length !== 1 || roots[0] !== "AccessControlPolicy") throw malformed();

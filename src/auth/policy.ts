@@ -2,6 +2,7 @@
 // Every vendor spelling (action prefix, ARN prefixes, principal key) comes from the dialects, and
 // a stored policy may use either spelling, or both, whatever the dialect of the request.
 import { DIALECTS } from "../http/dialect.ts";
+import { POLICY_ACTIONS } from "./actions.ts";
 import {
   type Condition,
   conditionsMatch,
@@ -64,28 +65,8 @@ export interface PolicyRequest {
   maxKeys?: number;
 }
 
-/**
- * Actions a policy may name (without prefix). The last lines are real actions that policies
- * written for other servers carry: accepted, though no request here is checked against them.
- */
-const KNOWN_ACTIONS = `
-  GetObject PutObject DeleteObject ListBucket GetBucketPolicy PutBucketPolicy DeleteBucketPolicy
-  GetBucketPolicyStatus GetBucketLocation ListBucketMultipartUploads ListMultipartUploadParts
-  AbortMultipartUpload GetObjectAcl PutObjectAcl GetBucketAcl PutBucketAcl GetObjectVersion
-  DeleteObjectVersion ListBucketVersions GetObjectTagging PutObjectTagging DeleteObjectTagging
-  GetBucketTagging PutBucketTagging GetBucketVersioning PutBucketVersioning
-  GetLifecycleConfiguration PutLifecycleConfiguration GetBucketCORS PutBucketCORS
-  GetBucketObjectLockConfiguration PutBucketObjectLockConfiguration GetObjectRetention
-  PutObjectRetention GetObjectLegalHold PutObjectLegalHold BypassGovernanceRetention
-  GetBucketNotification PutBucketNotification DeleteBucket CreateBucket ListAllMyBuckets
-  GetObjectAttributes GetObjectVersionAcl PutObjectVersionAcl GetObjectVersionTagging
-  PutObjectVersionTagging DeleteObjectVersionTagging RestoreObject GetEncryptionConfiguration
-  PutEncryptionConfiguration GetBucketWebsite PutBucketWebsite DeleteBucketWebsite
-  GetBucketLogging PutBucketLogging GetReplicationConfiguration PutReplicationConfiguration
-  GetBucketPublicAccessBlock PutBucketPublicAccessBlock GetBucketOwnershipControls
-  PutBucketOwnershipControls
-`.trim().split(/\s+/);
-const ACTION_NAMES = new Map(KNOWN_ACTIONS.map((a) => [a.toLowerCase(), a]));
+/** Actions a policy may name (without prefix), by lower case: those requests are checked against. */
+const ACTION_NAMES = new Map(POLICY_ACTIONS.map((a) => [a.toLowerCase(), a]));
 
 const DIALECT_LIST = Object.values(DIALECTS);
 const VERSIONS = ["2012-10-17", "2008-10-17"];
@@ -154,10 +135,12 @@ function parseAction(text: string, where: string): string {
     if (!/[*?]/.test(name)) {
       const known = ACTION_NAMES.get(lower);
       if (known) return known;
-    } else if (KNOWN_ACTIONS.some((a) => wildcardMatch(lower, a.toLowerCase()))) {
+    } else if (POLICY_ACTIONS.some((a) => wildcardMatch(lower, a.toLowerCase()))) {
       return name;
     }
-    throw malformed(`${where}: unknown action "${text}"`);
+    throw malformed(
+      `${where}: unknown action "${text}" (not one any request here is checked against)`,
+    );
   }
   throw malformed(`${where}: action "${text}" has no known service prefix`);
 }
@@ -269,11 +252,14 @@ function resourceMatches(resources: PolicyResource[], req: PolicyRequest): boole
   );
 }
 
+function actionMatches(s: PolicyStatement, action: string): boolean {
+  const lower = action.toLowerCase();
+  return s.actions.some((a) => wildcardMatch(a.toLowerCase(), lower)) !== !!s.notAction;
+}
+
 function statementApplies(s: PolicyStatement, req: PolicyRequest): boolean {
   if (principalMatches(s.principal, req.userName) === !!s.notPrincipal) return false;
-  const action = req.action.toLowerCase();
-  const acts = s.actions.some((a) => wildcardMatch(a.toLowerCase(), action));
-  if (acts === !!s.notAction) return false;
+  if (!actionMatches(s, req.action)) return false;
   if (resourceMatches(s.resources, req) === !!s.notResource) return false;
   return conditionsMatch(s.conditions, req);
 }
@@ -290,6 +276,17 @@ export function evaluatePolicy(
     allowed = true;
   }
   return allowed ? "Allow" : "NoMatch";
+}
+
+/**
+ * Whether some Allow statement could grant one of `actions` to `userName` (anonymous when
+ * undefined) on some resource of the bucket, whatever the request's conditions.
+ */
+export function mayAllow(policy: BucketPolicy, actions: string[], userName?: string): boolean {
+  return policy.statements.some((s) =>
+    s.effect === "Allow" && principalMatches(s.principal, userName) !== !!s.notPrincipal &&
+    actions.some((a) => actionMatches(s, a))
+  );
 }
 
 /**

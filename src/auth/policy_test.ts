@@ -161,6 +161,10 @@ Deno.test("parse: each malformed document is rejected with MalformedPolicy", () 
     [doc(stmt({ Action: "ec2:RunInstances" })), /no known service prefix/],
     [doc(stmt({ Action: `${A.actionPrefix}GetObjekt` })), /unknown action/],
     [doc(stmt({ Action: `${S.actionPrefix}Frobnicate*` })), /unknown action/],
+    // Real actions of the protocol that no request here is checked against.
+    [doc(stmt({ Action: `${A.actionPrefix}GetBucketCORS` })), /unknown action/],
+    [doc(stmt({ Action: `${A.actionPrefix}ListAllMyBuckets` })), /unknown action/],
+    [doc(stmt({ Action: `${A.actionPrefix}CreateBucket` })), /unknown action/],
     [doc(stmt({ Resource: undefined })), /missing required field Resource/],
     [doc(stmt({ Resource: `${A.resourceArnPrefix}other/*` })), /not in bucket photos/],
     [doc(stmt({ Resource: [`${A.resourceArnPrefix}${BUCKET}`, `${A.resourceArnPrefix}x`] })), /x/],

@@ -41,6 +41,55 @@ const parser = new XMLParser({
   ignoreDeclaration: true,
 });
 
+/** No request document needs more (a lifecycle rule's And/Tag/Key is 6 levels deep). */
+export const MAX_XML_DEPTH = 32;
+
+/** The end of the markup starting at `from` (index of its `>`), skipping quoted values. */
+function tagEnd(body: string, from: number): number {
+  let quote = "";
+  for (let i = from; i < body.length; i++) {
+    const c = body[i];
+    if (quote) {
+      if (c === quote) quote = "";
+    } else if (c === '"' || c === "'") {
+      quote = c;
+    } else if (c === ">") {
+      return i;
+    }
+  }
+  return body.length;
+}
+
+/**
+ * Whether no element of `body` is nested deeper than `max`. A linear scan before any parser
+ * sees the document: the parser and validator recurse per level, so a deep document would
+ * otherwise exhaust the stack. Comments, CDATA and declarations do not count.
+ */
+export function withinXmlDepth(body: string, max = MAX_XML_DEPTH): boolean {
+  let depth = 0;
+  let i = body.indexOf("<");
+  while (i >= 0) {
+    const skipTo = body.startsWith("<!--", i)
+      ? "-->"
+      : body.startsWith("<![CDATA[", i)
+      ? "]]>"
+      : undefined;
+    let end: number;
+    if (skipTo) {
+      end = body.indexOf(skipTo, i);
+      end = end < 0 ? body.length : end + skipTo.length - 1;
+    } else {
+      end = tagEnd(body, i + 1);
+      const kind = body[i + 1];
+      if (kind === "/") depth--;
+      else if (kind !== "?" && kind !== "!" && body[end - 1] !== "/") depth++;
+      if (depth > max) return false;
+    }
+    i = body.indexOf("<", end + 1);
+  }
+  return true;
+}
+
 export type XmlNode = string | { [name: string]: XmlNode | XmlNode[] };
 
 /**
@@ -51,6 +100,9 @@ export function parseXml(body: string, rootName: string): Record<string, XmlNode
   if (body.trim() === "") throw new S3Error("MalformedXML", "The request body is empty.");
   if (/<!DOCTYPE|<!ENTITY/i.test(body)) {
     throw new S3Error("MalformedXML", "Document type declarations are not allowed.");
+  }
+  if (!withinXmlDepth(body)) {
+    throw new S3Error("MalformedXML", `Elements may nest at most ${MAX_XML_DEPTH} levels deep.`);
   }
   if (XMLValidator.validate(body) !== true) {
     throw new S3Error("MalformedXML", "The XML you provided was not well-formed.");
