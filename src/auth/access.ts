@@ -48,7 +48,7 @@ export class AccessControl {
     // Every request of a non-owner consults the policy: parse each stored text once.
     const cached = this.#parsed.get(bucket);
     if (cached?.text === text) return cached.policy;
-    const policy = parseBucketPolicy(text, bucket);
+    const policy = parseBucketPolicy(text, bucket, { stored: true });
     if (this.#parsed.size >= 1000) this.#parsed.clear();
     this.#parsed.set(bucket, { text, policy });
     return policy;

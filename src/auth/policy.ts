@@ -145,6 +145,21 @@ function parseAction(text: string, where: string): string {
   throw malformed(`${where}: action "${text}" has no known service prefix`);
 }
 
+/**
+ * A stored policy may name actions accepted by earlier versions and no longer: they are dropped,
+ * which changes no decision (no request is checked against them).
+ */
+function parseActions(list: string[], where: string, stored: boolean): string[] {
+  return list.flatMap((text) => {
+    try {
+      return [parseAction(text, where)];
+    } catch (err) {
+      if (stored && /unknown action/.test((err as Error).message)) return [];
+      throw err;
+    }
+  });
+}
+
 function parseResource(text: string, bucket: string, where: string): PolicyResource {
   if (text === "*") return { bucket: "*" };
   for (const d of DIALECT_LIST) {
@@ -176,7 +191,11 @@ function either(raw: Record<string, unknown>, name: string, where: string) {
   return { value: plain ?? negated, not: plain === undefined };
 }
 
-function parseStatement(raw: unknown, index: number, bucket: string): PolicyStatement {
+function parseStatement(
+  raw: unknown,
+  index: number,
+  opts: { bucket: string; stored: boolean },
+): PolicyStatement {
   let where = `Statement ${index + 1}`;
   if (!isRecord(raw)) throw malformed(`${where} must be an object`);
   checkFields(raw, STATEMENT_FIELDS, where);
@@ -193,9 +212,9 @@ function parseStatement(raw: unknown, index: number, bucket: string): PolicyStat
   const statement: PolicyStatement = {
     effect,
     principal: parsePrincipal(principal.value, where),
-    actions: stringList(action.value, `${where}: Action`).map((a) => parseAction(a, where)),
+    actions: parseActions(stringList(action.value, `${where}: Action`), where, opts.stored),
     resources: stringList(resource.value, `${where}: Resource`)
-      .map((r) => parseResource(r, bucket, where)),
+      .map((r) => parseResource(r, opts.bucket, where)),
     conditions: parseConditions(raw.Condition, where),
   };
   if (sid !== undefined) statement.sid = sid;
@@ -209,8 +228,13 @@ function parseStatement(raw: unknown, index: number, bucket: string): PolicyStat
  * Parses and validates a bucket policy for `bucket`. Throws S3Error("MalformedPolicy") naming the
  * problem: invalid JSON, wrong shape, unknown fields, unsupported Version, bad Effect, Principal,
  * Action, Resource (must lie in `bucket`) or Condition, duplicate Sid, or more than 20 KiB.
+ * `stored`: the text was accepted before (see parseActions).
  */
-export function parseBucketPolicy(text: string, bucket: string): BucketPolicy {
+export function parseBucketPolicy(
+  text: string,
+  bucket: string,
+  opts: { stored?: boolean } = {},
+): BucketPolicy {
   if (new TextEncoder().encode(text).byteLength > MAX_POLICY_BYTES) {
     throw malformed(`Policies must be no larger than ${MAX_POLICY_BYTES} bytes`);
   }
@@ -232,7 +256,9 @@ export function parseBucketPolicy(text: string, bucket: string): BucketPolicy {
   if (!list || list.length === 0) {
     throw malformed("Policies must have a Statement: an object or a non-empty array");
   }
-  const statements = list.map((s, i) => parseStatement(s, i, bucket));
+  const statements = list.map((s, i) =>
+    parseStatement(s, i, { bucket, stored: opts.stored ?? false })
+  );
   const sids = statements.flatMap((s) => (s.sid ? [s.sid] : []));
   const duplicate = sids.find((sid, i) => sids.indexOf(sid) !== i);
   if (duplicate !== undefined) throw malformed(`Statement ids must be unique: "${duplicate}"`);

@@ -424,3 +424,34 @@ Deno.test("isPublicPolicy: Allow to everyone is public", () => {
   });
   assert(isPublicPolicy(policy([allButBob])));
 });
+
+Deno.test("parse: a stored policy drops action names no longer accepted", () => {
+  const text = JSON.stringify({
+    Statement: [
+      {
+        Effect: "Allow",
+        Principal: "*",
+        Action: ["s3:GetBucketCORS", "s3:GetObject"],
+        Resource: "arn:aws:s3:::b/*",
+      },
+      {
+        Effect: "Deny",
+        Principal: "*",
+        NotAction: "s3:GetBucketWebsite",
+        Resource: "arn:aws:s3:::b/x",
+      },
+    ],
+  });
+  assertEquals(parseBucketPolicy(text, "b", { stored: true }).statements.map((s) => s.actions), [
+    ["GetObject"],
+    [],
+  ]);
+  const err = (() => {
+    try {
+      parseBucketPolicy(text, "b");
+    } catch (e) {
+      return e as S3Error;
+    }
+  })();
+  assertEquals(err?.code, "MalformedPolicy");
+});
