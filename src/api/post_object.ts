@@ -19,7 +19,12 @@ import { contentTypeFor } from "../http/mime.ts";
 import { text, xmlDocument } from "../http/xml.ts";
 import type { Handler, HandlerResult, RequestContext } from "./context.ts";
 import { writeEncryption } from "./encryption.ts";
-import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
+import {
+  isHeaderValue,
+  readMetadata,
+  rejectUnsupportedWriteOptions,
+  validateKey,
+} from "./object_headers.ts";
 import { contentMd5, newObjectAcl } from "./objects.ts";
 import { newVersionLock } from "./object_lock.ts";
 import { parseTagging, requestTags } from "./tags.ts";
@@ -129,12 +134,14 @@ function writeHeaders(values: Map<string, string>, dialect: Dialect): Headers {
     const vendor = name.startsWith(dialect.headerPrefix) && !auth.includes(name);
     if (!vendor && !HEADER_FIELDS.includes(name) && name !== "acl") continue;
     try {
-      headers.set(header, value);
-    } catch {
-      throw new S3Error("InvalidArgument", `The form field '${name}' cannot be used as a header.`, {
-        details: { ArgumentName: name, ArgumentValue: value },
-      });
-    }
+      if (isHeaderValue(value)) {
+        headers.set(header, value);
+        continue;
+      }
+    } catch { /* a name that is no header name */ }
+    throw new S3Error("InvalidArgument", `The form field '${name}' cannot be used as a header.`, {
+      details: { ArgumentName: name, ArgumentValue: value },
+    });
   }
   return headers;
 }

@@ -8,10 +8,28 @@ const ESCAPES: Record<string, string> = {
   ">": "&gt;",
   '"': "&quot;",
   "'": "&apos;",
+  // As references, so that parsers keep them (a raw CR is read back as a newline).
+  "\t": "&#9;",
+  "\n": "&#10;",
+  "\r": "&#13;",
 };
 
+/** Characters XML 1.0 cannot carry, not even as references (unpaired surrogates included). */
+const NOT_XML =
+  /[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const NOT_XML_ALL = new RegExp(NOT_XML.source, "g");
+
+/** Whether XML 1.0 can carry `text` (keys are refused on write otherwise). */
+export function isXmlText(text: string): boolean {
+  return !NOT_XML.test(text);
+}
+
+/**
+ * Escapes text for XML. Characters XML 1.0 cannot carry become U+FFFD, so every document stays
+ * well-formed (such keys are refused on write; `encoding-type=url` lists any key exactly).
+ */
 export function escapeXml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+  return text.replace(/[&<>"'\t\n\r]/g, (c) => ESCAPES[c]).replace(NOT_XML_ALL, "\uFFFD");
 }
 
 /** `<name>escaped text</name>`, or nothing when the value is undefined. */
