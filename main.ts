@@ -6,6 +6,7 @@ import { loadAdminCredentials } from "./src/auth/admin_credentials.ts";
 import { Credentials } from "./src/auth/credentials.ts";
 import { loadMasterKey } from "./src/auth/master_key.ts";
 import { SecretSealer } from "./src/auth/secrets.ts";
+import { SignInLimiter } from "./src/auth/sign_in_limiter.ts";
 import { SseKeys } from "./src/object/sse.ts";
 import { ConfigError, loadConfig } from "./src/config.ts";
 import { InFlight } from "./src/http/in_flight.ts";
@@ -91,6 +92,10 @@ async function main(): Promise<void> {
     scrubber,
     lifecycle,
     sseKeys: new SseKeys(masterKey),
+    signIns: new SignInLimiter({
+      maxFailures: config.signInMaxFailures,
+      windowMs: config.signInWindow * 1000,
+    }),
   });
 
   const server = Deno.serve({

@@ -4,6 +4,7 @@ import type { HandlerResult, RequestContext } from "./api/context.ts";
 import { HANDLERS, READS_BODY } from "./api/handlers.ts";
 import type { AccessControl, RequestFacts } from "./auth/access.ts";
 import type { Credentials } from "./auth/credentials.ts";
+import type { SignInLimiter } from "./auth/sign_in_limiter.ts";
 import { ANONYMOUS, type Principal } from "./auth/principal.ts";
 import type { SecretSealer } from "./auth/secrets.ts";
 import type { Scrubber } from "./workers/scrubber.ts";
@@ -31,6 +32,7 @@ export interface AppDeps {
   scrubber: Scrubber;
   lifecycle: LifecycleWorker;
   sseKeys: SseKeys;
+  signIns: SignInLimiter;
 }
 
 interface Target {

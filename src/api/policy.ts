@@ -1,5 +1,6 @@
 // Bucket policy operations: Get/Put/DeleteBucketPolicy and GetBucketPolicyStatus.
 import { isPublicPolicy, parseBucketPolicy } from "../auth/policy.ts";
+import { pinPrincipals } from "../auth/policy_principals.ts";
 import { S3Error } from "../http/errors.ts";
 import { text, xmlDocument } from "../http/xml.ts";
 import { bucketOf, type Handler, xmlResult } from "./context.ts";
@@ -32,14 +33,17 @@ export const putBucketPolicy: Handler = async (ctx) => {
   } catch {
     throw new S3Error("MalformedPolicy", "The policy is not valid UTF-8.");
   }
-  parseBucketPolicy(policyText, ctx.bucket);
+  const policy = parseBucketPolicy(policyText, ctx.bucket);
+  await pinPrincipals(ctx.layer.meta, ctx.bucket, policyText, policy);
   await ctx.layer.meta.putBucketConfig(ctx.bucket, "policy", policyText);
+  ctx.access.forget(ctx.bucket);
   return { status: 204 };
 };
 
 export const deleteBucketPolicy: Handler = async (ctx) => {
   await bucketOf(ctx);
   await ctx.layer.meta.deleteBucketConfig(ctx.bucket, "policy");
+  await ctx.layer.meta.deleteBucketConfig(ctx.bucket, "policy-principals");
   return { status: 204 };
 };
 

@@ -5,7 +5,13 @@ import { S3Error } from "../http/errors.ts";
 import type { BucketRecord, MetaStore } from "../meta/store.ts";
 import { type Acl, aclFromJson, aclGrants, type Permission, privateAcl } from "./acl.ts";
 import { ACCOUNT_OPERATIONS, OPERATION_RULES, type OperationRule, ruleActions } from "./actions.ts";
-import { type BucketPolicy, evaluatePolicy, mayAllow, parseBucketPolicy } from "./policy.ts";
+import {
+  type BucketPolicy,
+  evaluatePolicy,
+  mayAllowAnonymous,
+  parseBucketPolicy,
+} from "./policy.ts";
+import { principalIds } from "./policy_principals.ts";
 import type { Principal } from "./principal.ts";
 
 /** Facts about the request that policy conditions look at. */
@@ -49,9 +55,15 @@ export class AccessControl {
     const cached = this.#parsed.get(bucket);
     if (cached?.text === text) return cached.policy;
     const policy = parseBucketPolicy(text, bucket, { stored: true });
+    policy.userIds = await principalIds(this.meta, bucket, text, policy);
     if (this.#parsed.size >= 1000) this.#parsed.clear();
     this.#parsed.set(bucket, { text, policy });
     return policy;
+  }
+
+  /** Drops the parsed policy of a bucket (its principals were pinned anew). */
+  forget(bucket: string): void {
+    this.#parsed.delete(bucket);
   }
 
   /** The bucket's ACL, or the owner's default private ACL. */
@@ -104,7 +116,7 @@ export class AccessControl {
       if (aclGrants(acl, { id: "", anonymous: true }, rule.acl.permission)) return true;
     }
     const policy = await this.policy(bucket.name);
-    return policy !== undefined && mayAllow(policy, ruleActions(rule));
+    return policy !== undefined && mayAllowAnonymous(policy, ruleActions(rule));
   }
 
   /** The same decision for an explicit rule (CopyObject's source read, DeleteObjects' keys). */
@@ -132,6 +144,7 @@ export class AccessControl {
         bucket: bucket.name,
         key: rule.object ? target.key : undefined,
         userName: principal.kind === "user" ? principal.displayName : undefined,
+        userId: principal.kind === "user" ? principal.id : undefined,
         ...target.facts,
       })
       : "NoMatch";

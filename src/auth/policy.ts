@@ -46,6 +46,11 @@ export interface PolicyStatement {
 export interface BucketPolicy {
   version: string;
   statements: PolicyStatement[];
+  /**
+   * User name -> the id of the user that had the name when the policy was stored (see
+   * policy_principals.ts): a user name matches only that user. Unset: names alone match.
+   */
+  userIds?: Record<string, string>;
 }
 
 export interface PolicyRequest {
@@ -56,6 +61,8 @@ export interface PolicyRequest {
   key?: string;
   /** undefined for anonymous. */
   userName?: string;
+  /** The user's stable id (undefined for anonymous). */
+  userId?: string;
   /** "127.0.0.1", or IPv6 such as "::1" or "::ffff:127.0.0.1". */
   sourceIp: string;
   secureTransport: boolean;
@@ -265,10 +272,23 @@ export function parseBucketPolicy(
   return { version, statements };
 }
 
-function principalMatches(principal: PolicyPrincipal, userName: string | undefined): boolean {
+function principalMatches(
+  principal: PolicyPrincipal,
+  who: { userName?: string; userId?: string },
+  userIds: Record<string, string> | undefined,
+): boolean {
   if (principal === "*") return true;
-  if (userName === undefined) return false;
-  return principal.users.some((u) => u === "*" || u === userName);
+  if (who.userName === undefined) return false;
+  return principal.users.some((u) =>
+    u === "*" ||
+    (u === who.userName && (userIds === undefined || userIds[u] === who.userId))
+  );
+}
+
+/** The user names a policy's principals list (not "*"). */
+export function policyUserNames(policy: BucketPolicy): string[] {
+  const names = policy.statements.flatMap((s) => s.principal === "*" ? [] : s.principal.users);
+  return [...new Set(names.filter((n) => n !== "*"))];
 }
 
 function resourceMatches(resources: PolicyResource[], req: PolicyRequest): boolean {
@@ -283,8 +303,12 @@ function actionMatches(s: PolicyStatement, action: string): boolean {
   return s.actions.some((a) => wildcardMatch(a.toLowerCase(), lower)) !== !!s.notAction;
 }
 
-function statementApplies(s: PolicyStatement, req: PolicyRequest): boolean {
-  if (principalMatches(s.principal, req.userName) === !!s.notPrincipal) return false;
+function statementApplies(
+  s: PolicyStatement,
+  req: PolicyRequest,
+  userIds: Record<string, string> | undefined,
+): boolean {
+  if (principalMatches(s.principal, req, userIds) === !!s.notPrincipal) return false;
   if (!actionMatches(s, req.action)) return false;
   if (resourceMatches(s.resources, req) === !!s.notResource) return false;
   return conditionsMatch(s.conditions, req);
@@ -297,7 +321,7 @@ export function evaluatePolicy(
 ): "Allow" | "Deny" | "NoMatch" {
   let allowed = false;
   for (const s of policy.statements) {
-    if (!statementApplies(s, req)) continue;
+    if (!statementApplies(s, req, policy.userIds)) continue;
     if (s.effect === "Deny") return "Deny";
     allowed = true;
   }
@@ -305,12 +329,12 @@ export function evaluatePolicy(
 }
 
 /**
- * Whether some Allow statement could grant one of `actions` to `userName` (anonymous when
- * undefined) on some resource of the bucket, whatever the request's conditions.
+ * Whether some Allow statement could grant one of `actions` to anonymous callers on some
+ * resource of the bucket, whatever the request's conditions.
  */
-export function mayAllow(policy: BucketPolicy, actions: string[], userName?: string): boolean {
+export function mayAllowAnonymous(policy: BucketPolicy, actions: string[]): boolean {
   return policy.statements.some((s) =>
-    s.effect === "Allow" && principalMatches(s.principal, userName) !== !!s.notPrincipal &&
+    s.effect === "Allow" && principalMatches(s.principal, {}, undefined) !== !!s.notPrincipal &&
     actions.some((a) => actionMatches(s, a))
   );
 }
