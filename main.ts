@@ -109,7 +109,7 @@ async function main(): Promise<void> {
     lifecycle,
     sseKeys: new SseKeys(masterKey),
     signIns: new SignInLimiter({
-      maxFailures: config.signInMaxFailures,
+      maxFailures: config.signInLimit,
       windowMs: config.signInWindow * 1000,
     }),
   });

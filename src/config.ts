@@ -36,8 +36,8 @@ export interface Config {
    * 2); 0 does that work on the main thread.
    */
   cpuWorkers: number;
-  /** Failed admin and token sign-ins a client may make per window (STORE_SIGNIN_MAX_FAILURES). */
-  signInMaxFailures: number;
+  /** Failed admin and token sign-ins a client may make per window (STORE_SIGNIN_LIMIT). */
+  signInLimit: number;
   /** That window in seconds (STORE_SIGNIN_WINDOW, default 300). */
   signInWindow: number;
 }
@@ -141,7 +141,7 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
     lifecycleInterval: intSetting(env, "STORE_LIFECYCLE_INTERVAL", 3600, 1, 7 * 24 * 3600),
     lifecycleDay: intSetting(env, "STORE_LIFECYCLE_DAY", 86400, 1, 86400),
     cpuWorkers: intSetting(env, "STORE_CPU_WORKERS", 2, 0, 16),
-    signInMaxFailures: intSetting(env, "STORE_SIGNIN_MAX_FAILURES", 10, 1, 10_000),
+    signInLimit: intSetting(env, "STORE_SIGNIN_LIMIT", 10, 1, 10_000),
     signInWindow: intSetting(env, "STORE_SIGNIN_WINDOW", 300, 1, 24 * 3600),
   };
 }

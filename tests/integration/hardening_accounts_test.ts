@@ -59,7 +59,7 @@ Deno.test("hardening: failed sign-ins are limited per client address", async (t)
     await t.step("the protocol API is not affected", async () => {
       await expectStatus(await as(server, undefined, "amz")({ method: "GET", path: "/" }), 200);
     });
-  }, { env: { STORE_SIGNIN_MAX_FAILURES: "3", STORE_SIGNIN_WINDOW: "2" } });
+  }, { env: { STORE_SIGNIN_LIMIT: "3", STORE_SIGNIN_WINDOW: "2" } });
 });
 
 Deno.test("hardening: policy principals are pinned to the user, not the name", async (t) => {
