@@ -100,7 +100,8 @@ export function withinXmlDepth(body: string, max = MAX_XML_DEPTH): boolean {
     } else {
       end = tagEnd(body, i + 1);
       const kind = body[i + 1];
-      if (kind === "/") depth--;
+      // Never below zero: stray closing tags cannot buy room for deeper nesting.
+      if (kind === "/") depth = Math.max(0, depth - 1);
       else if (kind !== "?" && kind !== "!" && body[end - 1] !== "/") depth++;
       if (depth > max) return false;
     }
