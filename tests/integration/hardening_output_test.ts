@@ -2,7 +2,12 @@
 // form metadata that cannot be header values are InvalidArgument, never a 500; keys with control
 // characters either are refused on write (those XML 1.0 cannot carry) or list as well-formed XML
 // that fast-xml-parser and the AWS SDK read back exactly.
-import { ListObjectsV2Command, ListObjectVersionsCommand } from "@aws-sdk/client-s3";
+import {
+  ListMultipartUploadsCommand,
+  ListObjectsCommand,
+  ListObjectsV2Command,
+  ListObjectVersionsCommand,
+} from "@aws-sdk/client-s3";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { assert, assertEquals } from "./assert.ts";
 import {
@@ -84,6 +89,15 @@ Deno.test("hardening: output built from user input", async (t) => {
           const res = await fetch(`${server.url}/out`, { method: "POST", body: form });
           await expectError(res, "InvalidArgument", 400, `form meta ${JSON.stringify(value)}`);
         }
+        const form = new FormData();
+        form.append("key", "form/\x01");
+        form.append("file", new Blob(["data"]), "f.txt");
+        await expectError(
+          await fetch(`${server.url}/out`, { method: "POST", body: form }),
+          "InvalidArgument",
+          400,
+          "form key with 0x1",
+        );
         const head = await admin({ method: "HEAD", path: objectPath("out", "form/x") });
         assertEquals(head.status, 404, "nothing stored");
         await head.body?.cancel();
@@ -162,6 +176,12 @@ Deno.test("hardening: output built from user input", async (t) => {
         new ListObjectVersionsCommand({ Bucket: "out", Prefix: "ctl/" }),
       );
       assertEquals(versions.Versions?.map((o) => o.Key).sort(), [...keys].sort(), "SDK versions");
+      const v1 = await s3.send(new ListObjectsCommand({ Bucket: "out", Prefix: "ctl/" }));
+      assertEquals(v1.Contents?.map((o) => o.Key).sort(), [...keys].sort(), "SDK ListObjects");
+      const uploads = await s3.send(
+        new ListMultipartUploadsCommand({ Bucket: "out", Prefix: "ctl/" }),
+      );
+      assertEquals(uploads.Uploads?.map((u) => u.Key), [keys[2]], "SDK ListMultipartUploads");
     });
   });
 });
