@@ -17,6 +17,14 @@ function textHash(text: string): string {
   return createHash("sha256").update(text).digest("hex");
 }
 
+function parsePins(raw: string): StoredPins | undefined {
+  try {
+    return JSON.parse(raw) as StoredPins;
+  } catch {
+    return undefined; // unreadable: pinned anew
+  }
+}
+
 async function resolve(
   meta: MetaStore,
   names: string[],
@@ -61,10 +69,8 @@ export async function principalIds(
 ): Promise<Record<string, string>> {
   const hash = textHash(text);
   const raw = await meta.getBucketConfig(bucket, "policy-principals");
-  if (raw !== undefined) {
-    const stored = JSON.parse(raw) as StoredPins;
-    if (stored.policy === hash) return stored.ids;
-  }
+  const stored = raw === undefined ? undefined : parsePins(raw);
+  if (stored?.policy === hash) return stored.ids;
   const { ids } = await resolve(meta, policyUserNames(policy));
   await meta.putBucketConfig(
     bucket,
