@@ -6,14 +6,13 @@
 # running afterwards is stopped and disabled.
 
 brokers_missing=""
-for brokers_pair in rabbitmq-server:rabbitmq-server nats-server:nats-server \
-  mosquitto:mosquitto redis-server:redis-server postgresql:/usr/lib/postgresql; do
+# Each package with the server program it provides.
+for brokers_pair in rabbitmq-server:/usr/lib/rabbitmq/bin/rabbitmq-server \
+  nats-server:/usr/sbin/nats-server mosquitto:/usr/sbin/mosquitto \
+  redis-server:/usr/bin/redis-server postgresql:/usr/lib/postgresql/*/bin/postgres; do
   brokers_pkg="${brokers_pair%%:*}"
   brokers_probe="${brokers_pair#*:}"
-  if [ "${brokers_probe#/}" != "$brokers_probe" ]; then
-    [ -d "$brokers_probe" ] || brokers_missing="$brokers_missing $brokers_pkg"
-  elif ! command -v "$brokers_probe" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$brokers_probe" ] &&
-    [ ! -x "/usr/lib/rabbitmq/bin/$brokers_probe" ]; then
+  if ! compgen -G "$brokers_probe" >/dev/null; then
     brokers_missing="$brokers_missing $brokers_pkg"
   fi
 done
@@ -35,15 +34,16 @@ if [ -n "$brokers_missing" ]; then
     $brokers_missing >/dev/null
   if [ -n "$brokers_policy_added" ]; then $brokers_sudo rm -f /usr/sbin/policy-rc.d; fi
   # Whatever started anyway (a machine without policy-rc.d support) is stopped and disabled.
-  for brokers_unit in rabbitmq-server nats-server mosquitto redis-server postgresql; do
+  for brokers_unit in rabbitmq-server nats-server mosquitto redis-server postgresql epmd.socket \
+    epmd; do
     if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
       $brokers_sudo systemctl disable --now "$brokers_unit" >/dev/null 2>&1 || true
     elif [ -x "/etc/init.d/$brokers_unit" ]; then
       $brokers_sudo "/etc/init.d/$brokers_unit" stop >/dev/null 2>&1 || true
     fi
   done
-  # RabbitMQ's port mapper outlives the broker; the tests start their own.
-  if command -v epmd >/dev/null 2>&1; then epmd -kill >/dev/null 2>&1 || true; fi
+  # The Erlang port mapper on its default port outlives a broker; the tests start their own.
+  if command -v epmd >/dev/null 2>&1; then ERL_EPMD_PORT=4369 epmd -kill >/dev/null 2>&1 || true; fi
 fi
 unset brokers_missing brokers_pair brokers_pkg brokers_probe brokers_sudo brokers_policy_added \
   brokers_unit

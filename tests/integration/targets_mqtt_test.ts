@@ -70,7 +70,7 @@ Deno.test("MQTT target", async (t) => {
 
     await t.step("a frozen broker: a QoS 1 send rejects on the time limit", async () => {
       const target = targets[1];
-      mosquitto.freeze(true);
+      await mosquitto.freeze(true);
       try {
         const message = await assertRejectsWithin(
           target.send(eventMessage(900)),
@@ -79,7 +79,7 @@ Deno.test("MQTT target", async (t) => {
         );
         assert(/timed out/.test(message), message);
       } finally {
-        mosquitto.freeze(false);
+        await mosquitto.freeze(false);
       }
     });
 

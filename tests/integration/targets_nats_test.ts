@@ -44,7 +44,7 @@ Deno.test("NATS target", async (t) => {
     });
 
     await t.step("a frozen server: a send rejects on the time limit", async () => {
-      nats.freeze(true);
+      await nats.freeze(true);
       try {
         const message = await assertRejectsWithin(
           target.send(eventMessage(900)),
@@ -53,7 +53,7 @@ Deno.test("NATS target", async (t) => {
         );
         assert(/timed out/.test(message), message);
       } finally {
-        nats.freeze(false);
+        await nats.freeze(false);
       }
     });
 

@@ -38,7 +38,7 @@ Deno.test("Redis target", async (t) => {
     });
 
     await t.step("a frozen server: a send rejects on the time limit", async () => {
-      redis.freeze(true);
+      await redis.freeze(true);
       try {
         const message = await assertRejectsWithin(
           target.send(eventMessage(900)),
@@ -47,7 +47,7 @@ Deno.test("Redis target", async (t) => {
         );
         assert(/timed out/.test(message), message);
       } finally {
-        redis.freeze(false);
+        await redis.freeze(false);
       }
     });
 

@@ -82,7 +82,12 @@ async function initdb(bin: string, dir: string): Promise<void> {
 
 async function postgresBinDir(): Promise<string> {
   const versions: number[] = [];
-  for await (const entry of Deno.readDir("/usr/lib/postgresql")) versions.push(Number(entry.name));
+  for await (const entry of Deno.readDir("/usr/lib/postgresql")) {
+    const server = await Deno.stat(`/usr/lib/postgresql/${entry.name}/bin/postgres`).catch(() =>
+      null
+    );
+    if (server) versions.push(Number(entry.name));
+  }
   versions.sort((a, b) => b - a);
   if (!versions.length) throw new Error("PostgreSQL is not installed (scripts/install/brokers.sh)");
   return `/usr/lib/postgresql/${versions[0]}/bin`;

@@ -93,8 +93,19 @@ export class RealService {
    * Freezes (SIGSTOP) or thaws (SIGCONT) the server process: its connections stay open but
    * nothing answers, the hardest outage for a client. Only for single-process servers.
    */
-  freeze(frozen: boolean): void {
-    this.#process?.signal(frozen ? "SIGSTOP" : "SIGCONT");
+  async freeze(frozen: boolean): Promise<void> {
+    const proc = this.#process;
+    if (!proc) throw new Error(`${this.#def.name} is not running`);
+    proc.signal(frozen ? "SIGSTOP" : "SIGCONT");
+    // A signal takes effect when each thread is next scheduled: wait until the kernel shows
+    // every thread stopped (state T), or none, so nothing slips through in between.
+    const deadline = Date.now() + 5_000;
+    while (Date.now() < deadline) {
+      const states = await threadStates(proc.pid);
+      if (states.every((state) => (state === "T") === frozen)) return;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    throw new Error(`${this.#def.name} did not ${frozen ? "stop" : "continue"}`);
   }
 
   /** Stops the server for good and removes its directory. */
@@ -103,6 +114,17 @@ export class RealService {
     await this.#def.cleanup?.(this.dir);
     await Deno.remove(this.dir, { recursive: true }).catch(() => {});
   }
+}
+
+/** The scheduler state letter of each thread of a process (Linux /proc). */
+async function threadStates(pid: number): Promise<string[]> {
+  const states: string[] = [];
+  for await (const task of Deno.readDir(`/proc/${pid}/task`)) {
+    const stat = await Deno.readTextFile(`/proc/${pid}/task/${task.name}/stat`).catch(() => "");
+    const end = stat.lastIndexOf(")");
+    if (end > 0) states.push(stat.slice(end + 2, end + 3));
+  }
+  return states;
 }
 
 async function chownTree(path: string, ids: { uid: number; gid: number }): Promise<void> {
