@@ -28,11 +28,16 @@ if [ -n "$brokers_missing" ]; then
     $brokers_sudo chmod 755 /usr/sbin/policy-rc.d
     brokers_policy_added=1
   fi
-  $brokers_sudo apt-get update -qq
+  brokers_status=0
   # shellcheck disable=SC2086
-  DEBIAN_FRONTEND=noninteractive $brokers_sudo apt-get install -y -qq --no-install-recommends \
-    $brokers_missing >/dev/null
+  { $brokers_sudo apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive $brokers_sudo apt-get install -y -qq --no-install-recommends \
+      $brokers_missing >/dev/null; } || brokers_status=$?
   if [ -n "$brokers_policy_added" ]; then $brokers_sudo rm -f /usr/sbin/policy-rc.d; fi
+  if [ "$brokers_status" != 0 ]; then
+    echo "Installing$brokers_missing failed" >&2
+    return "$brokers_status"
+  fi
   # Whatever started anyway (a machine without policy-rc.d support) is stopped and disabled.
   for brokers_unit in rabbitmq-server nats-server mosquitto redis-server postgresql epmd.socket \
     epmd; do
@@ -46,4 +51,4 @@ if [ -n "$brokers_missing" ]; then
   if command -v epmd >/dev/null 2>&1; then ERL_EPMD_PORT=4369 epmd -kill >/dev/null 2>&1 || true; fi
 fi
 unset brokers_missing brokers_pair brokers_pkg brokers_probe brokers_sudo brokers_policy_added \
-  brokers_unit
+  brokers_unit brokers_status
