@@ -12,6 +12,7 @@ import {
   readUntil,
   reportMeasurements,
   sendSequentially,
+  sizeOf,
   TEST_LIMITS,
 } from "./targets_helpers.ts";
 
@@ -82,6 +83,27 @@ Deno.test("AMQP target", async (t) => {
         2_000,
       );
       assert(/no-such-exchange/.test(message), message);
+    });
+
+    await t.step("a frozen broker: a send waiting for its confirm rejects on time", async () => {
+      reader.taken.length = 0;
+      await rabbit.freeze(true);
+      try {
+        const message = await assertRejectsWithin(
+          target.send(eventMessage(900)),
+          OUTAGE_BOUND_MS,
+          "RabbitMQ frozen, send",
+        );
+        assert(/timed out/.test(message), message);
+      } finally {
+        await rabbit.freeze(false);
+      }
+      // Thawed, the broker may still take the message it never confirmed (at-least-once), and
+      // the next send works on a new connection.
+      await target.send(eventMessage(901));
+      const sizes = (await readUntil(() => reader.take(), 2, 5_000)).map(sizeOf);
+      assert(sizes.includes(901), `delivered ${sizes}`);
+      reader.taken.length = 0;
     });
 
     await t.step(

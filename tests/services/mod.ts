@@ -2,7 +2,7 @@
 // packages (scripts/install/brokers.sh). Each `create*` reserves free ports and a temp directory;
 // `start()` runs the server (as its system account when the tests run as root) and waits until it
 // is ready, `stop()`/`start()` restart it on the same ports and data (outage tests), `freeze(true)`
-// stops answering without closing connections (not RabbitMQ/PostgreSQL), `dispose()` ends it and
+// stops answering without closing connections (not PostgreSQL), `dispose()` ends it and
 // removes the directory. Start one instance per test file and dispose of it in a `finally`:
 //
 //   const redis = await createRedis();

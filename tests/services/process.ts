@@ -2,17 +2,34 @@
 // server process (as another user when the tests run as root), waiting until it listens.
 import { createServer } from "node:net";
 
-/** A port nobody listens on right now (the kernel picks it; it is released before returning). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Ports this process handed out already (two services of one test never share one). */
+const handedOut = new Set<number>();
+
+/**
+ * A port nobody listens on right now, for a service that may be stopped and started again on it.
+ * It is picked below the kernel's ephemeral range, so while the service is down no `listen(0)` or
+ * outgoing connection of another process on the machine can take it over.
+ */
+export async function freePort(): Promise<number> {
+  const [ephemeralLow] = (await Deno.readTextFile("/proc/sys/net/ipv4/ip_local_port_range")
+    .catch(() => "32768 60999")).trim().split(/\s+/).map(Number);
+  const low = 10_000;
+  const high = Math.max(low + 1_000, ephemeralLow - 1);
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (handedOut.has(port) || !(await canListen(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`No free port found between ${low} and ${high}`);
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
 }
 
@@ -54,8 +71,6 @@ export interface ServiceProcess {
   readonly pid: number;
   /** True once the process has exited. */
   exited(): boolean;
-  /** Sends a signal without waiting (SIGSTOP/SIGCONT freeze and thaw a server). */
-  signal(signal: Deno.Signal): void;
   /** Sends a signal (SIGTERM by default) and waits for the exit. */
   stop(signal?: Deno.Signal): Promise<void>;
 }
@@ -93,7 +108,6 @@ export function spawnService(opts: SpawnOptions): ServiceProcess {
   return {
     pid: child.pid,
     exited: () => done,
-    signal: (signal) => child.kill(signal),
     async stop(signal: Deno.Signal = "SIGTERM") {
       if (!done) {
         try {

@@ -1,7 +1,7 @@
 // RabbitMQ for the tests. Start-up is kept short: its own node name, its own port mapper (epmd)
 // on a free port, no plugins, mnesia and logs in the temp directory, nothing read from /etc.
 import { freePort, waitForPort } from "./process.ts";
-import { RealService, type ServiceDefinition, serviceDir } from "./service.ts";
+import { childPids, RealService, type ServiceDefinition, serviceDir } from "./service.ts";
 
 export interface RabbitMq extends RealService {
   /** amqp://guest:guest@127.0.0.1:<port>/ */
@@ -57,6 +57,14 @@ export async function createRabbitMq(): Promise<RabbitMq> {
       env: env(dir),
       logFile: `${dir}/log/${node}.log`,
     }),
+    // The start script runs the Erlang VM (beam.smp) as its one child.
+    async serverPid(wrapper) {
+      for (const pid of await childPids(wrapper)) {
+        const comm = (await Deno.readTextFile(`/proc/${pid}/comm`)).trim();
+        if (comm.startsWith("beam")) return pid;
+      }
+      throw new Error("RabbitMQ's Erlang VM is not a child of its start script");
+    },
     // RabbitMQ opens its AMQP listener as the last step of booting.
     ready: (timeoutMs, exited) => waitForPort(amqpPort, timeoutMs, exited),
     async cleanup() {

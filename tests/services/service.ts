@@ -35,6 +35,11 @@ export interface ServiceDefinition {
   ready(timeoutMs: number, exited: () => boolean): Promise<void>;
   /** The signal that shuts it down quickly and cleanly. */
   stopSignal: Deno.Signal;
+  /**
+   * The pid to freeze when the launched process is a wrapper (RabbitMQ's start script runs the
+   * Erlang VM as its child); the launched pid by default.
+   */
+  serverPid?(launchedPid: number): Promise<number>;
   /** Extra clean-up after the final stop (e.g. a port mapper daemon). */
   cleanup?(dir: string): Promise<void>;
 }
@@ -91,17 +96,19 @@ export class RealService {
 
   /**
    * Freezes (SIGSTOP) or thaws (SIGCONT) the server process: its connections stay open but
-   * nothing answers, the hardest outage for a client. Only for single-process servers.
+   * nothing answers, the hardest outage for a client. Not for PostgreSQL (one process per
+   * connection).
    */
   async freeze(frozen: boolean): Promise<void> {
     const proc = this.#process;
     if (!proc) throw new Error(`${this.#def.name} is not running`);
-    proc.signal(frozen ? "SIGSTOP" : "SIGCONT");
+    const pid = (await this.#def.serverPid?.(proc.pid)) ?? proc.pid;
+    Deno.kill(pid, frozen ? "SIGSTOP" : "SIGCONT");
     // A signal takes effect when each thread is next scheduled: wait until the kernel shows
     // every thread stopped (state T), or none, so nothing slips through in between.
     const deadline = Date.now() + 5_000;
     while (Date.now() < deadline) {
-      const states = await threadStates(proc.pid);
+      const states = await threadStates(pid);
       if (states.every((state) => (state === "T") === frozen)) return;
       await new Promise((r) => setTimeout(r, 5));
     }
@@ -125,6 +132,12 @@ async function threadStates(pid: number): Promise<string[]> {
     if (end > 0) states.push(stat.slice(end + 2, end + 3));
   }
   return states;
+}
+
+/** The child processes of a process (Linux /proc). */
+export async function childPids(pid: number): Promise<number[]> {
+  const text = await Deno.readTextFile(`/proc/${pid}/task/${pid}/children`);
+  return text.trim().split(/\s+/).filter(Boolean).map(Number);
 }
 
 async function chownTree(path: string, ids: { uid: number; gid: number }): Promise<void> {
