@@ -20,6 +20,7 @@ import { METHODS, route } from "./http/router.ts";
 import { isDebug, log } from "./log.ts";
 import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
 import { toHex } from "./http/hex.ts";
+import { checkExpectedOwner } from "./api/expected_owner.ts";
 
 export interface AppDeps {
   config: Config;
@@ -177,6 +178,7 @@ export async function handleProtocol(
     operation = found.operation;
     const { principal, signed } = await authenticate(req, target, dialect, deps);
     const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
+    checkExpectedOwner(req.headers, dialect, "expected-bucket-owner", bucket);
     const facts = requestFacts(info, target);
     const verdict = await deps.access.decide(principal, operation, {
       bucket,

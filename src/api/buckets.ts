@@ -1,6 +1,7 @@
 // Bucket operations: ListBuckets, CreateBucket, DeleteBucket, HeadBucket, GetBucketLocation.
 import { aclToJson } from "../auth/acl.ts";
 import { h } from "../http/dialect.ts";
+import type { BucketListQuery } from "../meta/store.ts";
 import { S3Error } from "../http/errors.ts";
 import { children, el, leafText, parseXml, text, xmlDocument } from "../http/xml.ts";
 import { validateBucketName } from "./bucket_name.ts";
@@ -8,9 +9,57 @@ import { requestedAcl } from "./acl.ts";
 import { bucketOf, type Handler, isoDate, xmlResult } from "./context.ts";
 
 const MAX_CONFIG_BODY = 64 * 1024;
+/** Re-creating one's own bucket there answers 200 rather than BucketAlreadyOwnedByYou. */
+const LEGACY_REGION = "us-east-1";
+
+/** The protocol's largest (and, once any paging parameter is given, default) page. */
+const MAX_BUCKETS = 10000;
+
+function listBucketsPage(query: URLSearchParams): BucketListQuery | undefined {
+  const max = query.get("max-buckets");
+  const token = query.get("continuation-token");
+  const prefix = query.get("prefix");
+  if (max === null && token === null && prefix === null) return undefined;
+  if (max !== null && (!/^\d{1,5}$/.test(max) || Number(max) < 1 || Number(max) > MAX_BUCKETS)) {
+    throw new S3Error("InvalidArgument", `max-buckets must be between 1 and ${MAX_BUCKETS}.`, {
+      details: { ArgumentName: "max-buckets", ArgumentValue: max },
+    });
+  }
+  let after = "";
+  if (token !== null && token !== "") {
+    after = decodeToken(token) ?? "";
+    if (!after) {
+      throw new S3Error("InvalidArgument", "The continuation token provided is incorrect.", {
+        details: { ArgumentName: "continuation-token" },
+      });
+    }
+  }
+  return { prefix: prefix ?? "", after, limit: max === null ? MAX_BUCKETS : Number(max) };
+}
+
+/** Continuation tokens are opaque to clients: the last name returned, base64url-encoded. */
+function encodeToken(name: string): string {
+  return btoa(name).replaceAll("+", "-").replaceAll("/", "_").replaceAll("=", "");
+}
+
+function decodeToken(token: string): string | undefined {
+  try {
+    const name = atob(token.replaceAll("-", "+").replaceAll("_", "/"));
+    return /^[a-z0-9.-]{1,63}$/.test(name) ? name : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export const listBuckets: Handler = async (ctx) => {
-  const buckets = await ctx.layer.meta.listBuckets(ctx.principal.id);
+  const page = listBucketsPage(ctx.query);
+  // One more than the page tells whether a continuation token is needed.
+  const found = await ctx.layer.meta.listBuckets(
+    ctx.principal.id,
+    page && { ...page, limit: page.limit + 1 },
+  );
+  const more = page !== undefined && found.length > page.limit;
+  const buckets = more ? found.slice(0, page!.limit) : found;
   const items = buckets.map((b) =>
     el(
       "Bucket",
@@ -24,8 +73,14 @@ export const listBuckets: Handler = async (ctx) => {
     text("ID", ctx.principal.id),
     text("DisplayName", ctx.principal.displayName),
   );
+  const next = more ? text("ContinuationToken", encodeToken(buckets.at(-1)!.name)) : "";
+  const prefix = ctx.query.has("prefix") ? text("Prefix", ctx.query.get("prefix")!) : "";
   return xmlResult(
-    xmlDocument("ListAllMyBucketsResult", ctx.dialect.xmlns, owner + el("Buckets", ...items)),
+    xmlDocument(
+      "ListAllMyBucketsResult",
+      ctx.dialect.xmlns,
+      owner + el("Buckets", ...items) + next + prefix,
+    ),
   );
 };
 
@@ -75,6 +130,10 @@ export const createBucket: Handler = async (ctx) => {
   if (outcome === "exists") {
     const existing = await ctx.layer.meta.getBucket(ctx.bucket);
     if (existing?.owner === ctx.principal.id) {
+      // The protocol's legacy answer in its default region: the bucket is simply there.
+      if (existing.region === LEGACY_REGION) {
+        return { status: 200, headers: { location: `/${ctx.bucket}` } };
+      }
       throw new S3Error(
         "BucketAlreadyOwnedByYou",
         "Your previous request to create the named bucket succeeded and you already own it.",

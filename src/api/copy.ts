@@ -1,4 +1,5 @@
 // CopyObject: a new object from an existing one, across buckets, keeping or replacing metadata.
+import { checkExpectedOwner } from "./expected_owner.ts";
 import { accessDenied } from "../auth/access.ts";
 import { OPERATION_RULES } from "../auth/actions.ts";
 import { checkConditions } from "../http/conditional.ts";
@@ -64,6 +65,7 @@ export async function readableSource(
   source: CopySource,
 ): Promise<ObjectVersion> {
   const bucket = await ctx.layer.meta.getBucket(source.bucket);
+  checkExpectedOwner(ctx.headers, ctx.dialect, "source-expected-bucket-owner", bucket);
   const verdict = await ctx.access.decideRule(ctx.principal, OPERATION_RULES.GetObject, {
     bucket,
     key: source.key,

@@ -71,14 +71,11 @@ export class AccessControl {
     }
     const rule = OPERATION_RULES[operation];
     if (rule?.byHandler) return "per-key";
-    if (rule?.perKey) {
-      if (principal.kind === "anonymous" && !target.bucket) throw accessDenied();
-      return "per-key";
-    }
+    if (rule?.perKey) return "per-key";
     if (!rule) {
       // Operations without a rule (not built yet) are for owners and the administrator.
       if (target.bucket && target.bucket.owner === principal.id) return "allow";
-      if (!target.bucket && principal.kind === "user") return "allow";
+      if (!target.bucket) return "allow";
       throw accessDenied();
     }
     return await this.decideRule(principal, rule, target);
@@ -93,11 +90,8 @@ export class AccessControl {
     if (!principal.enabled) throw accessDenied();
     if (principal.kind === "admin") return "allow";
     const bucket = target.bucket;
-    // A missing bucket: let the handler answer NoSuchBucket to signed-in principals.
-    if (!bucket) {
-      if (principal.kind === "anonymous") throw accessDenied();
-      return "allow";
-    }
+    // A missing bucket: the handler answers NoSuchBucket (to anonymous callers too).
+    if (!bucket) return "allow";
     const entry = principal.bucketAccess.find((e) => e.bucket === bucket.name);
     if (entry?.permission === "none") throw accessDenied();
     const policy = await this.policy(bucket.name);
