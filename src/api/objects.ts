@@ -15,6 +15,7 @@ import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
 import type { Handler, RequestContext } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
 import { requestTags } from "./tags.ts";
+import { expirationHeader } from "./expiration_header.ts";
 import {
   applyResponseOverrides,
   objectHeaders,
@@ -91,7 +92,7 @@ export const putObject: Handler = async (ctx) => {
   });
   const headers: Record<string, string> = { etag: version.etag, ...sse.headers };
   if (version.versionId !== "null") headers[h(ctx.dialect, "version-id")] = version.versionId;
-  Object.assign(headers, checksum.headers());
+  Object.assign(headers, checksum.headers(), await expirationHeader(ctx, version));
   return { status: 200, headers };
 };
 
@@ -134,6 +135,7 @@ async function readObject(ctx: RequestContext, withBody: boolean) {
     ...objectHeaders(version, ctx.dialect),
     ...readHeaders(ctx, version),
     ...lockHeaders(ctx, version),
+    ...(versionIdParam(ctx) === undefined ? await expirationHeader(ctx, version) : {}),
   };
   try {
     checkConditions(readConditions(ctx), version, { notModifiedAllowed: true });
@@ -169,7 +171,10 @@ export const deleteObject: Handler = async (ctx) => {
     bypassGovernance: await bypassGovernance(ctx),
   });
   const headers: Record<string, string> = {};
+  // A simple delete reports whether the key's current version is now a delete marker: false
+  // when the object was removed outright (an unversioned bucket).
   if (result.deleteMarker) headers[h(ctx.dialect, "delete-marker")] = "true";
+  else if (result.versionId === undefined) headers[h(ctx.dialect, "delete-marker")] = "false";
   if (result.versionId !== undefined) headers[h(ctx.dialect, "version-id")] = result.versionId;
   return { status: 204, headers };
 };
