@@ -1,12 +1,14 @@
 // Bucket operations: ListBuckets, CreateBucket, DeleteBucket, HeadBucket, GetBucketLocation.
-import { aclToJson } from "../auth/acl.ts";
+import { type Acl, aclToJson } from "../auth/acl.ts";
+import { acceptedWithAclsDisabled } from "../auth/public_access.ts";
 import { h } from "../http/dialect.ts";
 import type { BucketListQuery } from "../meta/store.ts";
 import { S3Error } from "../http/errors.ts";
 import { children, el, leafText, parseXml, text, xmlDocument } from "../http/xml.ts";
 import { validateBucketName } from "./bucket_name.ts";
 import { requestedAcl } from "./acl.ts";
-import { bucketOf, type Handler, isoDate, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import { aclWithOwnershipError, checkedOwnership } from "./public_access.ts";
 
 const MAX_CONFIG_BODY = 64 * 1024;
 /** Re-creating one's own bucket there answers 200 rather than BucketAlreadyOwnedByYou. */
@@ -119,6 +121,7 @@ export const createBucket: Handler = async (ctx) => {
   const acl = await requestedAcl(ctx, {
     owner: { id: ctx.principal.id, displayName: ctx.principal.displayName },
   });
+  const ownership = requestedOwnership(ctx, acl);
   const outcome = await ctx.layer.meta.createBucket({
     name: ctx.bucket,
     owner: ctx.principal.id,
@@ -147,8 +150,29 @@ export const createBucket: Handler = async (ctx) => {
     );
   }
   if (acl) await ctx.layer.meta.putBucketConfig(ctx.bucket, "acl", aclToJson(acl));
+  if (ownership) await ctx.layer.meta.putBucketConfig(ctx.bucket, "ownership", ownership);
   return { status: 200, headers: { location: `/${ctx.bucket}` } };
 };
+
+/**
+ * CreateBucket's `x-*-object-ownership`. BucketOwnerEnforced disables ACLs, so it cannot come
+ * with an ACL other than the owner's full control (InvalidBucketAclWithObjectOwnership).
+ */
+function requestedOwnership(ctx: RequestContext, acl: Acl | undefined): string | undefined {
+  const value = ctx.headers.get(h(ctx.dialect, "object-ownership"));
+  if (value === null) return undefined;
+  const ownership = checkedOwnership(value, "InvalidArgument");
+  if (
+    ownership === "BucketOwnerEnforced" && acl &&
+    !acceptedWithAclsDisabled(acl, {
+      canned: ctx.headers.get(h(ctx.dialect, "acl")) ?? undefined,
+      bucketOwner: ctx.principal.id,
+    })
+  ) {
+    throw aclWithOwnershipError();
+  }
+  return ownership;
+}
 
 export const deleteBucket: Handler = async (ctx) => {
   const outcome = await ctx.layer.meta.deleteBucket(ctx.bucket);

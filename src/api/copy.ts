@@ -13,7 +13,7 @@ import type { Encryption } from "../object/layer.ts";
 import { readHeaders, readKey, sseRecordOf, writeEncryption } from "./encryption.ts";
 import { newVersionLock } from "./object_lock.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
-import { newObjectAcl } from "./objects.ts";
+import { newObjectAcl, newObjectOwner } from "./objects.ts";
 import { requestTags } from "./tags.ts";
 
 export interface CopySource {
@@ -81,7 +81,7 @@ export async function readableSource(
     throw err;
   }
   if (verdict === "object-acl") {
-    ctx.access.checkObjectAcl(ctx.principal, src.acl, src.owner, "READ");
+    await ctx.access.checkObjectAcl(ctx.principal, src, "READ");
   }
   return src;
 }
@@ -126,7 +126,7 @@ export const copyObject: Handler = async (ctx) => {
     source: src,
     bucket: ctx.bucket,
     key: ctx.key,
-    owner: ctx.principal.id,
+    owner: await newObjectOwner(ctx),
     acl: await newObjectAcl(ctx),
     replace,
     ...copyEncryption(sseRecordOf(src)?.kind ?? "none", sse),

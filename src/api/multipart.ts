@@ -17,7 +17,7 @@ import {
 import { copyConditions, parseCopySource, readableSource } from "./copy.ts";
 import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
-import { contentMd5, newObjectAcl } from "./objects.ts";
+import { contentMd5, newObjectAcl, newObjectOwner } from "./objects.ts";
 import { newVersionLock } from "./object_lock.ts";
 import { requestTags } from "./tags.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
@@ -46,7 +46,7 @@ export const createMultipartUpload: Handler = async (ctx) => {
     key: ctx.key,
     uploadId: newUploadId(),
     initiated: Date.now(),
-    owner: ctx.principal.id,
+    owner: await newObjectOwner(ctx),
     contentType: meta.contentType ?? contentTypeFor(ctx.key),
     userMeta: meta.userMeta,
     headers: meta.headers,

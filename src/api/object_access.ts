@@ -48,7 +48,7 @@ export async function readableVersion(
     throw err;
   }
   if (ctx.verdict === "object-acl") {
-    ctx.access.checkObjectAcl(ctx.principal, version.acl, version.owner, opts.permission);
+    await ctx.access.checkObjectAcl(ctx.principal, version, opts.permission);
   }
   return version;
 }

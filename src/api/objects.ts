@@ -58,11 +58,26 @@ function declaredLength(ctx: RequestContext): number | undefined {
 /** The ACL a new object gets from the request's headers (stored JSON; undefined: private). */
 export async function newObjectAcl(ctx: RequestContext): Promise<string | undefined> {
   const bucket = await bucketOf(ctx);
-  const acl = await requestedAcl(ctx, {
-    owner: { id: ctx.principal.id, displayName: ctx.principal.displayName },
-    bucketOwnerId: bucket.owner,
-  });
+  const ownerId = await newObjectOwner(ctx);
+  const owner = ownerId === ctx.principal.id
+    ? { id: ownerId, displayName: ctx.principal.displayName }
+    : { id: ownerId, displayName: await ctx.credentials.ownerName(ownerId) };
+  const acl = await requestedAcl(ctx, { owner, bucketOwnerId: bucket.owner });
   return acl ? aclToJson(acl) : undefined;
+}
+
+/**
+ * The owner of a new object: its writer, unless the bucket's ownership controls give it to the
+ * bucket owner (BucketOwnerEnforced always, BucketOwnerPreferred with bucket-owner-full-control).
+ */
+export async function newObjectOwner(ctx: RequestContext): Promise<string> {
+  const bucket = await bucketOf(ctx);
+  if (bucket.owner === ctx.principal.id) return bucket.owner;
+  const ownership = (await ctx.access.guards(bucket.name)).ownership;
+  const fullControl = ctx.headers.get(h(ctx.dialect, "acl")) === "bucket-owner-full-control";
+  if (ownership === "BucketOwnerEnforced") return bucket.owner;
+  if (ownership === "BucketOwnerPreferred" && fullControl) return bucket.owner;
+  return ctx.principal.id;
 }
 
 export const putObject: Handler = async (ctx) => {
@@ -81,7 +96,7 @@ export const putObject: Handler = async (ctx) => {
     contentType: meta.contentType ?? contentTypeFor(ctx.key),
     userMeta: meta.userMeta,
     headers: meta.headers,
-    owner: ctx.principal.id,
+    owner: await newObjectOwner(ctx),
     contentMd5: contentMd5(ctx.headers),
     checks: checksum.checks,
     checksum: checksum.record,

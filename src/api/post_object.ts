@@ -20,7 +20,7 @@ import { text, xmlDocument } from "../http/xml.ts";
 import type { Handler, HandlerResult, RequestContext } from "./context.ts";
 import { writeEncryption } from "./encryption.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
-import { contentMd5, newObjectAcl } from "./objects.ts";
+import { contentMd5, newObjectAcl, newObjectOwner } from "./objects.ts";
 import { newVersionLock } from "./object_lock.ts";
 import { parseTagging, requestTags } from "./tags.ts";
 import type { TagSet } from "../meta/store.ts";
@@ -301,7 +301,7 @@ export const postObject: Handler = async (ctx) => {
     contentType: meta.contentType ?? contentTypeFor(key),
     userMeta: meta.userMeta,
     headers: meta.headers,
-    owner: principal.id,
+    owner: await newObjectOwner(write),
     contentMd5: contentMd5(headers),
     checks: checksumChecks(headers, dialect),
     acl,

@@ -5,7 +5,13 @@ import { S3Error } from "../http/errors.ts";
 import type { BucketRecord, MetaStore } from "../meta/store.ts";
 import { type Acl, aclFromJson, aclGrants, type Permission, privateAcl } from "./acl.ts";
 import { ACCOUNT_OPERATIONS, OPERATION_RULES, type OperationRule } from "./actions.ts";
-import { type BucketPolicy, evaluatePolicy, parseBucketPolicy } from "./policy.ts";
+import { type BucketPolicy, evaluatePolicy, isPublicPolicy, parseBucketPolicy } from "./policy.ts";
+import {
+  type BucketGuards,
+  effectiveAcl,
+  type ObjectOwnership,
+  readStoredBlock,
+} from "./public_access.ts";
 import type { Principal } from "./principal.ts";
 
 /** Facts about the request that policy conditions look at. */
@@ -105,11 +111,11 @@ export class AccessControl {
       })
       : "NoMatch";
     if (verdict === "Deny") throw accessDenied();
-    if (verdict === "Allow") return "allow";
+    if (verdict === "Allow" && !(await this.#restricted(bucket, policy!))) return "allow";
     if (bucket.owner === principal.id) return "allow";
     if (entry && rule.access && grantsClass(entry.permission, rule.access)) return "allow";
     if (rule.acl?.on === "bucket") {
-      const acl = await this.bucketAcl(bucket);
+      const acl = effectiveAcl(await this.bucketAcl(bucket), await this.guards(bucket.name));
       if (aclGrants(acl, who(principal), rule.acl.permission)) return "allow";
     }
     if (rule.acl?.on === "object") return "object-acl";
@@ -120,19 +126,43 @@ export class AccessControl {
    * For an "object-acl" verdict: the object's ACL must grant `permission`. The object's owner
    * may always read and change the ACL itself, as the protocol defines.
    */
-  checkObjectAcl(
+  async checkObjectAcl(
     principal: Principal,
-    aclJson: string | undefined,
-    owner: string,
+    object: { bucket: string; acl?: string; owner: string },
     permission: Permission,
-  ): void {
-    if (principal.id === owner && principal.kind !== "anonymous" && permission.endsWith("_ACP")) {
+  ): Promise<void> {
+    const guards = await this.guards(object.bucket);
+    // With ACLs disabled the bucket owner owns every object (and was allowed before this).
+    const aclsOn = guards.ownership !== "BucketOwnerEnforced";
+    const owner = object.owner;
+    if (
+      aclsOn && principal.id === owner && principal.kind !== "anonymous" &&
+      permission.endsWith("_ACP")
+    ) {
       return;
     }
-    const acl = aclJson === undefined
+    const acl = object.acl === undefined
       ? privateAcl({ id: owner, displayName: owner })
-      : aclFromJson(aclJson);
-    if (!aclGrants(acl, who(principal), permission)) throw accessDenied();
+      : aclFromJson(object.acl);
+    if (!aclGrants(effectiveAcl(acl, guards), who(principal), permission)) throw accessDenied();
+  }
+
+  /** The bucket's public access block and object ownership setting (see public_access.ts). */
+  async guards(bucket: string): Promise<BucketGuards> {
+    const [block, ownership] = await Promise.all([
+      this.meta.getBucketConfig(bucket, "public-access-block"),
+      this.meta.getBucketConfig(bucket, "ownership"),
+    ]);
+    return {
+      block: block === undefined ? undefined : readStoredBlock(block),
+      ownership: ownership as ObjectOwnership | undefined,
+    };
+  }
+
+  /** RestrictPublicBuckets: a public policy grants nothing outside the owner's account. */
+  async #restricted(bucket: BucketRecord, policy: BucketPolicy): Promise<boolean> {
+    if (!isPublicPolicy(policy)) return false;
+    return (await this.guards(bucket.name)).block?.restrictPublicBuckets === true;
   }
 }
 

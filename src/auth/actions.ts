@@ -54,6 +54,12 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
   PutBucketPolicy: { action: "PutBucketPolicy" },
   DeleteBucketPolicy: { action: "DeleteBucketPolicy" },
   GetBucketPolicyStatus: { action: "GetBucketPolicyStatus" },
+  GetPublicAccessBlock: { action: "GetBucketPublicAccessBlock" },
+  PutPublicAccessBlock: { action: "PutBucketPublicAccessBlock" },
+  DeletePublicAccessBlock: { action: "PutBucketPublicAccessBlock" },
+  GetBucketOwnershipControls: { action: "GetBucketOwnershipControls" },
+  PutBucketOwnershipControls: { action: "PutBucketOwnershipControls" },
+  DeleteBucketOwnershipControls: { action: "PutBucketOwnershipControls" },
   GetBucketAcl: { action: "GetBucketAcl", acl: { on: "bucket", permission: "READ_ACP" } },
   PutBucketAcl: { action: "PutBucketAcl", acl: { on: "bucket", permission: "WRITE_ACP" } },
   GetObject: {

@@ -166,7 +166,14 @@ export interface TokenRecord {
 }
 
 /** Kinds of per-bucket documents kept by `getBucketConfig` and friends. */
-export type BucketConfigKind = "policy" | "acl" | "object-lock" | "lifecycle" | "tagging";
+export type BucketConfigKind =
+  | "policy"
+  | "acl"
+  | "object-lock"
+  | "lifecycle"
+  | "tagging"
+  | "public-access-block"
+  | "ownership";
 
 export interface BucketListQuery {
   prefix: string;
