@@ -21,6 +21,7 @@ import type { Handler, HandlerResult, RequestContext } from "./context.ts";
 import { writeEncryption } from "./encryption.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
 import { contentMd5, newObjectAcl, newObjectOwner } from "./objects.ts";
+import { conditionFacts } from "./condition_facts.ts";
 import { newVersionLock } from "./object_lock.ts";
 import { parseTagging, requestTags } from "./tags.ts";
 import type { TagSet } from "../meta/store.ts";
@@ -272,11 +273,13 @@ async function checkWrite(
     });
   }
   const bucket = ctx.bucketRecord;
+  // Policy conditions read the form's fields as the headers they stand for.
+  const fields = conditionFacts(writeHeaders(values, opts.dialect), ctx.query, opts.dialect);
   await ctx.access.decideRule(opts.principal, OPERATION_RULES.PutObject, {
     bucket,
     bucketName: ctx.bucket,
     key,
-    facts: ctx.facts,
+    facts: { ...ctx.facts, ...fields },
   });
 }
 

@@ -5,7 +5,14 @@ import { S3Error } from "../http/errors.ts";
 import type { BucketRecord, MetaStore } from "../meta/store.ts";
 import { type Acl, aclFromJson, aclGrants, type Permission, privateAcl } from "./acl.ts";
 import { ACCOUNT_OPERATIONS, OPERATION_RULES, type OperationRule } from "./actions.ts";
-import { type BucketPolicy, evaluatePolicy, isPublicPolicy, parseBucketPolicy } from "./policy.ts";
+import {
+  type BucketPolicy,
+  evaluatePolicy,
+  isPublicPolicy,
+  parseBucketPolicy,
+  readsExistingTags,
+} from "./policy.ts";
+import type { ConditionContext } from "./policy_conditions.ts";
 import {
   type BucketGuards,
   effectiveAcl,
@@ -14,14 +21,8 @@ import {
 } from "./public_access.ts";
 import type { Principal } from "./principal.ts";
 
-/** Facts about the request that policy conditions look at. */
-export interface RequestFacts {
-  sourceIp: string;
-  secureTransport: boolean;
-  now: Date;
-  prefix?: string;
-  maxKeys?: number;
-}
+/** Facts about the request that policy conditions look at (see ConditionContext). */
+export type RequestFacts = Omit<ConditionContext, "existingTags">;
 
 export function accessDenied(): S3Error {
   return new S3Error("AccessDenied", "Access Denied");
@@ -101,13 +102,18 @@ export class AccessControl {
     const entry = principal.bucketAccess.find((e) => e.bucket === bucket.name);
     if (entry?.permission === "none") throw accessDenied();
     const policy = await this.policy(bucket.name);
+    const key = rule.object ? target.key : undefined;
     const verdict = policy
       ? evaluatePolicy(policy, {
         action: rule.action,
         bucket: bucket.name,
-        key: rule.object ? target.key : undefined,
+        key,
         userName: principal.kind === "user" ? principal.displayName : undefined,
+        userId: principal.kind === "user" ? principal.id : undefined,
         ...target.facts,
+        existingTags: key !== undefined && readsExistingTags(policy)
+          ? await this.#existingTags(bucket.name, key, target.facts.versionId)
+          : undefined,
       })
       : "NoMatch";
     if (verdict === "Deny") throw accessDenied();
@@ -157,6 +163,12 @@ export class AccessControl {
       block: block === undefined ? undefined : readStoredBlock(block),
       ownership: ownership as ObjectOwnership | undefined,
     };
+  }
+
+  /** The tags of the addressed version, for ExistingObjectTag conditions (none when missing). */
+  async #existingTags(bucket: string, key: string, versionId?: string) {
+    const version = await this.meta.getObjectVersion(bucket, key, versionId);
+    return version && !version.deleteMarker ? version.tags ?? {} : undefined;
   }
 
   /** RestrictPublicBuckets: a public policy grants nothing outside the owner's account. */

@@ -48,7 +48,8 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
   PutBucketTagging: { action: "PutBucketTagging" },
   DeleteBucketTagging: { action: "PutBucketTagging" },
   GetObjectTagging: { action: "GetObjectTagging", access: read, object: true },
-  PutObjectTagging: { action: "PutObjectTagging", access: write, object: true },
+  // Decided by the handler once the Tagging document is read (RequestObjectTag conditions).
+  PutObjectTagging: { action: "PutObjectTagging", access: write, object: true, byHandler: true },
   DeleteObjectTagging: { action: "DeleteObjectTagging", access: write, object: true },
   GetBucketPolicy: { action: "GetBucketPolicy" },
   PutBucketPolicy: { action: "PutBucketPolicy" },
