@@ -91,9 +91,20 @@ function partNumberParam(ctx: RequestContext): number {
   return Number(raw);
 }
 
-/** The key parts of an encrypted upload are written with (SSE-C: the same customer key). */
-function partKey(ctx: RequestContext, upload: UploadRecord): Promise<CryptoKey | undefined> {
-  return readKey(ctx, upload);
+/**
+ * The key parts of an encrypted upload are written with (SSE-C: the same customer key). A part
+ * sent with another key than the upload's is a bad request (400), like one without a key.
+ */
+async function partKey(ctx: RequestContext, upload: UploadRecord): Promise<CryptoKey | undefined> {
+  try {
+    return await readKey(ctx, upload);
+  } catch (err) {
+    if (!(err instanceof S3Error) || err.code !== "AccessDenied") throw err;
+    throw new S3Error(
+      "InvalidRequest",
+      "The provided encryption parameters did not match the ones used originally.",
+    );
+  }
 }
 
 export const uploadPartHandler: Handler = async (ctx) => {
