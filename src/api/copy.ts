@@ -69,7 +69,8 @@ export async function readableSource(
   const verdict = await ctx.access.decideRule(ctx.principal, OPERATION_RULES.GetObject, {
     bucket,
     key: source.key,
-    facts: ctx.facts,
+    // Conditions on the read see the source version (ExistingObjectTag, versionid).
+    facts: { ...ctx.facts, versionId: source.versionId },
   });
   let src: ObjectVersion;
   try {
