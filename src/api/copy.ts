@@ -1,5 +1,6 @@
 // CopyObject: a new object from an existing one, across buckets, keeping or replacing metadata.
 import { checkExpectedOwner } from "./expected_owner.ts";
+import { expirationHeader } from "./expiration_header.ts";
 import { accessDenied } from "../auth/access.ts";
 import { OPERATION_RULES } from "../auth/actions.ts";
 import { checkConditions } from "../http/conditional.ts";
@@ -145,7 +146,7 @@ export const copyObject: Handler = async (ctx) => {
   if (src.versionId !== "null") {
     result.headers![h(ctx.dialect, "copy-source-version-id")] = src.versionId;
   }
-  Object.assign(result.headers!, readHeaders(ctx, version));
+  Object.assign(result.headers!, readHeaders(ctx, version), await expirationHeader(ctx, version));
   if (version.versionId !== "null") {
     result.headers![h(ctx.dialect, "version-id")] = version.versionId;
   }

@@ -1,6 +1,7 @@
 // Object-level compatibility details: `x-*-delete-marker: false` on a delete in an unversioned
 // bucket, `x-*-expiration` from lifecycle rules, and the order of canned-ACL grants.
 import {
+  CopyObjectCommand,
   CreateBucketCommand,
   DeleteObjectCommand,
   GetObjectAclCommand,
@@ -115,6 +116,10 @@ Deno.test("objects: compatibility details", async (t) => {
       );
       const plain = await s3.send(new PutObjectCommand({ Bucket, Key: "plain", Body: "x" }));
       assertEquals(plain.Expiration, undefined, "no rule applies");
+      const copy = await s3.send(
+        new CopyObjectCommand({ Bucket, Key: "logs/copy", CopySource: `${Bucket}/plain` }),
+      );
+      assert(copy.Expiration?.endsWith(`rule-id="logs%20rule"`), `copy: ${copy.Expiration}`);
       const raw = await as(server, undefined, "store")({
         method: "HEAD",
         path: objectPath(Bucket, "logs/a"),
