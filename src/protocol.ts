@@ -21,6 +21,8 @@ import { METHODS, route } from "./http/router.ts";
 import { isDebug, log } from "./log.ts";
 import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
 import { toHex } from "./http/hex.ts";
+import { checkExpectedOwner } from "./api/expected_owner.ts";
+import { conditionFacts } from "./api/condition_facts.ts";
 
 export interface AppDeps {
   config: Config;
@@ -110,7 +112,11 @@ async function authenticate(
   return { principal, signed };
 }
 
-function requestFacts(info: Deno.ServeHandlerInfo, target: Target): RequestFacts {
+function requestFacts(
+  info: Deno.ServeHandlerInfo,
+  target: Target,
+  req: { headers: Headers; dialect: Dialect },
+): RequestFacts {
   const addr = info.remoteAddr as Deno.NetAddr;
   const maxKeys = target.query.get("max-keys");
   return {
@@ -119,6 +125,7 @@ function requestFacts(info: Deno.ServeHandlerInfo, target: Target): RequestFacts
     now: new Date(),
     prefix: target.query.get("prefix") ?? undefined,
     maxKeys: maxKeys !== null && /^\d+$/.test(maxKeys) ? Number(maxKeys) : undefined,
+    ...conditionFacts(req.headers, target.query, req.dialect),
   };
 }
 
@@ -179,7 +186,8 @@ export async function handleProtocol(
     operation = found.operation;
     const { principal, signed } = await authenticate(req, target, dialect, deps);
     const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
-    const facts = requestFacts(info, target);
+    checkExpectedOwner(req.headers, dialect, "expected-bucket-owner", bucket);
+    const facts = requestFacts(info, target, { headers: req.headers, dialect });
     const verdict = await deps.access.decide(principal, operation, {
       bucket,
       key: found.key,

@@ -36,6 +36,14 @@ import {
 import { deleteObject, getObject, headObject, putObject } from "./objects.ts";
 import { postObject } from "./post_object.ts";
 import {
+  deleteBucketOwnershipControls,
+  deletePublicAccessBlock,
+  getBucketOwnershipControls,
+  getPublicAccessBlock,
+  putBucketOwnershipControls,
+  putPublicAccessBlock,
+} from "./public_access.ts";
+import {
   deleteBucketTagging,
   deleteObjectTagging,
   getBucketTagging,
@@ -98,6 +106,12 @@ export const HANDLERS: Record<string, Handler> = {
   GetBucketTagging: getBucketTagging,
   PutBucketTagging: putBucketTagging,
   DeleteBucketTagging: deleteBucketTagging,
+  GetPublicAccessBlock: getPublicAccessBlock,
+  PutPublicAccessBlock: putPublicAccessBlock,
+  DeletePublicAccessBlock: deletePublicAccessBlock,
+  GetBucketOwnershipControls: getBucketOwnershipControls,
+  PutBucketOwnershipControls: putBucketOwnershipControls,
+  DeleteBucketOwnershipControls: deleteBucketOwnershipControls,
 };
 
 /**
@@ -122,4 +136,6 @@ export const READS_BODY = new Set([
   "PutObjectLegalHold",
   "PutObjectTagging",
   "PutBucketTagging",
+  "PutPublicAccessBlock",
+  "PutBucketOwnershipControls",
 ]);

@@ -17,7 +17,7 @@ import {
 import { copyConditions, parseCopySource, readableSource } from "./copy.ts";
 import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
-import { contentMd5, newObjectAcl } from "./objects.ts";
+import { contentMd5, newObjectAcl, newObjectOwner } from "./objects.ts";
 import { newVersionLock } from "./object_lock.ts";
 import { requestTags } from "./tags.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
@@ -46,7 +46,7 @@ export const createMultipartUpload: Handler = async (ctx) => {
     key: ctx.key,
     uploadId: newUploadId(),
     initiated: Date.now(),
-    owner: ctx.principal.id,
+    owner: await newObjectOwner(ctx),
     contentType: meta.contentType ?? contentTypeFor(ctx.key),
     userMeta: meta.userMeta,
     headers: meta.headers,
@@ -91,9 +91,20 @@ function partNumberParam(ctx: RequestContext): number {
   return Number(raw);
 }
 
-/** The key parts of an encrypted upload are written with (SSE-C: the same customer key). */
-function partKey(ctx: RequestContext, upload: UploadRecord): Promise<CryptoKey | undefined> {
-  return readKey(ctx, upload);
+/**
+ * The key parts of an encrypted upload are written with (SSE-C: the same customer key). A part
+ * sent with another key than the upload's is a bad request (400), like one without a key.
+ */
+async function partKey(ctx: RequestContext, upload: UploadRecord): Promise<CryptoKey | undefined> {
+  try {
+    return await readKey(ctx, upload);
+  } catch (err) {
+    if (!(err instanceof S3Error) || err.code !== "AccessDenied") throw err;
+    throw new S3Error(
+      "InvalidRequest",
+      "The provided encryption parameters did not match the ones used originally.",
+    );
+  }
 }
 
 export const uploadPartHandler: Handler = async (ctx) => {

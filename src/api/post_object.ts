@@ -25,7 +25,8 @@ import {
   rejectUnsupportedWriteOptions,
   validateKey,
 } from "./object_headers.ts";
-import { contentMd5, newObjectAcl } from "./objects.ts";
+import { contentMd5, newObjectAcl, newObjectOwner } from "./objects.ts";
+import { conditionFacts } from "./condition_facts.ts";
 import { newVersionLock } from "./object_lock.ts";
 import { parseTagging, requestTags } from "./tags.ts";
 import type { TagSet } from "../meta/store.ts";
@@ -279,11 +280,13 @@ async function checkWrite(
     });
   }
   const bucket = ctx.bucketRecord;
+  // Policy conditions read the form's fields as the headers they stand for.
+  const fields = conditionFacts(writeHeaders(values, opts.dialect), ctx.query, opts.dialect);
   await ctx.access.decideRule(opts.principal, OPERATION_RULES.PutObject, {
     bucket,
     bucketName: ctx.bucket,
     key,
-    facts: ctx.facts,
+    facts: { ...ctx.facts, ...fields },
   });
 }
 
@@ -308,7 +311,7 @@ export const postObject: Handler = async (ctx) => {
     contentType: meta.contentType ?? contentTypeFor(key),
     userMeta: meta.userMeta,
     headers: meta.headers,
-    owner: principal.id,
+    owner: await newObjectOwner(write),
     contentMd5: contentMd5(headers),
     checks: checksumChecks(headers, dialect),
     acl,

@@ -53,7 +53,7 @@ function checkTag(key: string, value: string, opts: { target: TagTarget; dialect
 
 /**
  * Holds parsed pairs to the protocol's limits and returns them as a tag set: at most 10 tags
- * on an object and 50 on a bucket (`BadRequest`), unique keys, keys of 1-128 and values of 0-256
+ * on an object and 50 on a bucket, unique keys, keys of 1-128 and values of 0-256
  * characters from the allowed set, no reserved `aws:`/`store:` prefix (`InvalidTag`).
  */
 export function checkedTagSet(
@@ -63,7 +63,7 @@ export function checkedTagSet(
   const max = opts.target === "bucket" ? MAX_BUCKET_TAGS : MAX_OBJECT_TAGS;
   if (pairs.length > max) {
     throw new S3Error(
-      "BadRequest",
+      "InvalidTag",
       `${opts.target === "bucket" ? "Bucket" : "Object"} tags cannot be greater than ${max}`,
     );
   }

@@ -55,11 +55,13 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
     access: read,
     object: true,
   },
+  // Decided by the handler once the Tagging document is read (RequestObjectTag conditions).
   PutObjectTagging: {
     action: "PutObjectTagging",
     versionAction: "PutObjectVersionTagging",
     access: write,
     object: true,
+    byHandler: true,
   },
   DeleteObjectTagging: {
     action: "DeleteObjectTagging",
@@ -71,6 +73,12 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
   PutBucketPolicy: { action: "PutBucketPolicy" },
   DeleteBucketPolicy: { action: "DeleteBucketPolicy" },
   GetBucketPolicyStatus: { action: "GetBucketPolicyStatus" },
+  GetPublicAccessBlock: { action: "GetBucketPublicAccessBlock" },
+  PutPublicAccessBlock: { action: "PutBucketPublicAccessBlock" },
+  DeletePublicAccessBlock: { action: "PutBucketPublicAccessBlock" },
+  GetBucketOwnershipControls: { action: "GetBucketOwnershipControls" },
+  PutBucketOwnershipControls: { action: "PutBucketOwnershipControls" },
+  DeleteBucketOwnershipControls: { action: "PutBucketOwnershipControls" },
   GetBucketAcl: { action: "GetBucketAcl", acl: { on: "bucket", permission: "READ_ACP" } },
   PutBucketAcl: { action: "PutBucketAcl", acl: { on: "bucket", permission: "WRITE_ACP" } },
   GetObject: {

@@ -5,6 +5,7 @@ import { DIALECTS } from "../http/dialect.ts";
 import { POLICY_ACTIONS } from "./actions.ts";
 import {
   type Condition,
+  type ConditionContext,
   conditionsMatch,
   isRecord,
   malformed,
@@ -14,8 +15,11 @@ import {
 
 export type { Condition, ConditionKey } from "./policy_conditions.ts";
 
-/** "*" is everyone, anonymous included; a user name "*" is any authenticated user. */
-export type PolicyPrincipal = "*" | { users: string[] };
+/**
+ * "*" is everyone, anonymous included; a user name "*" is any authenticated user. `accounts` are
+ * the account ids of root principals (`arn:<partition>:iam::<account>:root`).
+ */
+export type PolicyPrincipal = "*" | { users: string[]; accounts?: string[] };
 
 /**
  * A resource pattern: `bucket` alone is the bucket ARN, `bucket/key` an object ARN. Both parts may
@@ -53,7 +57,7 @@ export interface BucketPolicy {
   userIds?: Record<string, string>;
 }
 
-export interface PolicyRequest {
+export interface PolicyRequest extends ConditionContext {
   /** Action without prefix, e.g. "GetObject", "ListBucket". */
   action: string;
   bucket: string;
@@ -61,15 +65,8 @@ export interface PolicyRequest {
   key?: string;
   /** undefined for anonymous. */
   userName?: string;
-  /** The user's stable id (undefined for anonymous). */
+  /** The user's stable id, which is also its account id (Owner.ID); undefined for anonymous. */
   userId?: string;
-  /** "127.0.0.1", or IPv6 such as "::1" or "::ffff:127.0.0.1". */
-  sourceIp: string;
-  secureTransport: boolean;
-  now: Date;
-  /** ListBucket request parameters for the prefix / max-keys condition keys. */
-  prefix?: string;
-  maxKeys?: number;
 }
 
 /** Actions a policy may name (without prefix), by lower case: those requests are checked against. */
@@ -112,25 +109,42 @@ function userNameOf(arn: string): string | undefined {
   return undefined;
 }
 
+/** The account id of an account-root ARN in either dialect (`arn:aws:iam::<account>:root`). */
+function accountOf(arn: string): string | undefined {
+  for (const d of DIALECT_LIST) {
+    const head = d.userArnPrefix.slice(0, d.userArnPrefix.lastIndexOf("user/"));
+    const m = arn.startsWith(head) ? /^([^:/]+):root$/.exec(arn.slice(head.length)) : null;
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
 function parsePrincipal(raw: unknown, where: string): PolicyPrincipal {
   if (raw === "*") return "*";
   if (!isRecord(raw) || Object.keys(raw).length === 0) {
     throw malformed(`${where}: Principal must be "*" or an object of principal ARNs`);
   }
   const users: string[] = [];
+  const accounts: string[] = [];
   let everyone = false;
   for (const [type, value] of Object.entries(raw)) {
     if (!DIALECT_LIST.some((d) => d.principalKey === type)) {
       throw malformed(`${where}: unsupported principal type "${type}"`);
     }
     for (const item of stringList(value, `${where}: Principal`)) {
+      const account = accountOf(item);
+      if (account !== undefined) {
+        accounts.push(account);
+        continue;
+      }
       const name = item === "*" ? "*" : userNameOf(item);
       if (name === undefined) throw malformed(`${where}: invalid principal "${item}"`);
       if (item === "*") everyone = true;
       else users.push(name);
     }
   }
-  return everyone ? "*" : { users };
+  if (everyone) return "*";
+  return accounts.length > 0 ? { users, accounts } : { users };
 }
 
 function parseAction(text: string, where: string): string {
@@ -278,6 +292,7 @@ function principalMatches(
   userIds: Record<string, string> | undefined,
 ): boolean {
   if (principal === "*") return true;
+  if (who.userId !== undefined && principal.accounts?.includes(who.userId)) return true;
   if (who.userName === undefined) return false;
   return principal.users.some((u) =>
     u === "*" ||
@@ -326,6 +341,11 @@ export function evaluatePolicy(
     allowed = true;
   }
   return allowed ? "Allow" : "NoMatch";
+}
+
+/** Whether a condition of the policy reads the tags of the object acted on. */
+export function readsExistingTags(policy: BucketPolicy): boolean {
+  return policy.statements.some((s) => s.conditions.some((c) => c.key === "ExistingObjectTag"));
 }
 
 /**

@@ -2,6 +2,7 @@
 
 const STATUS: Record<string, number> = {
   AccessDenied: 403,
+  AccessControlListNotSupported: 400,
   AuthorizationHeaderMalformed: 400,
   AuthorizationQueryParametersError: 400,
   BadDigest: 400,
@@ -23,6 +24,8 @@ const STATUS: Record<string, number> = {
   InvalidEncryptionAlgorithmError: 400,
   InvalidLocationConstraint: 400,
   InvalidRange: 416,
+  InvalidRetentionPeriod: 400,
+  InvalidBucketAclWithObjectOwnership: 400,
   InvalidRequest: 400,
   InvalidStorageClass: 400,
   InvalidTag: 400,
@@ -44,6 +47,8 @@ const STATUS: Record<string, number> = {
   ObjectLockConfigurationNotFoundError: 404,
   NoSuchObjectLockConfiguration: 404,
   NoSuchTagSet: 404,
+  NoSuchPublicAccessBlockConfiguration: 404,
+  OwnershipControlsNotFoundError: 404,
   InvalidPart: 400,
   InvalidPartOrder: 400,
   EntityTooSmall: 400,

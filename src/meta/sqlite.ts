@@ -9,6 +9,7 @@ import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import type {
   BucketConfigKind,
+  BucketListQuery,
   BucketRecord,
   ChunkRecord,
   DataRef,
@@ -154,8 +155,16 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(row ? toBucket(row) : undefined);
   }
 
-  listBuckets(owner: string): Promise<BucketRecord[]> {
-    const rows = this.#stmt("SELECT * FROM buckets WHERE owner = ? ORDER BY name").all(owner);
+  listBuckets(owner: string, page?: BucketListQuery): Promise<BucketRecord[]> {
+    if (!page) {
+      const rows = this.#stmt("SELECT * FROM buckets WHERE owner = ? ORDER BY name").all(owner);
+      return Promise.resolve((rows as Row[]).map(toBucket));
+    }
+    // Bucket names are lower-case ASCII: the prefix range ends below prefix + U+FFFF.
+    const rows = this.#stmt(
+      "SELECT * FROM buckets WHERE owner = ? AND name > ? AND name >= ? AND name < ? " +
+        "ORDER BY name LIMIT ?",
+    ).all(owner, page.after, page.prefix, page.prefix + "\uffff", page.limit);
     return Promise.resolve((rows as Row[]).map(toBucket));
   }
 

@@ -172,7 +172,16 @@ export type BucketConfigKind =
   | "acl"
   | "object-lock"
   | "lifecycle"
-  | "tagging";
+  | "tagging"
+  | "public-access-block"
+  | "ownership";
+
+export interface BucketListQuery {
+  prefix: string;
+  /** Only names strictly after this one. */
+  after: string;
+  limit: number;
+}
 
 export interface ListQuery {
   prefix: string;
@@ -237,7 +246,8 @@ export interface PutResult {
 export interface MetaStore {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
-  listBuckets(owner: string): Promise<BucketRecord[]>;
+  /** The owner's buckets in name order: names starting with `prefix`, after `after`. */
+  listBuckets(owner: string, page?: BucketListQuery): Promise<BucketRecord[]>;
   /** Deletes an empty bucket; "not_empty" when any version or upload remains. */
   deleteBucket(name: string): Promise<"deleted" | "not_empty" | "missing">;
 
