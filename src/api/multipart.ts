@@ -190,7 +190,7 @@ function parseCompleteBody(body: string): RequestedPart[] {
     for (const algorithm of CHECKSUM_ALGORITHMS) {
       const element = `Checksum${algorithm}`;
       const value = leafText(node[element] as XmlNode, element);
-      if (value !== undefined) checksums[algorithm] = value.trim();
+      if (value !== undefined) checksums[algorithm] = value;
     }
     return { partNumber: Number(n), etag, checksums };
   });
