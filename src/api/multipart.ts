@@ -4,6 +4,7 @@ import { checkConditions } from "../http/conditional.ts";
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { contentTypeFor } from "../http/mime.ts";
+import { writeConditionOf } from "../object/write_condition.ts";
 import { children, el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
 import type { UploadRecord } from "../meta/store.ts";
 import {
@@ -203,7 +204,10 @@ function parseCompleteBody(body: string): RequestedPart[] {
 export const completeMultipartUpload: Handler = async (ctx) => {
   const upload = await requireUpload(ctx);
   const requested = parseCompleteBody(await ctx.body.text(MAX_COMPLETE_BODY));
-  const version = await completeUpload(ctx.layer, upload, requested, completeExpectations(ctx));
+  const version = await completeUpload(ctx.layer, upload, requested, {
+    expected: completeExpectations(ctx),
+    condition: writeConditionOf(ctx.headers),
+  });
   const result = xmlResult(
     xmlDocument(
       "CompleteMultipartUploadResult",

@@ -11,6 +11,7 @@ import type {
   BucketConfigKind,
   BucketRecord,
   ChunkRecord,
+  CurrentGuard,
   DataRef,
   ListPage,
   ListQuery,
@@ -171,15 +172,25 @@ export class SqliteMetaStore implements MetaStore {
     });
   }
 
-  putObjectVersion(v: ObjectVersion, chunks: VersionChunk[] = []): Promise<PutResult> {
-    return this.#batch.run(() => this.#putVersion(v, chunks));
+  putObjectVersion(
+    v: ObjectVersion,
+    chunks: VersionChunk[] = [],
+    guard?: CurrentGuard,
+  ): Promise<PutResult> {
+    return this.#batch.run(() => this.#putVersion(v, chunks, guard));
   }
 
   /** The body of putObjectVersion, for use inside a transaction. */
-  #putVersion(v: ObjectVersion, chunks: VersionChunk[]): PutResult {
+  #putVersion(v: ObjectVersion, chunks: VersionChunk[], guard?: CurrentGuard): PutResult {
     {
       if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(v.bucket)) {
         throw new MissingBucketError(v.bucket);
+      }
+      if (guard) {
+        const current = this.#stmt(
+          `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND is_latest = 1`,
+        ).get(v.bucket, v.key) as Row | undefined;
+        guard(current ? toVersion(current) : undefined);
       }
       const displaced: ObjectVersion[] = [];
       const freed: ChunkRecord[] = [];
@@ -500,11 +511,12 @@ export class SqliteMetaStore implements MetaStore {
     upload: UploadRecord,
     parts: number[],
     version: ObjectVersion,
+    guard?: CurrentGuard,
   ): Promise<PutResult | undefined> {
     return this.#batch.run(() => {
       const chunks = this.#uploads.partChunks(upload.uploadId, parts);
       if (!chunks) return undefined;
-      const result = this.#putVersion(version, chunks);
+      const result = this.#putVersion(version, chunks, guard);
       const dropped = this.#uploads.remove(upload.uploadId);
       const freed = [...result.freed, ...dropped].filter((c) => !this.#chunks.hasChunk(c.id));
       return { displaced: result.displaced, freed };

@@ -228,6 +228,12 @@ export interface PutResult {
   freed: ChunkRecord[];
 }
 
+/**
+ * Sees the key's current version (undefined when there is none) inside the transaction that
+ * commits a new one, and may refuse the write by throwing (conditional writes).
+ */
+export type CurrentGuard = (current: ObjectVersion | undefined) => void;
+
 export interface MetaStore {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
@@ -238,9 +244,14 @@ export interface MetaStore {
   /**
    * Makes `version` the current version of its key in one transaction, with its chunks (whose
    * reference counts rise, new chunks being recorded). When it is the "null" version, the
-   * previous "null" version of the key is replaced and its chunk references dropped.
+   * previous "null" version of the key is replaced and its chunk references dropped. `guard`
+   * runs first, in the same transaction.
    */
-  putObjectVersion(version: ObjectVersion, chunks?: VersionChunk[]): Promise<PutResult>;
+  putObjectVersion(
+    version: ObjectVersion,
+    chunks?: VersionChunk[],
+    guard?: CurrentGuard,
+  ): Promise<PutResult>;
   /** The current version (no id given) or a specific one. */
   getObjectVersion(
     bucket: string,
@@ -347,6 +358,7 @@ export interface MetaStore {
     upload: UploadRecord,
     parts: number[],
     version: ObjectVersion,
+    guard?: CurrentGuard,
   ): Promise<PutResult | undefined>;
   /** Ends an upload and drops its parts; undefined when it does not exist. */
   abortUpload(uploadId: string): Promise<{ freed: ChunkRecord[] } | undefined>;
