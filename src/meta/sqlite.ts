@@ -11,6 +11,7 @@ import type {
   BucketConfigKind,
   BucketRecord,
   ChunkRecord,
+  CompletedUpload,
   CurrentGuard,
   DataRef,
   ListPage,
@@ -160,15 +161,20 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve((rows as Row[]).map(toBucket));
   }
 
-  deleteBucket(name: string): Promise<"deleted" | "not_empty" | "missing"> {
+  deleteBucket(
+    name: string,
+  ): Promise<{ outcome: "deleted" | "not_empty" | "missing"; freed: ChunkRecord[] }> {
     return this.#batch.run(() => {
-      if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(name)) return "missing";
-      const busy = this.#stmt("SELECT 1 FROM versions WHERE bucket = ? LIMIT 1").get(name) ||
-        this.#stmt("SELECT 1 FROM uploads WHERE bucket = ? LIMIT 1").get(name);
-      if (busy) return "not_empty";
+      if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(name)) {
+        return { outcome: "missing" as const, freed: [] };
+      }
+      if (this.#stmt("SELECT 1 FROM versions WHERE bucket = ? LIMIT 1").get(name)) {
+        return { outcome: "not_empty" as const, freed: [] };
+      }
+      const freed = this.#uploads.removeAll(name);
       this.#stmt("DELETE FROM bucket_configs WHERE bucket = ?").run(name);
       this.#stmt("DELETE FROM buckets WHERE name = ?").run(name);
-      return "deleted";
+      return { outcome: "deleted" as const, freed };
     });
   }
 
@@ -518,9 +524,22 @@ export class SqliteMetaStore implements MetaStore {
       if (!chunks) return undefined;
       const result = this.#putVersion(version, chunks, guard);
       const dropped = this.#uploads.remove(upload.uploadId);
+      this.#uploads.recordCompleted({
+        uploadId: upload.uploadId,
+        bucket: version.bucket,
+        key: version.key,
+        etag: version.etag,
+        versionId: version.versionId,
+        checksum: version.checksum,
+        completedAt: Date.now(),
+      });
       const freed = [...result.freed, ...dropped].filter((c) => !this.#chunks.hasChunk(c.id));
       return { displaced: result.displaced, freed };
     });
+  }
+
+  getCompletedUpload(uploadId: string): Promise<CompletedUpload | undefined> {
+    return Promise.resolve(this.#uploads.getCompleted(uploadId, Date.now()));
   }
 
   abortUpload(uploadId: string): Promise<{ freed: ChunkRecord[] } | undefined> {

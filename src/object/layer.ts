@@ -196,6 +196,21 @@ export class ObjectLayer {
     }
   }
 
+  /**
+   * Deletes a bucket that holds no object version, aborting its multipart uploads (their
+   * chunks are freed): NoSuchBucket, or BucketNotEmpty while versions remain.
+   */
+  async deleteBucket(name: string): Promise<void> {
+    const { outcome, freed } = await this.meta.deleteBucket(name);
+    await this.chunks.collect(freed);
+    if (outcome === "missing") throw noSuchBucket(name);
+    if (outcome === "not_empty") {
+      throw new S3Error("BucketNotEmpty", "The bucket you tried to delete is not empty.", {
+        details: { BucketName: name },
+      });
+    }
+  }
+
   /** Checks a write condition against the key's current version (412 / 404 when it fails). */
   async checkCondition(bucket: string, key: string, condition: WriteCondition): Promise<void> {
     checkWriteCondition(condition, await this.meta.getObjectVersion(bucket, key), key);
