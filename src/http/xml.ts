@@ -56,15 +56,20 @@ export function isBlank(node: XmlNode | XmlNode[] | undefined): boolean {
  * starting with `@_` are attributes and do not count as children.
  */
 export function dropFormatting<T>(node: T): T {
-  if (Array.isArray(node)) {
-    for (const item of node) dropFormatting(item);
-  } else if (node !== null && typeof node === "object") {
-    const record = node as Record<string, unknown>;
-    const names = Object.keys(record);
-    const hasChildren = names.some((n) => n !== "#text" && !n.startsWith("@_"));
-    const text = record["#text"];
-    if (hasChildren && typeof text === "string" && text.trim() === "") delete record["#text"];
-    for (const name of names) if (name !== "#text") dropFormatting(record[name]);
+  // An explicit stack, not recursion: request documents may nest deeply.
+  const stack: unknown[] = [node];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (Array.isArray(item)) {
+      for (const child of item) stack.push(child);
+    } else if (item !== null && typeof item === "object") {
+      const record = item as Record<string, unknown>;
+      const names = Object.keys(record);
+      const hasChildren = names.some((n) => n !== "#text" && !n.startsWith("@_"));
+      const text = record["#text"];
+      if (hasChildren && typeof text === "string" && text.trim() === "") delete record["#text"];
+      for (const name of names) if (name !== "#text") stack.push(record[name]);
+    }
   }
   return node;
 }
