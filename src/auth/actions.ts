@@ -68,6 +68,12 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
     access: read,
     object: true,
   },
+  GetObjectAttributes: {
+    action: "GetObjectAttributes",
+    acl: { on: "object", permission: "READ" },
+    access: read,
+    object: true,
+  },
   GetObjectAcl: {
     action: "GetObjectAcl",
     acl: { on: "object", permission: "READ_ACP" },
