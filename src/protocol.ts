@@ -85,7 +85,7 @@ async function authenticate(
     throw new S3Error("InvalidArgument", "Only one auth mechanism allowed.");
   }
   if (!authorization && !presigned) return { principal: ANONYMOUS };
-  if ((v2.header || v2.query) && !deps.config.sigV2) throw sigV2Refused();
+  if ((v2.header || v2.query) && !deps.config.sigV2) throw sigV2Refused(dialect);
   // The signature check looks the key up; its principal is kept rather than read again.
   let found: { principal: Principal } | undefined;
   const input = {

@@ -100,7 +100,7 @@ async function authorizeForm(
   if (ctx.principal.kind !== "anonymous") {
     throw new S3Error("InvalidArgument", "Only one auth mechanism allowed.");
   }
-  if (v2Signed && !ctx.config.sigV2) throw sigV2Refused();
+  if (v2Signed && !ctx.config.sigV2) throw sigV2Refused(dialect);
   let found: { principal: Principal } | undefined;
   const secretFor = async (k: string) => (found = await ctx.credentials.lookup(k))?.secret;
   if (v2Signed) {

@@ -52,11 +52,12 @@ export const SIGNED_SUBRESOURCES: ReadonlySet<string> = new Set([
 /** Methods a V2 query-signed URL may use (as for V4 presigned URLs). */
 const QUERY_METHODS = ["GET", "HEAD", "PUT", "DELETE"];
 
-export function sigV2Refused(): S3Error {
+/** The protocol's answer to a V2 signature where only V4 is accepted (STORE_SIGV2=off). */
+export function sigV2Refused(dialect: Dialect): S3Error {
   return new S3Error(
     "InvalidRequest",
     "The authorization mechanism you have provided is not supported. Please use " +
-      "AWS4-HMAC-SHA256.",
+      `${dialect.algorithm}.`,
   );
 }
 
