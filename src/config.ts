@@ -40,6 +40,8 @@ export interface Config {
   signInLimit: number;
   /** That window in seconds (STORE_SIGNIN_WINDOW, default 300). */
   signInWindow: number;
+  /** Signature Version 2 (header, query and form) accepted (STORE_SIGV2, default on). */
+  sigV2: boolean;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -143,5 +145,6 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
     cpuWorkers: intSetting(env, "STORE_CPU_WORKERS", 2, 0, 16),
     signInLimit: intSetting(env, "STORE_SIGNIN_LIMIT", 10, 1, 10_000),
     signInWindow: intSetting(env, "STORE_SIGNIN_WINDOW", 300, 1, 24 * 3600),
+    sigV2: choiceSetting(env, "STORE_SIGV2", ["on", "off"], "on") === "on",
   };
 }

@@ -11,6 +11,7 @@ import type { Scrubber } from "./workers/scrubber.ts";
 import type { LifecycleWorker } from "./workers/lifecycle.ts";
 import type { SseKeys } from "./object/sse.ts";
 import { type SignedRequest, verifyHeaderAuth, verifyPresigned } from "./auth/sigv4.ts";
+import { sigV2Refused, usesSigV2, verifyV2Header, verifyV2Query } from "./auth/sigv2.ts";
 import type { Config } from "./config.ts";
 import { requestBody } from "./http/body.ts";
 import { detectDialect, type Dialect, dialectErrorCode, DIALECTS, h, q } from "./http/dialect.ts";
@@ -81,12 +82,14 @@ async function authenticate(
   deps: AppDeps,
 ): Promise<{ principal: Principal; signed?: SignedRequest }> {
   const authorization = req.headers.get("authorization");
+  const v2 = usesSigV2(dialect, { authorization, query: target.query });
   const presigned = target.query.has(q(dialect, "Signature")) ||
-    target.query.has(q(dialect, "Algorithm"));
+    target.query.has(q(dialect, "Algorithm")) || v2.query;
   if (authorization && presigned) {
     throw new S3Error("InvalidArgument", "Only one auth mechanism allowed.");
   }
   if (!authorization && !presigned) return { principal: ANONYMOUS };
+  if ((v2.header || v2.query) && !deps.config.sigV2) throw sigV2Refused(dialect);
   // The signature check looks the key up; its principal is kept rather than read again.
   let found: { principal: Principal } | undefined;
   const input = {
@@ -99,7 +102,11 @@ async function authenticate(
     now: Date.now(),
     secretFor: async (key: string) => (found = await deps.credentials.lookup(key))?.secret,
   };
-  const signed = authorization
+  const signed = v2.header
+    ? await verifyV2Header(input, authorization!)
+    : v2.query
+    ? await verifyV2Query(input, target.query)
+    : authorization
     ? await verifyHeaderAuth(input, authorization)
     : await verifyPresigned(input, target.query);
   const principal = found?.principal;
@@ -161,6 +168,7 @@ export async function handleProtocol(
   const started = performance.now();
   const requestId = newRequestId();
   let dialect = fallback;
+  const answer = { dialect };
   let resource = "/";
   let operation = "Unknown";
   let response: Response;
@@ -169,6 +177,7 @@ export async function handleProtocol(
     const target = parseTarget(req.url);
     resource = target.path;
     dialect = detectDialect(req.headers, target.query, fallback);
+    answer.dialect = dialect;
     if (!METHODS.includes(req.method)) {
       throw new S3Error(
         "MethodNotAllowed",
@@ -217,6 +226,7 @@ export async function handleProtocol(
       credentials: deps.credentials,
       sseKeys: deps.sseKeys,
       bucketRecord: bucket,
+      answer,
     };
     response = toResponse(await handler(ctx), head);
   } catch (err) {
@@ -231,15 +241,15 @@ export async function handleProtocol(
       });
       s3err = new S3Error("InternalError", "We encountered an internal error. Please try again.");
     }
-    response = errorResponse(s3err, { dialect, requestId, resource, head });
+    response = errorResponse(s3err, { dialect: answer.dialect, requestId, resource, head });
     if (s3err instanceof DeleteMarkerError) {
-      response.headers.set(h(dialect, "delete-marker"), "true");
-      response.headers.set(h(dialect, "version-id"), s3err.versionId);
+      response.headers.set(h(answer.dialect, "delete-marker"), "true");
+      response.headers.set(h(answer.dialect, "version-id"), s3err.versionId);
     }
     // Whatever the handler left unread is discarded (the reader was released on error).
     if (req.body && !req.body.locked) req.body.cancel().catch(() => {});
   }
-  response.headers.set(h(dialect, "request-id"), requestId);
+  response.headers.set(h(answer.dialect, "request-id"), requestId);
   response.headers.set("server", "store");
   if (isDebug()) {
     log("debug", "Request", {

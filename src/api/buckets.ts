@@ -175,13 +175,7 @@ function requestedOwnership(ctx: RequestContext, acl: Acl | undefined): string |
 }
 
 export const deleteBucket: Handler = async (ctx) => {
-  const outcome = await ctx.layer.meta.deleteBucket(ctx.bucket);
-  if (outcome === "missing") await ctx.layer.requireBucket(ctx.bucket);
-  if (outcome === "not_empty") {
-    throw new S3Error("BucketNotEmpty", "The bucket you tried to delete is not empty.", {
-      details: { BucketName: ctx.bucket },
-    });
-  }
+  await ctx.layer.deleteBucket(ctx.bucket);
   return { status: 204 };
 };
 

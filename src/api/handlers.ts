@@ -1,4 +1,5 @@
 // Operation name -> handler, for the operations that are built.
+import { getObjectAttributes } from "./object_attributes.ts";
 import {
   createBucket,
   deleteBucket,
@@ -101,6 +102,7 @@ export const HANDLERS: Record<string, Handler> = {
   GetObjectLegalHold: getObjectLegalHold,
   PutObjectLegalHold: putObjectLegalHold,
   GetObjectTagging: getObjectTagging,
+  GetObjectAttributes: getObjectAttributes,
   PutObjectTagging: putObjectTagging,
   DeleteObjectTagging: deleteObjectTagging,
   GetBucketTagging: getBucketTagging,

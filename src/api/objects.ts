@@ -7,6 +7,7 @@ import { contentTypeFor } from "../http/mime.ts";
 import { contentRange, parseRange } from "../http/range.ts";
 import type { ObjectVersion } from "../meta/store.ts";
 import { MAX_PUT_SIZE } from "../object/layer.ts";
+import { writeConditionOf } from "../object/write_condition.ts";
 import { partRange } from "../object/multipart.ts";
 import { requestedAcl } from "./acl.ts";
 import { bypassGovernance, lockHeaders, newVersionLock } from "./object_lock.ts";
@@ -89,6 +90,7 @@ export const putObject: Handler = async (ctx) => {
   const acl = await newObjectAcl(ctx);
   const sse = await writeEncryption(ctx);
   const checksum = writeChecksum(ctx);
+  const condition = writeConditionOf(ctx.headers);
   const version = await ctx.layer.putObject({
     bucket: ctx.bucket,
     key: ctx.key,
@@ -104,6 +106,7 @@ export const putObject: Handler = async (ctx) => {
     encryption: sse.encryption,
     lock: await newVersionLock(ctx),
     tags,
+    condition,
   });
   const headers: Record<string, string> = { etag: version.etag, ...sse.headers };
   if (version.versionId !== "null") headers[h(ctx.dialect, "version-id")] = version.versionId;

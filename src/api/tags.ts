@@ -3,7 +3,7 @@
 // held to.
 import { type Dialect, DIALECTS, h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
-import { el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
+import { el, isBlank, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
 import type { TagSet } from "../meta/store.ts";
 
 export const MAX_OBJECT_TAGS = 10;
@@ -115,7 +115,7 @@ export function parseTagging(
   if (set === undefined) throw malformed("Tagging must hold a TagSet.");
   if (Array.isArray(set)) throw malformed("Tagging must hold one TagSet.");
   if (typeof set === "string") {
-    if (set !== "") throw malformed("TagSet must hold Tag elements.");
+    if (!isBlank(set)) throw malformed("TagSet must hold Tag elements.");
     return {};
   }
   for (const name of Object.keys(set)) {

@@ -95,6 +95,13 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
     access: read,
     object: true,
   },
+  GetObjectAttributes: {
+    action: "GetObjectAttributes",
+    versionAction: "GetObjectVersionAttributes",
+    acl: { on: "object", permission: "READ" },
+    access: read,
+    object: true,
+  },
   GetObjectAcl: {
     action: "GetObjectAcl",
     versionAction: "GetObjectVersionAcl",

@@ -10,6 +10,7 @@ const STATUS: Record<string, number> = {
   BucketAlreadyExists: 409,
   BucketAlreadyOwnedByYou: 409,
   BucketNotEmpty: 409,
+  ConditionalRequestConflict: 409,
   EntityTooLarge: 400,
   ExpiredPresignedRequest: 403,
   IllegalLocationConstraintException: 400,

@@ -54,7 +54,9 @@ const parser = new XMLParser({
   ignoreAttributes: true,
   removeNSPrefix: true,
   parseTagValue: false,
-  trimValues: true,
+  // Text is never trimmed: keys like " " or "_ " must arrive as sent. Indentation between
+  // elements is dropped by dropFormatting instead.
+  trimValues: false,
   processEntities: true,
   htmlEntities: false,
   ignoreDeclaration: true,
@@ -112,6 +114,35 @@ export function withinXmlDepth(body: string, max = MAX_XML_DEPTH): boolean {
 
 export type XmlNode = string | { [name: string]: XmlNode | XmlNode[] };
 
+/** True for an element holding nothing but white space: an empty container. */
+export function isBlank(node: XmlNode | XmlNode[] | undefined): boolean {
+  return typeof node === "string" && node.trim() === "";
+}
+
+/**
+ * Removes the white space that only indents child elements (`#text` of an element that has
+ * element children), in place; the text of leaf elements is left exactly as sent. Names
+ * starting with `@_` are attributes and do not count as children.
+ */
+export function dropFormatting<T>(node: T): T {
+  // An explicit stack, not recursion: request documents may nest deeply.
+  const stack: unknown[] = [node];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (Array.isArray(item)) {
+      for (const child of item) stack.push(child);
+    } else if (item !== null && typeof item === "object") {
+      const record = item as Record<string, unknown>;
+      const names = Object.keys(record);
+      const hasChildren = names.some((n) => n !== "#text" && !n.startsWith("@_"));
+      const text = record["#text"];
+      if (hasChildren && typeof text === "string" && text.trim() === "") delete record["#text"];
+      for (const name of names) if (name !== "#text") stack.push(record[name]);
+    }
+  }
+  return node;
+}
+
 /**
  * Parses a request document and returns the content of its root element, which must be
  * `rootName`. Anything malformed is a MalformedXML error.
@@ -127,13 +158,13 @@ export function parseXml(body: string, rootName: string): Record<string, XmlNode
   if (XMLValidator.validate(body) !== true) {
     throw new S3Error("MalformedXML", "The XML you provided was not well-formed.");
   }
-  const doc = parser.parse(body) as Record<string, XmlNode>;
+  const doc = dropFormatting(parser.parse(body) as Record<string, XmlNode>);
   const roots = Object.keys(doc);
   if (roots.length !== 1 || roots[0] !== rootName) {
     throw new S3Error("MalformedXML", `The root element must be ${rootName}.`);
   }
   const root = doc[rootName];
-  if (root === "") return {};
+  if (isBlank(root)) return {};
   if (typeof root !== "object" || Array.isArray(root)) {
     throw new S3Error("MalformedXML", `${rootName} has an invalid structure.`);
   }

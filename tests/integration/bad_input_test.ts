@@ -535,9 +535,14 @@ function cases(): Case[] {
       code: "MethodNotAllowed",
     },
     {
-      name: "unimplemented subresource GET ?attributes",
-      request: { method: "GET", path: smallPath, query: [["attributes", ""]] },
+      name: "unimplemented subresource POST ?restore",
+      request: { method: "POST", path: smallPath, query: [["restore", ""]], body: "" },
       code: "NotImplemented",
+    },
+    {
+      name: "GetObjectAttributes without the attributes header",
+      request: { method: "GET", path: smallPath, query: [["attributes", ""]] },
+      code: "InvalidArgument",
     },
     tagging("a Tag without a Value", "<Tagging><TagSet><Tag><Key>k</Key></Tag></TagSet></Tagging>"),
     tagging("no TagSet", "<Tagging/>"),

@@ -135,6 +135,18 @@ function rows(ids: { v: string; gov: string; dv: string; upload: string }): [str
       query: v([["acl", ""]]),
       headers: { "x-amz-acl": "private" },
     }],
+    ["GetObjectAttributes", {
+      method: "GET",
+      key: "k",
+      query: [["attributes", ""]],
+      headers: { "x-amz-object-attributes": "ETag" },
+    }],
+    ["GetObjectVersionAttributes", {
+      method: "GET",
+      key: "k",
+      query: v([["attributes", ""]]),
+      headers: { "x-amz-object-attributes": "ETag" },
+    }],
     ["GetBucketPublicAccessBlock", { method: "GET", query: [["publicAccessBlock", ""]] }],
     ["PutBucketPublicAccessBlock", { method: "DELETE", query: [["publicAccessBlock", ""]] }],
     ["GetBucketOwnershipControls", { method: "GET", query: [["ownershipControls", ""]] }],
