@@ -49,6 +49,12 @@ export interface Config {
   feedKeepAlive: number;
   /** Bytes a feed reader may leave unread before it is cut off (STORE_FEED_BUFFER). */
   feedBuffer: number;
+  /** Failed admin and token sign-ins a client may make per window (STORE_SIGNIN_LIMIT). */
+  signInLimit: number;
+  /** That window in seconds (STORE_SIGNIN_WINDOW, default 300). */
+  signInWindow: number;
+  /** Signature Version 2 (header, query and form) accepted (STORE_SIGV2, default on). */
+  sigV2: boolean;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -156,6 +162,9 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
     feedRetention: intSetting(env, "STORE_FEED_RETENTION", 3600, 0, 30 * 86400),
     feedKeepAlive: intSetting(env, "STORE_FEED_KEEPALIVE", 15, 1, 3600),
     feedBuffer: intSetting(env, "STORE_FEED_BUFFER", 1024 * 1024, 16 * 1024, 64 * 1024 * 1024),
+    signInLimit: intSetting(env, "STORE_SIGNIN_LIMIT", 10, 1, 10_000),
+    signInWindow: intSetting(env, "STORE_SIGNIN_WINDOW", 300, 1, 24 * 3600),
+    sigV2: choiceSetting(env, "STORE_SIGV2", ["on", "off"], "on") === "on",
   };
 }
 

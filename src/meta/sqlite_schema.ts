@@ -173,6 +173,20 @@ export const MIGRATIONS: string[] = [
   ALTER TABLE uploads ADD COLUMN tags TEXT;
   `,
   `
+  -- Uploads completed recently (COMPLETED_UPLOAD_RETENTION_MS), so a repeated
+  -- CompleteMultipartUpload answers with the same result.
+  CREATE TABLE completed_uploads (
+    upload_id TEXT PRIMARY KEY,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    etag TEXT NOT NULL,
+    version_id TEXT NOT NULL,
+    checksum TEXT,
+    completed_at INTEGER NOT NULL
+  );
+  CREATE INDEX completed_uploads_by_time ON completed_uploads(completed_at);
+  `,
+  `
   -- The event outbox (DESIGN.md §6): one row per event, written in the transaction of the change
   -- it describes. AUTOINCREMENT keeps sequence numbers growing even after old rows are pruned
   -- (the change feed's ids, the sequencer of event records).

@@ -4,6 +4,7 @@ import { MissingBucketError } from "../meta/sqlite.ts";
 import type {
   BucketRecord,
   ChecksumRecord,
+  CurrentGuard,
   ListPage,
   ListQuery,
   MetaStore,
@@ -19,6 +20,7 @@ import { assertDeletable } from "./object_lock.ts";
 import { chunkStream } from "./read_stream.ts";
 import { versionIdFor } from "./versioning.ts";
 import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
+import { checkWriteCondition, commitGuard, type WriteCondition } from "./write_condition.ts";
 import { toHex } from "../http/hex.ts";
 import type { OutboxEvent } from "../meta/store.ts";
 import type { EventName } from "../events/names.ts";
@@ -59,6 +61,8 @@ export interface PutInput {
   origin?: EventOrigin;
   /** The event's name; `ObjectCreated:Put` by default. */
   eventName?: EventName;
+  /** If-Match / If-None-Match, checked before the body is stored and again at the commit. */
+  condition?: WriteCondition;
 }
 
 /** Object Lock state a new version starts with. */
@@ -147,6 +151,7 @@ export class ObjectLayer {
    */
   async putObject(input: PutInput): Promise<ObjectVersion> {
     const bucket = await this.requireBucket(input.bucket);
+    if (input.condition) await this.checkCondition(input.bucket, input.key, input.condition);
     let written;
     try {
       written = await writeBody(input.body, this.chunks, {
@@ -201,7 +206,10 @@ export class ObjectLayer {
           origin: input.origin,
           owner: bucket.owner,
         });
-      await this.#commit(version, written.chunks, outbox);
+      await this.#commit(version, written.chunks, {
+        guard: commitGuard(input.condition, input.key),
+        outbox,
+      });
       return version;
     } finally {
       await releaseAll(this.chunks, written.chunks);
@@ -209,17 +217,37 @@ export class ObjectLayer {
   }
 
   /**
-   * Records the version with its chunks and its event (one transaction); collects the chunks
-   * nothing refers to any more.
+   * Deletes a bucket that holds no object version, aborting its multipart uploads (their
+   * chunks are freed): NoSuchBucket, or BucketNotEmpty while versions remain.
+   */
+  async deleteBucket(name: string): Promise<void> {
+    const { outcome, freed } = await this.meta.deleteBucket(name);
+    await this.chunks.collect(freed);
+    if (outcome === "missing") throw noSuchBucket(name);
+    if (outcome === "not_empty") {
+      throw new S3Error("BucketNotEmpty", "The bucket you tried to delete is not empty.", {
+        details: { BucketName: name },
+      });
+    }
+  }
+
+  /** Checks a write condition against the key's current version (412 / 404 when it fails). */
+  async checkCondition(bucket: string, key: string, condition: WriteCondition): Promise<void> {
+    checkWriteCondition(condition, await this.meta.getObjectVersion(bucket, key), key);
+  }
+
+  /**
+   * Records the version with its chunks and its event (one transaction, after `guard` allowed
+   * it); collects the chunks nothing refers to any more.
    */
   async #commit(
     version: ObjectVersion,
     chunks: VersionChunk[],
-    outbox?: OutboxEvent,
+    opts: { guard?: CurrentGuard; outbox?: OutboxEvent } = {},
   ): Promise<void> {
     try {
-      const { freed } = await this.meta.putObjectVersion(version, chunks, outbox);
-      if (outbox) this.committed.fire();
+      const { freed } = await this.meta.putObjectVersion(version, chunks, opts);
+      if (opts.outbox) this.committed.fire();
       await this.chunks.collect(freed);
     } catch (err) {
       if (err instanceof MissingBucketError) throw noSuchBucket(version.bucket);
@@ -302,7 +330,7 @@ export class ObjectLayer {
           origin: opts.origin,
           owner: record.owner,
         });
-      await this.#commit(marker, [], outbox);
+      await this.#commit(marker, [], { outbox });
       return { versionId: marker.versionId, deleteMarker: true };
     }
     const guard = (v: ObjectVersion) =>
@@ -379,7 +407,7 @@ export class ObjectLayer {
       };
       const outbox = input.origin &&
         objectEvent("ObjectCreated:Copy", version, { origin: input.origin, owner: bucket.owner });
-      await this.#commit(version, chunks, outbox);
+      await this.#commit(version, chunks, { outbox });
       return version;
     } finally {
       await releaseAll(this.chunks, chunks);

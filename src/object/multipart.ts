@@ -13,6 +13,7 @@ import {
 } from "./multipart_checksum.ts";
 import { toHex } from "../http/hex.ts";
 import { type EventOrigin, objectEvent } from "../events/outbox.ts";
+import { commitGuard, type WriteCondition } from "./write_condition.ts";
 
 export const MAX_PART_SIZE = 5 * 1024 ** 3;
 export const MIN_PART_SIZE = 5 * 1024 ** 2;
@@ -146,9 +147,10 @@ export async function completeUpload(
   layer: ObjectLayer,
   upload: UploadRecord,
   requested: RequestedPart[],
-  opts: { expected?: CompleteExpectations; origin?: EventOrigin } = {},
+  opts: { expected?: CompleteExpectations; condition?: WriteCondition; origin?: EventOrigin } = {},
 ): Promise<ObjectVersion> {
-  const expected = opts.expected;
+  const { expected, condition } = opts;
+  if (condition) await layer.checkCondition(upload.bucket, upload.key, condition);
   const chosen = choose(requested, await allParts(layer, upload.uploadId));
   const checksum = completeChecksum(upload, chosen, requested, expected);
   const bucket = await layer.requireBucket(upload.bucket);
@@ -177,8 +179,12 @@ export async function completeUpload(
       origin: opts.origin,
       owner: bucket.owner,
     });
-  const numbers = chosen.map((p) => p.partNumber);
-  const result = await layer.meta.completeUpload(upload, numbers, version, outbox);
+  const result = await layer.meta.completeUpload(
+    upload,
+    chosen.map((p) => p.partNumber),
+    version,
+    { guard: commitGuard(condition, upload.key), outbox },
+  );
   if (!result) throw noSuchUpload(upload.uploadId);
   if (outbox) layer.committed.fire();
   await layer.chunks.collect(result.freed);
