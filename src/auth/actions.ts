@@ -39,8 +39,9 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
   BypassGovernanceRetention: { action: "BypassGovernanceRetention", object: true },
   PutBucketVersioning: { action: "PutBucketVersioning" },
   GetBucketNotificationConfiguration: { action: "GetBucketNotification" },
+  // Listening shows what a listing would (the change feed uses the same decision).
   ListenBucketNotification: {
-    action: "ListenBucketNotification",
+    action: "ListBucket",
     acl: { on: "bucket", permission: "READ" },
     access: read,
   },

@@ -84,6 +84,11 @@ function rows(ids: { v: string; gov: string; dv: string; upload: string }): [str
       headers: { "x-amz-bypass-governance-retention": "true" },
     }],
     ["GetLifecycleConfiguration", { method: "GET", query: [["lifecycle", ""]] }],
+    ["GetBucketNotification", { method: "GET", query: [["notification", ""]] }],
+    [
+      "PutBucketNotification",
+      { method: "PUT", query: [["notification", ""]], body: "<NotificationConfiguration/>" },
+    ],
     ["PutLifecycleConfiguration", { method: "DELETE", query: [["lifecycle", ""]] }],
     ["GetBucketTagging", { method: "GET", query: [["tagging", ""]] }],
     ["PutBucketTagging", { method: "DELETE", query: [["tagging", ""]] }],
