@@ -72,6 +72,13 @@ async function putMany(
   return count / ((performance.now() - started) / 1000);
 }
 
+/** CPU time the process has used, in milliseconds (Linux: /proc/<pid>/stat, 100 ticks a second). */
+function cpuMs(pid: number): number {
+  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 }
@@ -113,11 +120,16 @@ async function main(): Promise<void> {
     const plain: number[] = [];
     const hooked: number[] = [];
     const acks = new Map<string, number>();
+    const cpu = { plain: 0, hooked: 0 };
     for (let round = 0; round < ROUNDS; round++) {
+      let before = cpuMs(local.pid);
       plain.push(await putMany(client, "bench-plain", `r${round}/`, COUNT));
+      cpu.plain += cpuMs(local.pid) - before;
+      before = cpuMs(local.pid);
       hooked.push(await putMany(client, "bench-hooked", `r${round}/`, COUNT, acks));
+      await waitFor(() => acks.size === receiver.arrivals.size, "deliveries");
+      cpu.hooked += cpuMs(local.pid) - before;
     }
-    await waitFor(() => [...acks.keys()].every((k) => receiver.arrivals.has(k)), "deliveries");
     const latencies = [...acks].map(([k, t]) => receiver.arrivals.get(k)! - t)
       .sort((a, b) => a - b);
     const p = median(plain);
@@ -134,6 +146,11 @@ async function main(): Promise<void> {
     console.log(
       `  overhead: ${((1 - median(ratios)) * 100).toFixed(1)}% (median of the rounds' pairs; ` +
         `pairs ${ratios.map((r) => ((1 - r) * 100).toFixed(0) + "%").join(" ")})`,
+    );
+    const perPut = (ms: number) => (ms * 1000 / (ROUNDS * COUNT)).toFixed(0);
+    console.log(
+      `  server CPU per PUT: ${perPut(cpu.plain)} µs without, ${perPut(cpu.hooked)} µs with ` +
+        `the webhook (delivery included): +${((cpu.hooked / cpu.plain - 1) * 100).toFixed(1)}%`,
     );
     console.log(
       `delivery latency (ack -> received): p50 ${percentile(latencies, 0.5).toFixed(1)} ms, ` +

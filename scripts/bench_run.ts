@@ -4,6 +4,8 @@ import type { Op, Options } from "./bench_options.ts";
 
 export interface LocalServer {
   endpoint: Endpoint;
+  /** The server's process id (CPU accounting). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -52,6 +54,7 @@ export async function startLocalServer(
   });
   return {
     endpoint: { url: `http://127.0.0.1:${port}`, accessKey, secretKey, region },
+    pid: child.pid,
     async stop() {
       try {
         child.kill("SIGTERM");
