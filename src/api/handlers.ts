@@ -8,6 +8,7 @@ import {
 } from "./buckets.ts";
 import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./acl.ts";
 import type { Handler } from "./context.ts";
+import { deleteBucketCors, getBucketCors, putBucketCors } from "./cors.ts";
 import { copyObject } from "./copy.ts";
 import { deleteObjects } from "./delete_objects.ts";
 import {
@@ -69,6 +70,9 @@ export const HANDLERS: Record<string, Handler> = {
   PutBucketPolicy: putBucketPolicy,
   DeleteBucketPolicy: deleteBucketPolicy,
   GetBucketPolicyStatus: getBucketPolicyStatus,
+  GetBucketCors: getBucketCors,
+  PutBucketCors: putBucketCors,
+  DeleteBucketCors: deleteBucketCors,
   GetBucketAcl: getBucketAcl,
   PutBucketAcl: putBucketAcl,
   GetObjectAcl: getObjectAcl,
@@ -122,4 +126,5 @@ export const READS_BODY = new Set([
   "PutObjectLegalHold",
   "PutObjectTagging",
   "PutBucketTagging",
+  "PutBucketCors",
 ]);

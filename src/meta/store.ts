@@ -166,7 +166,13 @@ export interface TokenRecord {
 }
 
 /** Kinds of per-bucket documents kept by `getBucketConfig` and friends. */
-export type BucketConfigKind = "policy" | "acl" | "object-lock" | "lifecycle" | "tagging";
+export type BucketConfigKind =
+  | "policy"
+  | "acl"
+  | "object-lock"
+  | "lifecycle"
+  | "tagging"
+  | "cors";
 
 export interface ListQuery {
   prefix: string;
