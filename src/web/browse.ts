@@ -4,6 +4,7 @@
 // The listing is read in batches from the object layer and streamed as it is rendered.
 import type { RequestFacts, Verdict } from "../auth/access.ts";
 import { ANONYMOUS } from "../auth/principal.ts";
+import { compareKeys } from "../meta/keys.ts";
 import type { BucketRecord, ListEntry } from "../meta/store.ts";
 import type { AppDeps } from "../protocol.ts";
 import {
@@ -118,10 +119,16 @@ async function rows(
   info: PageInfo,
   batch: { bucket: BucketRecord; objects: ListEntry[]; prefixes: string[]; facts: RequestFacts },
 ): Promise<string> {
-  let out = batch.prefixes.map((p) => folderRow(info, p)).join("");
+  // Folders and files in the listing's key order, so every page size shows the same sequence.
+  let out = "";
+  let p = 0;
   for (const entry of batch.objects) {
+    while (p < batch.prefixes.length && compareKeys(batch.prefixes[p], entry.key) < 0) {
+      out += folderRow(info, batch.prefixes[p++]);
+    }
     out += fileRow(info, entry, await readable(deps, batch.bucket, entry.key, batch.facts));
   }
+  for (; p < batch.prefixes.length; p++) out += folderRow(info, batch.prefixes[p]);
   return out;
 }
 
@@ -152,8 +159,6 @@ function listingStream(
           after,
           maxKeys: Math.min(BATCH, req.limit - shown),
         });
-        // Folders and files of one batch interleave in key order only within the batch;
-        // showing folders first keeps every batch readable.
         const html = await rows(deps, info, {
           bucket,
           objects: page.objects,

@@ -4,7 +4,7 @@
 import type { ListEntry } from "../meta/store.ts";
 import { contentTypeFor } from "../http/mime.ts";
 import { BROWSE_CSS } from "./assets/browse_css.ts";
-import { escapeHtml, formatDate, formatSize, html } from "./html.ts";
+import { escapeHtml, formatDate, formatSize, markup } from "./html.ts";
 
 export const PAGE_CSS = BROWSE_CSS;
 
@@ -57,11 +57,11 @@ export function folderHref(
 }
 
 function breadcrumbs(page: PageInfo): string {
-  const crumbs = [html`<a href="${folderHref(page, "")}"><bdi>${page.bucket}</bdi></a>`];
+  const crumbs = [markup`<a href="${folderHref(page, "")}"><bdi>${page.bucket}</bdi></a>`];
   let at = "";
   for (const segment of page.folder.split("/").slice(0, -1)) {
     at += segment + "/";
-    crumbs.push(html`<a href="${folderHref(page, at)}"><bdi>${segment}</bdi></a>`);
+    crumbs.push(markup`<a href="${folderHref(page, at)}"><bdi>${segment}</bdi></a>`);
   }
   return crumbs.join('<span class="sep">/</span>');
 }
@@ -69,7 +69,7 @@ function breadcrumbs(page: PageInfo): string {
 function documentStart(title: string): string {
   return '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">' +
     '<meta name="viewport" content="width=device-width, initial-scale=1">' +
-    html`<title>${title}</title>` + `<style>${PAGE_CSS}</style></head><body><main>`;
+    markup`<title>${title}</title>` + `<style>${PAGE_CSS}</style></head><body><main>`;
 }
 
 /** Everything up to the first row. */
@@ -77,32 +77,30 @@ export function pageStart(page: PageInfo): string {
   const title = `${page.bucket}/${page.folder}`;
   return documentStart(`${title} · store`) +
     `<h1><nav class="crumbs" aria-label="Folders">${breadcrumbs(page)}</nav></h1>` +
-    html`<form class="search" method="get" action="${
+    markup`<form class="search" method="get" action="${
       folderHref({ ...page, limit: page.defaultLimit }, page.folder)
     }">` +
     (hasDotSegment(page.folder)
-      ? html`<input type="hidden" name="prefix" value="${page.folder}">`
+      ? markup`<input type="hidden" name="prefix" value="${page.folder}">`
       : "") +
     (page.limit !== page.defaultLimit
-      ? html`<input type="hidden" name="limit" value="${page.limit}">`
+      ? markup`<input type="hidden" name="limit" value="${page.limit}">`
       : "") +
-    html`
-      <input type="search" name="q" value="${page.search}" placeholder="Names starting with…"
-        aria-label="Search in this folder">
-    ` +
+    markup`<input type="search" name="q" value="${page.search}" ` +
+    'placeholder="Names starting with…" aria-label="Search in this folder">' +
     '<button type="submit">Search</button></form><ul class="entries">';
 }
 
 export function folderRow(page: PageInfo, prefix: string): string {
   const name = prefix.slice(page.folder.length);
   return `<li class="folder"><span class="icon">${FOLDER_ICON}</span>` +
-    html`<span class="name"><a href="${folderHref(page, prefix)}"><bdi>${name}</bdi></a></span>` +
+    markup`<span class="name"><a href="${folderHref(page, prefix)}"><bdi>${name}</bdi></a></span>` +
     '<span class="size">—</span><span class="date"></span></li>';
 }
 
 function fileIcon(href: string | undefined, key: string, readable: Readable): string {
   if (href && readable === "yes" && contentTypeFor(key).startsWith("image/")) {
-    return html`<a class="icon" href="${href}"><img src="${href}" alt="" loading="lazy"></a>`;
+    return markup`<a class="icon" href="${href}"><img src="${href}" alt="" loading="lazy"></a>`;
   }
   return `<span class="icon">${FILE_ICON}</span>`;
 }
@@ -112,18 +110,16 @@ export function fileRow(page: PageInfo, entry: ListEntry, readable: Readable): s
   const href = readable === "no" ? undefined : objectHref(page.bucket, entry.key);
   const base = name.slice(name.lastIndexOf("/") + 1);
   const label = href
-    ? html`
-      <a href="${href}"><bdi>${name}</bdi></a><a class="dl" href="${href}"
-        download="${base}">download</a>
-    `
-    : html`<bdi>${name}</bdi><span class="private">${
+    ? markup`<a href="${href}"><bdi>${name}</bdi></a>` +
+      markup`<a class="dl" href="${href}" download="${base}">download</a>`
+    : markup`<bdi>${name}</bdi><span class="private">${
       readable === "no" ? "private" : "no link"
     }</span>`;
   return `<li class="file">${
     fileIcon(href, entry.key, readable)
   }<span class="name">${label}</span>` +
-    html`<span class="size">${formatSize(entry.size)}</span>` +
-    html`<span class="date"><time datetime="${new Date(entry.lastModified).toISOString()}">${
+    markup`<span class="size">${formatSize(entry.size)}</span>` +
+    markup`<span class="date"><time datetime="${new Date(entry.lastModified).toISOString()}">${
       formatDate(entry.lastModified)
     }</time></span></li>`;
 }
@@ -134,9 +130,9 @@ export function pageEnd(page: PageInfo, opts: { empty: boolean; next?: string; f
   const links = [
     opts.first
       ? "<span></span>"
-      : html`<a href="${folderHref(page, page.folder, extra)}">First page</a>`,
+      : markup`<a href="${folderHref(page, page.folder, extra)}">First page</a>`,
     opts.next
-      ? html`<a rel="next" href="${
+      ? markup`<a rel="next" href="${
         folderHref(page, page.folder, { ...extra, token: opts.next })
       }">Next page</a>`
       : "",

@@ -16,7 +16,7 @@ export function escapeHtml(text: string): string {
 }
 
 /** A tagged template that escapes every interpolated value. */
-export function html(parts: TemplateStringsArray, ...values: (string | number)[]): string {
+export function markup(parts: TemplateStringsArray, ...values: (string | number)[]): string {
   let out = parts[0];
   for (let i = 0; i < values.length; i++) out += escapeHtml(String(values[i])) + parts[i + 1];
   return out;
