@@ -7,9 +7,11 @@ import { ANONYMOUS } from "../auth/principal.ts";
 import { compareKeys } from "../meta/keys.ts";
 import type { BucketRecord, ListEntry } from "../meta/store.ts";
 import type { AppDeps } from "../protocol.ts";
+import { ICON_SVG } from "./assets/icon_svg.ts";
 import {
   fileRow,
   folderRow,
+  ICON_PATH,
   messagePage,
   NOT_FOUND_PAGE,
   PAGE_CSS,
@@ -28,6 +30,12 @@ const encoder = new TextEncoder();
 
 function page(status: number, body: string, head: boolean, extra: Record<string, string> = {}) {
   return new Response(head ? null : body, { status, headers: { ...HEADERS, ...extra } });
+}
+
+function isIconRequest(url: string): boolean {
+  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+  const path = url.slice(pathStart).split("?")[0];
+  return path === ICON_PATH;
 }
 
 function notFound(head: boolean): Response {
@@ -190,6 +198,16 @@ export async function handleBrowse(
   if (req.method !== "GET" && !head) {
     return page(405, messagePage("Method not allowed", "Pages here are read with GET."), false, {
       allow: "GET, HEAD",
+    });
+  }
+  if (isIconRequest(req.url)) {
+    return new Response(head ? null : ICON_SVG, {
+      headers: {
+        "content-type": "image/svg+xml",
+        "cache-control": "public, max-age=86400",
+        "x-content-type-options": "nosniff",
+        "content-security-policy": "default-src 'none'",
+      },
     });
   }
   const parsed = parseRequest(req.url);

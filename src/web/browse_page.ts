@@ -7,6 +7,7 @@ import { BROWSE_CSS } from "./assets/browse_css.ts";
 import { escapeHtml, formatDate, formatSize, markup } from "./html.ts";
 
 export const PAGE_CSS = BROWSE_CSS;
+export const ICON_PATH = "/browse/_assets/icon.svg";
 
 const FOLDER_ICON = '<svg viewBox="0 0 24 24" aria-hidden="true"><path d="M10 4l2 2h8a2 2 ' +
   '0 0 1 2 2v10a2 2 0 0 1-2 2H4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2z"/></svg>';
@@ -69,7 +70,8 @@ function breadcrumbs(page: PageInfo): string {
 function documentStart(title: string): string {
   return '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">' +
     '<meta name="viewport" content="width=device-width, initial-scale=1">' +
-    markup`<title>${title}</title>` + `<style>${PAGE_CSS}</style></head><body><main>`;
+    markup`<title>${title}</title>` + `<link rel="icon" href="${ICON_PATH}" type="image/svg+xml">` +
+    `<style>${PAGE_CSS}</style></head><body><main>`;
 }
 
 /** Everything up to the first row. */

@@ -2,10 +2,11 @@
 // One browser and one server are shared by all steps.
 import { startServer } from "../integration/server.ts";
 import { launchChromium } from "./chromium.ts";
+import { browseInBrowser } from "./browse_steps.ts";
 import { corsInBrowser } from "./cors_steps.ts";
 
 Deno.test({
-  name: "browser: CORS from another origin",
+  name: "browser: CORS from another origin and the /browse pages",
   // puppeteer keeps timers of its own connection alive past close().
   sanitizeOps: false,
   sanitizeResources: false,
@@ -16,6 +17,10 @@ Deno.test({
       await t.step(
         "fetch() with presigned URLs and signed headers, then blocked",
         () => corsInBrowser(chromium, server),
+      );
+      await t.step(
+        "/browse: paging, folders, preview, download, hostile keys",
+        () => browseInBrowser(chromium, server),
       );
     } finally {
       await chromium.close();

@@ -90,6 +90,11 @@ Deno.test("browse: only anonymously listable buckets; one 404 page for everythin
     }
     assert(!notFound.body.replace(/<style>[^<]*<\/style>/, "").includes("private"));
 
+    const icon = await get(server, "/browse/_assets/icon.svg");
+    assertEquals(icon.res.status, 200);
+    assertEquals(icon.res.headers.get("content-type"), "image/svg+xml");
+    assertMatch(icon.body, /^<svg /);
+
     const post = await get(server, "/browse/by-policy", { method: "POST", body: "x" });
     assertEquals(post.res.status, 405);
     assertEquals(post.res.headers.get("allow"), "GET, HEAD");
