@@ -26,8 +26,9 @@ export function createHandler(
     }
     deps.inFlight.enter();
     try {
-      if (isUnder(req.url, "/admin")) return await handleAdmin(req, deps);
-      if (isUnder(req.url, "/api/v1")) return await handleServiceApi(req, deps);
+      const client = (info.remoteAddr as Deno.NetAddr).hostname ?? "";
+      if (isUnder(req.url, "/admin")) return await handleAdmin(req, deps, client);
+      if (isUnder(req.url, "/api/v1")) return await handleServiceApi(req, deps, client);
       if (isUnder(req.url, "/browse")) return await handleBrowse(req, info, deps);
       return await handleProtocol(req, info, deps);
     } finally {

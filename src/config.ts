@@ -36,6 +36,12 @@ export interface Config {
    * 2); 0 does that work on the main thread.
    */
   cpuWorkers: number;
+  /** Failed admin and token sign-ins a client may make per window (STORE_SIGNIN_LIMIT). */
+  signInLimit: number;
+  /** That window in seconds (STORE_SIGNIN_WINDOW, default 300). */
+  signInWindow: number;
+  /** Signature Version 2 (header, query and form) accepted (STORE_SIGV2, default on). */
+  sigV2: boolean;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -137,5 +143,8 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
     lifecycleInterval: intSetting(env, "STORE_LIFECYCLE_INTERVAL", 3600, 1, 7 * 24 * 3600),
     lifecycleDay: intSetting(env, "STORE_LIFECYCLE_DAY", 86400, 1, 86400),
     cpuWorkers: intSetting(env, "STORE_CPU_WORKERS", 2, 0, 16),
+    signInLimit: intSetting(env, "STORE_SIGNIN_LIMIT", 10, 1, 10_000),
+    signInWindow: intSetting(env, "STORE_SIGNIN_WINDOW", 300, 1, 24 * 3600),
+    sigV2: choiceSetting(env, "STORE_SIGV2", ["on", "off"], "on") === "on",
   };
 }

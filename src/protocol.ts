@@ -5,12 +5,14 @@ import { HANDLERS, READS_BODY } from "./api/handlers.ts";
 import { addCorsHeaders, preflight } from "./api/cors.ts";
 import type { AccessControl, RequestFacts } from "./auth/access.ts";
 import type { Credentials } from "./auth/credentials.ts";
+import type { SignInLimiter } from "./auth/sign_in_limiter.ts";
 import { ANONYMOUS, type Principal } from "./auth/principal.ts";
 import type { SecretSealer } from "./auth/secrets.ts";
 import type { Scrubber } from "./workers/scrubber.ts";
 import type { LifecycleWorker } from "./workers/lifecycle.ts";
 import type { SseKeys } from "./object/sse.ts";
 import { type SignedRequest, verifyHeaderAuth, verifyPresigned } from "./auth/sigv4.ts";
+import { sigV2Refused, usesSigV2, verifyV2Header, verifyV2Query } from "./auth/sigv2.ts";
 import type { Config } from "./config.ts";
 import { requestBody } from "./http/body.ts";
 import { detectDialect, type Dialect, dialectErrorCode, DIALECTS, h, q } from "./http/dialect.ts";
@@ -21,6 +23,8 @@ import { METHODS, route } from "./http/router.ts";
 import { isDebug, log } from "./log.ts";
 import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
 import { toHex } from "./http/hex.ts";
+import { checkExpectedOwner } from "./api/expected_owner.ts";
+import { conditionFacts } from "./api/condition_facts.ts";
 
 export interface AppDeps {
   config: Config;
@@ -32,6 +36,7 @@ export interface AppDeps {
   scrubber: Scrubber;
   lifecycle: LifecycleWorker;
   sseKeys: SseKeys;
+  signIns: SignInLimiter;
 }
 
 interface Target {
@@ -78,12 +83,14 @@ async function authenticate(
   deps: AppDeps,
 ): Promise<{ principal: Principal; signed?: SignedRequest }> {
   const authorization = req.headers.get("authorization");
+  const v2 = usesSigV2(dialect, { authorization, query: target.query });
   const presigned = target.query.has(q(dialect, "Signature")) ||
-    target.query.has(q(dialect, "Algorithm"));
+    target.query.has(q(dialect, "Algorithm")) || v2.query;
   if (authorization && presigned) {
     throw new S3Error("InvalidArgument", "Only one auth mechanism allowed.");
   }
   if (!authorization && !presigned) return { principal: ANONYMOUS };
+  if ((v2.header || v2.query) && !deps.config.sigV2) throw sigV2Refused(dialect);
   // The signature check looks the key up; its principal is kept rather than read again.
   let found: { principal: Principal } | undefined;
   const input = {
@@ -96,7 +103,11 @@ async function authenticate(
     now: Date.now(),
     secretFor: async (key: string) => (found = await deps.credentials.lookup(key))?.secret,
   };
-  const signed = authorization
+  const signed = v2.header
+    ? await verifyV2Header(input, authorization!)
+    : v2.query
+    ? await verifyV2Query(input, target.query)
+    : authorization
     ? await verifyHeaderAuth(input, authorization)
     : await verifyPresigned(input, target.query);
   const principal = found?.principal;
@@ -109,7 +120,11 @@ async function authenticate(
   return { principal, signed };
 }
 
-function requestFacts(info: Deno.ServeHandlerInfo, target: Target): RequestFacts {
+function requestFacts(
+  info: Deno.ServeHandlerInfo,
+  target: Target,
+  req: { headers: Headers; dialect: Dialect },
+): RequestFacts {
   const addr = info.remoteAddr as Deno.NetAddr;
   const maxKeys = target.query.get("max-keys");
   return {
@@ -118,6 +133,7 @@ function requestFacts(info: Deno.ServeHandlerInfo, target: Target): RequestFacts
     now: new Date(),
     prefix: target.query.get("prefix") ?? undefined,
     maxKeys: maxKeys !== null && /^\d+$/.test(maxKeys) ? Number(maxKeys) : undefined,
+    ...conditionFacts(req.headers, target.query, req.dialect),
   };
 }
 
@@ -195,10 +211,12 @@ async function dispatch(
   const operation = found.operation;
   const { principal, signed } = await authenticate(req, target, dialect, deps);
   const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
-  const facts = requestFacts(info, target);
+  checkExpectedOwner(req.headers, dialect, "expected-bucket-owner", bucket);
+  const facts = requestFacts(info, target, { headers: req.headers, dialect });
   const verdict = await deps.access.decide(principal, operation, {
     bucket,
     key: found.key,
+    versionId: found.key === undefined ? undefined : target.query.get("versionId") ?? undefined,
     facts,
   });
   const handler = HANDLERS[operation];
@@ -224,6 +242,8 @@ async function dispatch(
     credentials: deps.credentials,
     sseKeys: deps.sseKeys,
     bucketRecord: bucket,
+    // A handler may change the dialect of the answer (the responder reads it from the state).
+    answer: state,
   };
   return toResponse(await handler(ctx), req.method === "HEAD");
 }

@@ -1,4 +1,5 @@
 // Operation name -> handler, for the operations that are built.
+import { getObjectAttributes } from "./object_attributes.ts";
 import {
   createBucket,
   deleteBucket,
@@ -36,6 +37,14 @@ import {
 } from "./lifecycle.ts";
 import { deleteObject, getObject, headObject, putObject } from "./objects.ts";
 import { postObject } from "./post_object.ts";
+import {
+  deleteBucketOwnershipControls,
+  deletePublicAccessBlock,
+  getBucketOwnershipControls,
+  getPublicAccessBlock,
+  putBucketOwnershipControls,
+  putPublicAccessBlock,
+} from "./public_access.ts";
 import {
   deleteBucketTagging,
   deleteObjectTagging,
@@ -97,11 +106,18 @@ export const HANDLERS: Record<string, Handler> = {
   GetObjectLegalHold: getObjectLegalHold,
   PutObjectLegalHold: putObjectLegalHold,
   GetObjectTagging: getObjectTagging,
+  GetObjectAttributes: getObjectAttributes,
   PutObjectTagging: putObjectTagging,
   DeleteObjectTagging: deleteObjectTagging,
   GetBucketTagging: getBucketTagging,
   PutBucketTagging: putBucketTagging,
   DeleteBucketTagging: deleteBucketTagging,
+  GetPublicAccessBlock: getPublicAccessBlock,
+  PutPublicAccessBlock: putPublicAccessBlock,
+  DeletePublicAccessBlock: deletePublicAccessBlock,
+  GetBucketOwnershipControls: getBucketOwnershipControls,
+  PutBucketOwnershipControls: putBucketOwnershipControls,
+  DeleteBucketOwnershipControls: deleteBucketOwnershipControls,
 };
 
 /**
@@ -126,5 +142,7 @@ export const READS_BODY = new Set([
   "PutObjectLegalHold",
   "PutObjectTagging",
   "PutBucketTagging",
+  "PutPublicAccessBlock",
+  "PutBucketOwnershipControls",
   "PutBucketCors",
 ]);

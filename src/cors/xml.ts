@@ -30,7 +30,8 @@ function invalid(message: string): S3Error {
 function leaves(node: XmlNode | XmlNode[] | undefined, name: string): string[] {
   return children(node).map((n) => {
     if (typeof n !== "string") throw malformed(`${name} must be a text element.`);
-    return n;
+    // Origins, methods and header names never hold surrounding white space.
+    return n.trim();
   });
 }
 

@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 // The /browse pages in a real browser, on a phone-sized screen: paging, a click into a folder,
 // an image preview, a download, and hostile keys shown as text (no script runs, no CSP
 // violation, the embedded stylesheet applies).
@@ -8,6 +7,7 @@ import { join } from "node:path";
 import { assert, assertEquals } from "../integration/assert.ts";
 import { s3Client, type TestServer } from "../integration/server.ts";
 import { type Chromium, OUTPUT_DIR, screenshotPath } from "./chromium.ts";
+import type { PageGlobals } from "./dom.ts";
 
 const BUCKET = "gallery";
 const SCRIPT_KEY = `<script>document.title="pwned"</script> 'q' 🦀 שלום.txt`;
@@ -105,13 +105,16 @@ export async function browseInBrowser(chromium: Chromium, server: TestServer): P
     // The whole folder: hostile keys are text, the stylesheet applies, the page fits a phone.
     await page.goto(base);
     assertEquals(await rowNames(page), expected);
-    const state = await page.evaluate(() => ({
-      title: document.title,
-      scripts: document.scripts.length,
-      images: document.querySelectorAll("img").length,
-      listStyle: getComputedStyle(document.querySelector("ul.entries")!).listStyleType,
-      overflow: document.documentElement.scrollWidth - globalThis.innerWidth,
-    }));
+    const state = await page.evaluate(() => {
+      const { document, getComputedStyle, innerWidth } = globalThis as unknown as PageGlobals;
+      return {
+        title: document.title,
+        scripts: document.scripts.length,
+        images: document.querySelectorAll("img").length,
+        listStyle: getComputedStyle(document.querySelector("ul.entries")!).listStyleType,
+        overflow: document.documentElement.scrollWidth - innerWidth,
+      };
+    });
     assertEquals(state.title, `${BUCKET}/ · store`);
     assertEquals(state.scripts, 0);
     assertEquals(state.images, 0, "the img key made no element");
@@ -136,7 +139,8 @@ export async function browseInBrowser(chromium: Chromium, server: TestServer): P
       `${BUCKET}/photos`,
     );
     await page.waitForFunction(() => {
-      const img = document.querySelector("li.file img") as HTMLImageElement | null;
+      const { document } = globalThis as unknown as PageGlobals;
+      const img = document.querySelector("li.file img");
       return img !== null && img.complete && img.naturalWidth === 64 * 2;
     }, { timeout: 10_000 });
     await page.screenshot({ path: screenshotPath("browse-phone-photos"), fullPage: true });

@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 // Cross-origin requests from a real browser: a page on a second local port uses fetch() with
 // presigned URLs and with signed headers against a bucket whose CORS rule allows that origin,
 // and the browser blocks the same calls once the rule is gone.
@@ -13,6 +12,7 @@ import { assert, assertEquals } from "../integration/assert.ts";
 import { s3Client, type TestServer } from "../integration/server.ts";
 import { objectPath, presign, signRequest } from "../integration/signer.ts";
 import { type Chromium, screenshotPath, serveOrigin } from "./chromium.ts";
+import type { PageGlobals } from "./dom.ts";
 
 const BUCKET = "webapp";
 const PAGE = `<!DOCTYPE html><html><head><meta charset="utf-8"><title>other origin</title></head>
@@ -85,6 +85,7 @@ export async function corsInBrowser(chromium: Chromium, server: TestServer): Pro
     await page.goto(origin.url);
     const send = (call: Call) =>
       page.evaluate(async (c: Call): Promise<Outcome> => {
+        const { document } = globalThis as unknown as PageGlobals;
         try {
           const r = await fetch(c.url, { method: c.method, headers: c.headers, body: c.body });
           const text = await r.text();
