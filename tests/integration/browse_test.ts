@@ -5,6 +5,7 @@ import {
   PutBucketAclCommand,
   PutBucketPolicyCommand,
   PutObjectCommand,
+  PutPublicAccessBlockCommand,
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { assert, assertEquals, assertMatch } from "./assert.ts";
@@ -104,6 +105,24 @@ Deno.test("browse: only anonymously listable buckets; one 404 page for everythin
     const headMissing = await fetch(server.url + "/browse/private", { method: "HEAD" });
     assertEquals(headMissing.status, 404);
     await headMissing.body?.cancel();
+    // The public access block applies through the same decision.
+    await s3.send(
+      new PutPublicAccessBlockCommand({
+        Bucket: "by-policy",
+        PublicAccessBlockConfiguration: { RestrictPublicBuckets: true },
+      }),
+    );
+    await s3.send(
+      new PutPublicAccessBlockCommand({
+        Bucket: "by-acl",
+        PublicAccessBlockConfiguration: { IgnorePublicAcls: true },
+      }),
+    );
+    for (const path of ["/browse/by-policy", "/browse/by-acl"]) {
+      const blocked = await get(server, path);
+      assertEquals(blocked.res.status, 404, `${path} behind a public access block`);
+      assertEquals(blocked.body, notFound.body);
+    }
   });
 });
 
