@@ -1,9 +1,11 @@
 // The server's request handler: in-flight tracking for graceful shutdown, then dispatch to the
-// administration API, the service API (/api/v1) or the storage protocol.
+// administration API, the service API (/api/v1), the file browser (/browse) or the storage
+// protocol.
 import { handleAdmin } from "./api/admin.ts";
 import { handleServiceApi } from "./api/service.ts";
 import { handleFeed } from "./api/feed.ts";
 import { type AppDeps, handleProtocol } from "./protocol.ts";
+import { handleBrowse } from "./web/browse.ts";
 
 export type { AppDeps };
 
@@ -29,6 +31,7 @@ export function createHandler(
       if (isUnder(req.url, "/admin")) return await handleAdmin(req, deps, client);
       if (isUnder(req.url, "/api/v1")) return await handleServiceApi(req, deps, client);
       if (isUnder(req.url, "/feed")) return await handleFeed(req, info, deps);
+      if (isUnder(req.url, "/browse")) return await handleBrowse(req, info, deps);
       return await handleProtocol(req, info, deps);
     } finally {
       deps.inFlight.exit();

@@ -192,6 +192,7 @@ export type BucketConfigKind =
   | "tagging"
   | "public-access-block"
   | "ownership"
+  | "cors"
   | "notification";
 
 /**

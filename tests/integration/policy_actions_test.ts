@@ -152,6 +152,8 @@ function rows(ids: { v: string; gov: string; dv: string; upload: string }): [str
       query: v([["attributes", ""]]),
       headers: { "x-amz-object-attributes": "ETag" },
     }],
+    ["GetBucketCORS", { method: "GET", query: [["cors", ""]] }],
+    ["PutBucketCORS", { method: "DELETE", query: [["cors", ""]] }],
     ["GetBucketPublicAccessBlock", { method: "GET", query: [["publicAccessBlock", ""]] }],
     ["PutBucketPublicAccessBlock", { method: "DELETE", query: [["publicAccessBlock", ""]] }],
     ["GetBucketOwnershipControls", { method: "GET", query: [["ownershipControls", ""]] }],
