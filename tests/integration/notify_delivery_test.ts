@@ -113,3 +113,32 @@ Deno.test("notify: after SIGKILL during a write burst every acknowledged write's
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+Deno.test("notify: past STORE_NOTIFY_QUEUE_LIMIT a target loses its oldest events, with a warning", async () => {
+  const receiver = new WebhookReceiver().start();
+  const env = { ...ENV, STORE_NOTIFY_QUEUE_LIMIT: "10" };
+  let server = await startServer({ env });
+  const dataDir = server.dataDir;
+  try {
+    await configure(server, "limited-bucket", receiver);
+    await receiver.down();
+    for (let i = 0; i < 30; i++) {
+      await call(server, "PUT", objectPath("limited-bucket", `k${i}`), { body: "x" });
+    }
+    await server.stop();
+    // The limit is enforced at start-up (and every 30 seconds while running).
+    server = await startServer({ env, dataDir });
+    await new Promise((r) => setTimeout(r, 1000)); // the first attempts fail, then the limit holds
+    receiver.start();
+    await receiver.until(() => receiver.records().length >= 10);
+    await new Promise((r) => setTimeout(r, 500));
+    const keys = [...new Set(receiver.records().map((r) => r.s3.object.key))];
+
+    assertEquals(keys, Array.from({ length: 10 }, (_, i) => `k${20 + i}`));
+    assert(/over STORE_NOTIFY_QUEUE_LIMIT.*"dropped":20/.test(server.logs()), "the drop is logged");
+  } finally {
+    await server.stop();
+    await receiver.stop();
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
