@@ -9,6 +9,8 @@ import { SecretSealer } from "./src/auth/secrets.ts";
 import { SseKeys } from "./src/object/sse.ts";
 import { ConfigError, loadConfig } from "./src/config.ts";
 import { InFlight } from "./src/http/in_flight.ts";
+import { setBodyTimeout } from "./src/http/progress.ts";
+import { serveConnections } from "./src/net/listener.ts";
 import { log, setLogLevel } from "./src/log.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
@@ -93,12 +95,27 @@ async function main(): Promise<void> {
     sseKeys: new SseKeys(masterKey),
   });
 
-  const server = Deno.serve({
+  setBodyTimeout(config.bodyTimeout * 1000);
+  const server = serveConnections({
     hostname: config.address,
     port: config.port,
-    onListen: ({ hostname, port }) => {
-      log("info", "Listening", { url: `http://${hostname}:${port}`, dataDir: config.dataDir });
+    limits: {
+      headerTimeoutMs: config.headerTimeout * 1000,
+      idleTimeoutMs: config.idleTimeout * 1000,
+      maxConnections: config.maxConnections,
     },
+    onListen: ({ hostname, port }) => {
+      log("info", "Listening", {
+        url: `http://${hostname}:${port}`,
+        dataDir: config.dataDir,
+        maxConnections: config.maxConnections,
+      });
+    },
+    onError: (error) => {
+      log("error", "Request failed", { error: error instanceof Error ? error.stack : `${error}` });
+      return new Response(null, { status: 500 });
+    },
+    warn: (message, fields) => log("warn", message, fields),
   }, handler);
 
   const sweep = sweepDrives(chunks, startedAt).then(

@@ -4,7 +4,20 @@ import type { Op, Options } from "./bench_options.ts";
 
 export interface LocalServer {
   endpoint: Endpoint;
+  /** The server's peak resident memory so far (VmHWM), in bytes; undefined off Linux. */
+  peakRss(): Promise<number | undefined>;
   stop(): Promise<void>;
+}
+
+/** VmHWM of a process from /proc (Linux), in bytes. */
+export async function peakRssOf(pid: number): Promise<number | undefined> {
+  try {
+    const status = await Deno.readTextFile(`/proc/${pid}/status`);
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(status);
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Starts main.ts on a temp data directory and waits for its "Listening" log line. */
@@ -48,6 +61,7 @@ export async function startLocalServer(region: string): Promise<LocalServer> {
   });
   return {
     endpoint: { url: `http://127.0.0.1:${port}`, accessKey, secretKey, region },
+    peakRss: () => peakRssOf(child.pid),
     async stop() {
       try {
         child.kill("SIGTERM");

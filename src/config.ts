@@ -1,6 +1,12 @@
 // Environment variables -> typed, validated configuration.
 import { decodeMasterKey } from "./auth/master_key.ts";
 import type { DialectName } from "./http/dialect.ts";
+import {
+  defaultMaxConnections,
+  maxConnectionsFor,
+  openFileLimit,
+  RESERVED_DESCRIPTORS,
+} from "./net/fd_limit.ts";
 
 export interface Config {
   address: string;
@@ -36,6 +42,16 @@ export interface Config {
    * 2); 0 does that work on the main thread.
    */
   cpuWorkers: number;
+  /** Seconds a new connection has to send a request's headers (STORE_HEADER_TIMEOUT). */
+  headerTimeout: number;
+  /** Seconds a keep-alive connection may wait for its next request (STORE_IDLE_TIMEOUT). */
+  idleTimeout: number;
+  /** Seconds a request or response body may make no progress (STORE_BODY_TIMEOUT). */
+  bodyTimeout: number;
+  /** Open connections at most (STORE_MAX_CONNECTIONS); default from the descriptor limit. */
+  maxConnections: number;
+  /** Bytes of decoded object data all GETs may hold at once (STORE_READ_BUFFER_MAX). */
+  readBufferMax: number;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -83,7 +99,23 @@ function choiceSetting<T extends string>(env: Env, name: string, choices: T[], f
   return raw as T;
 }
 
-export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
+function maxConnectionsSetting(env: Env, fdLimit: number | undefined): number {
+  const ceiling = maxConnectionsFor(fdLimit);
+  const value = intSetting(env, "STORE_MAX_CONNECTIONS", 0, 0, Number.MAX_SAFE_INTEGER);
+  if (value === 0) return Math.min(defaultMaxConnections(fdLimit), ceiling);
+  if (value > ceiling) {
+    throw new ConfigError(
+      `STORE_MAX_CONNECTIONS must stay ${RESERVED_DESCRIPTORS} below the open-file limit ` +
+        `(${fdLimit}): at most ${ceiling}, got ${value}`,
+    );
+  }
+  return value;
+}
+
+export function loadConfig(
+  env: Env = (n) => Deno.env.get(n),
+  fdLimit: number | undefined = openFileLimit(),
+): Config {
   const region = env("STORE_REGION") || "us-east-1";
   if (!/^[a-z0-9-]{1,32}$/.test(region)) {
     throw new ConfigError(
@@ -137,5 +169,16 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
     lifecycleInterval: intSetting(env, "STORE_LIFECYCLE_INTERVAL", 3600, 1, 7 * 24 * 3600),
     lifecycleDay: intSetting(env, "STORE_LIFECYCLE_DAY", 86400, 1, 86400),
     cpuWorkers: intSetting(env, "STORE_CPU_WORKERS", 2, 0, 16),
+    headerTimeout: intSetting(env, "STORE_HEADER_TIMEOUT", 10, 1, 3600),
+    idleTimeout: intSetting(env, "STORE_IDLE_TIMEOUT", 30, 1, 3600),
+    bodyTimeout: intSetting(env, "STORE_BODY_TIMEOUT", 30, 1, 3600),
+    maxConnections: maxConnectionsSetting(env, fdLimit),
+    readBufferMax: intSetting(
+      env,
+      "STORE_READ_BUFFER_MAX",
+      128 * 1024 * 1024,
+      1024 * 1024,
+      2 ** 40,
+    ),
   };
 }
