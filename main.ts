@@ -14,6 +14,7 @@ import { serveConnections } from "./src/net/listener.ts";
 import { log, setLogLevel } from "./src/log.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
+import { ReadBudget } from "./src/object/read_budget.ts";
 import { ChunkStore } from "./src/storage/chunk_store.ts";
 import { CpuPool } from "./src/storage/cpu_pool.ts";
 import { openDrives } from "./src/storage/drives.ts";
@@ -66,6 +67,7 @@ async function main(): Promise<void> {
   const layer = new ObjectLayer(meta, chunks, {
     inlineMax: config.inlineMax,
     chunkSize: config.chunkSize,
+    read: { budget: new ReadBudget(config.readBufferMax), stallMs: config.bodyTimeout * 1000 },
   });
   log("info", "Storage", {
     drives: drives.list.map((d) => d.path),

@@ -17,6 +17,7 @@ import { S3Error } from "./http/errors.ts";
 import { escapeXml } from "./http/xml.ts";
 import type { InFlight } from "./http/in_flight.ts";
 import { METHODS, route } from "./http/router.ts";
+import { isDiskFull } from "./storage/disk_errors.ts";
 import { isDebug, log } from "./log.ts";
 import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
 import { toHex } from "./http/hex.ts";
@@ -212,6 +213,9 @@ export async function handleProtocol(
     let s3err: S3Error;
     if (err instanceof S3Error) {
       s3err = err;
+    } else if (isDiskFull(err)) {
+      log("warn", "Disk full", { requestId, operation, error: String(err) });
+      s3err = new S3Error("InsufficientStorage", "The server has no space left for this request.");
     } else {
       log("error", "Request failed", {
         requestId,

@@ -1,6 +1,7 @@
 // JSON plumbing shared by the administration API and the service API (/api/v1).
 import { BodyStalledError, readAtMost } from "../http/progress.ts";
 import { log } from "../log.ts";
+import { isDiskFull } from "../storage/disk_errors.ts";
 
 export class ApiError extends Error {
   constructor(
@@ -31,6 +32,12 @@ export function apiErrorResponse(err: unknown, requestId: string): Response {
       ...err.headers,
       "x-request-id": requestId,
     });
+  }
+  if (isDiskFull(err)) {
+    log("warn", "Disk full", { requestId, error: String(err) });
+    return jsonResponse(507, {
+      error: { code: "insufficient_storage", message: "The server has no space left." },
+    }, { "x-request-id": requestId });
   }
   log("error", "API request failed", {
     requestId,

@@ -13,6 +13,8 @@
 // Stalled request and response bodies are bounded where they are read and written
 // (src/http/progress.ts, src/object/read_stream.ts).
 
+import { withConnection } from "./connection_context.ts";
+
 /** Serves HTTP on one accepted connection (internal to Deno: what Deno.serve uses per socket). */
 type ServeOnConnection = (
   conn: Deno.Conn,
@@ -168,12 +170,13 @@ export function serveConnections(
 
   const track = (conn: Deno.Conn) => {
     const c = new Connection(opts.limits, waiting);
+    const close = () => c.close();
     const server = serveOn(
       conn,
       c.signal,
       (req, info) => {
         c.onRequest(info.completed);
-        return handler(req, info);
+        return withConnection(close, () => handler(req, info));
       },
       opts.onError,
       () => {},
