@@ -16,6 +16,7 @@ import { SqliteMetaStore } from "./src/meta/sqlite.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
 import { ReadBudget } from "./src/object/read_budget.ts";
 import { ChunkStore } from "./src/storage/chunk_store.ts";
+import { DiskReserve } from "./src/storage/disk_reserve.ts";
 import { CpuPool } from "./src/storage/cpu_pool.ts";
 import { openDrives } from "./src/storage/drives.ts";
 import { sweepDrives } from "./src/storage/sweep.ts";
@@ -78,6 +79,12 @@ async function main(): Promise<void> {
     cpuWorkers: config.cpuWorkers,
   });
   const inFlight = new InFlight();
+  const reserve = new DiskReserve(join(config.dataDir, "reserve"), config.diskReserve);
+  if (!(await reserve.ensure())) {
+    log("warn", "The disk is full: only reads and deletes are served until there is room", {
+      dataDir: config.dataDir,
+    });
+  }
   const masterKey = await loadMasterKey(config.dataDir, config.masterKey);
   const sealer = new SecretSealer(masterKey);
   const scrubber = startScrubber(chunks, config.scrubInterval);
@@ -95,6 +102,7 @@ async function main(): Promise<void> {
     scrubber,
     lifecycle,
     sseKeys: new SseKeys(masterKey),
+    reserve,
   });
 
   setBodyTimeout(config.bodyTimeout * 1000);

@@ -1,6 +1,7 @@
 // The server's request handler: in-flight tracking for graceful shutdown, then dispatch to the
 // administration API, the service API (/api/v1) or the storage protocol.
 import { handleAdmin } from "./api/admin.ts";
+import { jsonResponse } from "./api/json.ts";
 import { handleServiceApi } from "./api/service.ts";
 import { type AppDeps, handleProtocol } from "./protocol.ts";
 
@@ -10,6 +11,22 @@ function isUnder(url: string, prefix: string): boolean {
   const pathStart = url.indexOf("/", url.indexOf("//") + 2);
   return pathStart >= 0 && url.startsWith(prefix, pathStart) &&
     [undefined, "/", "?"].includes(url[pathStart + prefix.length]);
+}
+
+/** Whether a JSON API request may run: reads and deletes always, writes while the reserve holds. */
+function roomFor(method: string, deps: AppDeps): Promise<boolean> | boolean {
+  if (method === "GET" || method === "HEAD" || method === "DELETE") return true;
+  return deps.reserve.retry();
+}
+
+function diskFull(req: Request): Response {
+  req.body?.cancel().catch(() => {});
+  return jsonResponse(507, {
+    error: {
+      code: "insufficient_storage",
+      message: "The disk is full: only reads and deletes work.",
+    },
+  });
 }
 
 export function createHandler(
@@ -24,8 +41,13 @@ export function createHandler(
     }
     deps.inFlight.enter();
     try {
-      if (isUnder(req.url, "/admin")) return await handleAdmin(req, deps);
-      if (isUnder(req.url, "/api/v1")) return await handleServiceApi(req, deps);
+      const admin = isUnder(req.url, "/admin");
+      if (admin || isUnder(req.url, "/api/v1")) {
+        if (!(await roomFor(req.method, deps))) return diskFull(req);
+        const res = admin ? await handleAdmin(req, deps) : await handleServiceApi(req, deps);
+        if (res.status === 507) await deps.reserve.release();
+        return res;
+      }
       return await handleProtocol(req, info, deps);
     } finally {
       deps.inFlight.exit();

@@ -52,6 +52,8 @@ export interface Config {
   maxConnections: number;
   /** Bytes of decoded object data all GETs may hold at once (STORE_READ_BUFFER_MAX). */
   readBufferMax: number;
+  /** Bytes kept back on the metadata disk so deletes work when it is full (STORE_DISK_RESERVE). */
+  diskReserve: number;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -173,6 +175,7 @@ export function loadConfig(
     idleTimeout: intSetting(env, "STORE_IDLE_TIMEOUT", 30, 1, 3600),
     bodyTimeout: intSetting(env, "STORE_BODY_TIMEOUT", 30, 1, 3600),
     maxConnections: maxConnectionsSetting(env, fdLimit),
+    diskReserve: intSetting(env, "STORE_DISK_RESERVE", 64 * 1024 * 1024, 0, 2 ** 40),
     readBufferMax: intSetting(
       env,
       "STORE_READ_BUFFER_MAX",

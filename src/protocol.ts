@@ -18,6 +18,7 @@ import { escapeXml } from "./http/xml.ts";
 import type { InFlight } from "./http/in_flight.ts";
 import { METHODS, route } from "./http/router.ts";
 import { isDiskFull } from "./storage/disk_errors.ts";
+import type { DiskReserve } from "./storage/disk_reserve.ts";
 import { isDebug, log } from "./log.ts";
 import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
 import { toHex } from "./http/hex.ts";
@@ -32,6 +33,14 @@ export interface AppDeps {
   scrubber: Scrubber;
   lifecycle: LifecycleWorker;
   sseKeys: SseKeys;
+  /** Space kept back so deletes work on a full disk. */
+  reserve: DiskReserve;
+}
+
+/** Served while the disk reserve is released (the disk is full): they read or free space. */
+function servedWhenFull(method: string, operation: string): boolean {
+  return method === "GET" || method === "HEAD" || method === "DELETE" ||
+    operation === "DeleteObjects";
 }
 
 interface Target {
@@ -186,6 +195,9 @@ export async function handleProtocol(
     });
     const handler = HANDLERS[operation];
     if (!handler) throw new S3Error("NotImplemented", `${operation} is not implemented yet.`);
+    if (!servedWhenFull(req.method, operation) && !(await deps.reserve.retry())) {
+      throw new S3Error("InsufficientStorage", "The disk is full: only reads and deletes work.");
+    }
     const body = requestBody(req.body, { headers: req.headers, dialect, signed });
     if (!READS_BODY.has(operation)) await body.discard();
     const ctx: RequestContext = {
@@ -214,7 +226,12 @@ export async function handleProtocol(
     if (err instanceof S3Error) {
       s3err = err;
     } else if (isDiskFull(err)) {
-      log("warn", "Disk full", { requestId, operation, error: String(err) });
+      log("warn", "Disk full: the disk reserve is released for deletes", {
+        requestId,
+        operation,
+        error: String(err),
+      });
+      await deps.reserve.release();
       s3err = new S3Error("InsufficientStorage", "The server has no space left for this request.");
     } else {
       log("error", "Request failed", {
