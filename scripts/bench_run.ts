@@ -4,6 +4,9 @@ import type { Op, Options } from "./bench_options.ts";
 
 export interface LocalServer {
   endpoint: Endpoint;
+  pid: number;
+  /** The last lines the server logged. */
+  logTail(): string;
   /** The server's peak resident memory so far (VmHWM), in bytes; undefined off Linux. */
   peakRss(): Promise<number | undefined>;
   stop(): Promise<void>;
@@ -46,8 +49,9 @@ export async function startLocalServer(region: string): Promise<LocalServer> {
       const decoder = new TextDecoder();
       let found = false;
       for await (const chunk of child.stderr) {
-        if (found) continue; // keep draining so the server never blocks on a full pipe
-        log += decoder.decode(chunk, { stream: true });
+        // Keep draining so the server never blocks on a full pipe; keep the log's tail.
+        log = (log + decoder.decode(chunk, { stream: true })).slice(-16_000);
+        if (found) continue;
         const m = /"Listening","url":"http:\/\/[^:]+:(\d+)"/.exec(log);
         if (m) {
           found = true;
@@ -61,6 +65,8 @@ export async function startLocalServer(region: string): Promise<LocalServer> {
   });
   return {
     endpoint: { url: `http://127.0.0.1:${port}`, accessKey, secretKey, region },
+    pid: child.pid,
+    logTail: () => log,
     peakRss: () => peakRssOf(child.pid),
     async stop() {
       try {

@@ -204,16 +204,26 @@ export function serveConnections(
         await new Promise((r) => setTimeout(r, backoff));
         continue;
       }
-      if (servers.size - evicting >= opts.limits.maxConnections && !evictWaiting()) refuse(conn);
-      else track(conn);
+      try {
+        if (servers.size - evicting >= opts.limits.maxConnections && !evictWaiting()) refuse(conn);
+        else track(conn);
+      } catch (err) {
+        // The socket failed between accept and serve (the client reset it): drop it, go on.
+        warnThrottled("Serving a connection failed", err);
+        try {
+          conn.close();
+        } catch { /* already closed */ }
+      }
     }
   };
 
   const addr = listener.addr as Deno.NetAddr;
   opts.onListen?.(addr);
-  const accepting = acceptLoop().catch((err) =>
-    opts.warn("Accept loop ended", { error: `${err}` })
-  );
+  // The loop handles its own errors; should it still end while open, it is started again.
+  const keepAccepting = (): Promise<void> =>
+    acceptLoop().catch((err) => opts.warn("Accept loop failed", { error: `${err}` }))
+      .then(() => closed ? undefined : new Promise((r) => setTimeout(r, 100)).then(keepAccepting));
+  const accepting = keepAccepting();
   let shutdownDone: Promise<void> | undefined;
   const settled = (p: Promise<void>) => p.then(() => {}, () => {});
   return {
