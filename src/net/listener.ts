@@ -105,7 +105,12 @@ class Connection {
   /** Closes the connection (a waiting one, to make room for a new one). */
   close(): void {
     this.ended();
-    this.#abort.abort();
+    if (this.#abort.signal.aborted) return;
+    try {
+      this.#abort.abort();
+    } catch {
+      // Deno's listener throws BadResource when the connection has already gone away.
+    }
   }
 
   ended(): void {
