@@ -6,6 +6,7 @@ import { loadAdminCredentials } from "./src/auth/admin_credentials.ts";
 import { Credentials } from "./src/auth/credentials.ts";
 import { loadMasterKey } from "./src/auth/master_key.ts";
 import { SecretSealer } from "./src/auth/secrets.ts";
+import { SignInLimiter } from "./src/auth/sign_in_limiter.ts";
 import { SseKeys } from "./src/object/sse.ts";
 import { ConfigError, loadConfig } from "./src/config.ts";
 import { InFlight } from "./src/http/in_flight.ts";
@@ -19,6 +20,7 @@ import { ChunkStore } from "./src/storage/chunk_store.ts";
 import { DiskReserve } from "./src/storage/disk_reserve.ts";
 import { CpuPool } from "./src/storage/cpu_pool.ts";
 import { openDrives } from "./src/storage/drives.ts";
+import { DIR_MODE, PRIVATE_UMASK, tightenModes } from "./src/storage/private_modes.ts";
 import { sweepDrives } from "./src/storage/sweep.ts";
 import { startScrubber } from "./src/workers/scrubber.ts";
 import { startLifecycle } from "./src/workers/lifecycle.ts";
@@ -27,6 +29,19 @@ import { startLifecycle } from "./src/workers/lifecycle.ts";
 const SHUTDOWN_DRAIN_MS = 60_000;
 /** How long the server then waits for connections to close. */
 const SHUTDOWN_CLOSE_MS = 5_000;
+
+/** Tightens the modes an older version left (see private_modes.ts); logs what it did. */
+function tightenInBackground(roots: string[]): Promise<void> {
+  const started = performance.now();
+  return tightenModes(roots).then(
+    (report) =>
+      log("info", "Data directory modes tightened", {
+        ...report,
+        ms: Math.round(performance.now() - started),
+      }),
+    (err) => log("warn", "Tightening data directory modes failed", { error: String(err) }),
+  );
+}
 
 async function main(): Promise<void> {
   let config;
@@ -41,7 +56,9 @@ async function main(): Promise<void> {
   }
   setLogLevel(config.logLevel);
   const startedAt = Date.now();
-  await Deno.mkdir(config.dataDir, { recursive: true });
+  // Everything the server creates is for its own account only (meta.db and its WAL too).
+  Deno.umask(PRIVATE_UMASK);
+  await Deno.mkdir(config.dataDir, { recursive: true, mode: DIR_MODE });
   const admin = await loadAdminCredentials(config.dataDir, {
     user: config.adminUser,
     password: config.adminPassword,
@@ -103,6 +120,10 @@ async function main(): Promise<void> {
     lifecycle,
     sseKeys: new SseKeys(masterKey),
     reserve,
+    signIns: new SignInLimiter({
+      maxFailures: config.signInLimit,
+      windowMs: config.signInWindow * 1000,
+    }),
   });
 
   setBodyTimeout(config.bodyTimeout * 1000);
@@ -128,6 +149,7 @@ async function main(): Promise<void> {
     warn: (message, fields) => log("warn", message, fields),
   }, handler);
 
+  const tightening = tightenInBackground([config.dataDir, ...drives.list.map((d) => d.path)]);
   const sweep = sweepDrives(chunks, startedAt).then(
     (found) => log("info", "Start-up sweep finished", { ...found }),
     (err) => log("error", "Start-up sweep failed", { error: String(err) }),
@@ -144,6 +166,7 @@ async function main(): Promise<void> {
     await scrubber.stop();
     await lifecycle.stop();
     await sweep;
+    await tightening;
     await meta.close();
     cpu.close();
     log("info", "Stopped");

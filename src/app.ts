@@ -41,10 +41,13 @@ export function createHandler(
     }
     deps.inFlight.enter();
     try {
+      const client = (info.remoteAddr as Deno.NetAddr).hostname ?? "";
       const admin = isUnder(req.url, "/admin");
       if (admin || isUnder(req.url, "/api/v1")) {
         if (!(await roomFor(req.method, deps))) return diskFull(req);
-        const res = admin ? await handleAdmin(req, deps) : await handleServiceApi(req, deps);
+        const res = admin
+          ? await handleAdmin(req, deps, client)
+          : await handleServiceApi(req, deps, client);
         if (res.status === 507) await deps.reserve.release();
         return res;
       }

@@ -54,6 +54,12 @@ export interface Config {
   readBufferMax: number;
   /** Bytes kept back on the metadata disk so deletes work when it is full (STORE_DISK_RESERVE). */
   diskReserve: number;
+  /** Failed admin and token sign-ins a client may make per window (STORE_SIGNIN_LIMIT). */
+  signInLimit: number;
+  /** That window in seconds (STORE_SIGNIN_WINDOW, default 300). */
+  signInWindow: number;
+  /** Signature Version 2 (header, query and form) accepted (STORE_SIGV2, default on). */
+  sigV2: boolean;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -183,5 +189,8 @@ export function loadConfig(
       1024 * 1024,
       2 ** 40,
     ),
+    signInLimit: intSetting(env, "STORE_SIGNIN_LIMIT", 10, 1, 10_000),
+    signInWindow: intSetting(env, "STORE_SIGNIN_WINDOW", 300, 1, 24 * 3600),
+    sigV2: choiceSetting(env, "STORE_SIGV2", ["on", "off"], "on") === "on",
   };
 }

@@ -42,3 +42,10 @@ Deno.test("lifecycle settings: defaults and bounds", () => {
   rejects({ STORE_LIFECYCLE_DAY: "0" }, /STORE_LIFECYCLE_DAY must be between 1 and 86400/);
   rejects({ STORE_LIFECYCLE_DAY: "1d" }, /STORE_LIFECYCLE_DAY must be a whole number/);
 });
+
+Deno.test("STORE_SIGV2: on by default, off, nothing else", () => {
+  assertEquals(load({}).sigV2, true);
+  assertEquals(load({ STORE_SIGV2: "off" }).sigV2, false);
+  assertEquals(load({ STORE_SIGV2: "on" }).sigV2, true);
+  rejects({ STORE_SIGV2: "yes" }, /STORE_SIGV2 must be one of on, off/);
+});

@@ -4,12 +4,14 @@ import type { HandlerResult, RequestContext } from "./api/context.ts";
 import { HANDLERS, READS_BODY } from "./api/handlers.ts";
 import type { AccessControl, RequestFacts } from "./auth/access.ts";
 import type { Credentials } from "./auth/credentials.ts";
+import type { SignInLimiter } from "./auth/sign_in_limiter.ts";
 import { ANONYMOUS, type Principal } from "./auth/principal.ts";
 import type { SecretSealer } from "./auth/secrets.ts";
 import type { Scrubber } from "./workers/scrubber.ts";
 import type { LifecycleWorker } from "./workers/lifecycle.ts";
 import type { SseKeys } from "./object/sse.ts";
 import { type SignedRequest, verifyHeaderAuth, verifyPresigned } from "./auth/sigv4.ts";
+import { sigV2Refused, usesSigV2, verifyV2Header, verifyV2Query } from "./auth/sigv2.ts";
 import type { Config } from "./config.ts";
 import { requestBody } from "./http/body.ts";
 import { detectDialect, type Dialect, dialectErrorCode, DIALECTS, h, q } from "./http/dialect.ts";
@@ -22,6 +24,8 @@ import type { DiskReserve } from "./storage/disk_reserve.ts";
 import { isDebug, log } from "./log.ts";
 import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
 import { toHex } from "./http/hex.ts";
+import { checkExpectedOwner } from "./api/expected_owner.ts";
+import { conditionFacts } from "./api/condition_facts.ts";
 
 export interface AppDeps {
   config: Config;
@@ -33,6 +37,7 @@ export interface AppDeps {
   scrubber: Scrubber;
   lifecycle: LifecycleWorker;
   sseKeys: SseKeys;
+  signIns: SignInLimiter;
   /** Space kept back so deletes work on a full disk. */
   reserve: DiskReserve;
 }
@@ -87,12 +92,14 @@ async function authenticate(
   deps: AppDeps,
 ): Promise<{ principal: Principal; signed?: SignedRequest }> {
   const authorization = req.headers.get("authorization");
+  const v2 = usesSigV2(dialect, { authorization, query: target.query });
   const presigned = target.query.has(q(dialect, "Signature")) ||
-    target.query.has(q(dialect, "Algorithm"));
+    target.query.has(q(dialect, "Algorithm")) || v2.query;
   if (authorization && presigned) {
     throw new S3Error("InvalidArgument", "Only one auth mechanism allowed.");
   }
   if (!authorization && !presigned) return { principal: ANONYMOUS };
+  if ((v2.header || v2.query) && !deps.config.sigV2) throw sigV2Refused(dialect);
   // The signature check looks the key up; its principal is kept rather than read again.
   let found: { principal: Principal } | undefined;
   const input = {
@@ -105,7 +112,11 @@ async function authenticate(
     now: Date.now(),
     secretFor: async (key: string) => (found = await deps.credentials.lookup(key))?.secret,
   };
-  const signed = authorization
+  const signed = v2.header
+    ? await verifyV2Header(input, authorization!)
+    : v2.query
+    ? await verifyV2Query(input, target.query)
+    : authorization
     ? await verifyHeaderAuth(input, authorization)
     : await verifyPresigned(input, target.query);
   const principal = found?.principal;
@@ -118,7 +129,11 @@ async function authenticate(
   return { principal, signed };
 }
 
-function requestFacts(info: Deno.ServeHandlerInfo, target: Target): RequestFacts {
+function requestFacts(
+  info: Deno.ServeHandlerInfo,
+  target: Target,
+  req: { headers: Headers; dialect: Dialect },
+): RequestFacts {
   const addr = info.remoteAddr as Deno.NetAddr;
   const maxKeys = target.query.get("max-keys");
   return {
@@ -127,6 +142,7 @@ function requestFacts(info: Deno.ServeHandlerInfo, target: Target): RequestFacts
     now: new Date(),
     prefix: target.query.get("prefix") ?? undefined,
     maxKeys: maxKeys !== null && /^\d+$/.test(maxKeys) ? Number(maxKeys) : undefined,
+    ...conditionFacts(req.headers, target.query, req.dialect),
   };
 }
 
@@ -162,6 +178,7 @@ export async function handleProtocol(
   const started = performance.now();
   const requestId = newRequestId();
   let dialect = fallback;
+  const answer = { dialect };
   let resource = "/";
   let operation = "Unknown";
   let response: Response;
@@ -170,6 +187,7 @@ export async function handleProtocol(
     const target = parseTarget(req.url);
     resource = target.path;
     dialect = detectDialect(req.headers, target.query, fallback);
+    answer.dialect = dialect;
     if (!METHODS.includes(req.method)) {
       throw new S3Error(
         "MethodNotAllowed",
@@ -187,10 +205,12 @@ export async function handleProtocol(
     operation = found.operation;
     const { principal, signed } = await authenticate(req, target, dialect, deps);
     const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
-    const facts = requestFacts(info, target);
+    checkExpectedOwner(req.headers, dialect, "expected-bucket-owner", bucket);
+    const facts = requestFacts(info, target, { headers: req.headers, dialect });
     const verdict = await deps.access.decide(principal, operation, {
       bucket,
       key: found.key,
+      versionId: found.key === undefined ? undefined : target.query.get("versionId") ?? undefined,
       facts,
     });
     const handler = HANDLERS[operation];
@@ -219,6 +239,7 @@ export async function handleProtocol(
       credentials: deps.credentials,
       sseKeys: deps.sseKeys,
       bucketRecord: bucket,
+      answer,
     };
     response = toResponse(await handler(ctx), head);
   } catch (err) {
@@ -241,15 +262,15 @@ export async function handleProtocol(
       });
       s3err = new S3Error("InternalError", "We encountered an internal error. Please try again.");
     }
-    response = errorResponse(s3err, { dialect, requestId, resource, head });
+    response = errorResponse(s3err, { dialect: answer.dialect, requestId, resource, head });
     if (s3err instanceof DeleteMarkerError) {
-      response.headers.set(h(dialect, "delete-marker"), "true");
-      response.headers.set(h(dialect, "version-id"), s3err.versionId);
+      response.headers.set(h(answer.dialect, "delete-marker"), "true");
+      response.headers.set(h(answer.dialect, "version-id"), s3err.versionId);
     }
     // Whatever the handler left unread is discarded (the reader was released on error).
     if (req.body && !req.body.locked) req.body.cancel().catch(() => {});
   }
-  response.headers.set(h(dialect, "request-id"), requestId);
+  response.headers.set(h(answer.dialect, "request-id"), requestId);
   response.headers.set("server", "store");
   if (isDebug()) {
     log("debug", "Request", {

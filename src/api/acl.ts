@@ -13,6 +13,7 @@ import {
   privateAcl,
   renderAclXml,
 } from "../auth/acl.ts";
+import { acceptedWithAclsDisabled, hasPublicGrant } from "../auth/public_access.ts";
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import type { ObjectVersion } from "../meta/store.ts";
@@ -52,23 +53,52 @@ export async function requestedAcl(
   const grants = hasGrantHeaders(ctx.headers, ctx.dialect);
   const body = opts.body !== undefined && opts.body.trim() !== "" ? opts.body : undefined;
   assertSingleAclMethod(canned !== null, grants, body !== undefined);
+  let acl: Acl | undefined;
   if (canned !== null) {
     // Only the bucket-owner-* canned ACLs name the bucket owner: look its name up then.
     const bucketOwner = opts.bucketOwnerId === undefined
       ? undefined
       : await ownerOf(ctx, opts.bucketOwnerId);
-    return cannedAcl(canned, opts.owner, bucketOwner);
+    acl = cannedAcl(canned, opts.owner, bucketOwner);
+  } else if (grants) {
+    acl = aclFromGrantHeaders(ctx.headers, ctx.dialect, opts.owner, await resolver(ctx));
+  } else if (body !== undefined) {
+    acl = parseAclXml(body, { expectedOwnerId: opts.owner.id, resolve: await resolver(ctx) });
   }
-  if (grants) return aclFromGrantHeaders(ctx.headers, ctx.dialect, opts.owner, await resolver(ctx));
-  if (body !== undefined) {
-    return parseAclXml(body, { expectedOwnerId: opts.owner.id, resolve: await resolver(ctx) });
+  // A new bucket has no guards yet; CreateBucket checks its own ownership header.
+  if (acl && ctx.operation !== "CreateBucket") await guardAcl(ctx, acl, canned ?? undefined);
+  return acl;
+}
+
+/**
+ * The bucket's guards on a requested ACL: with ACLs disabled (BucketOwnerEnforced) only the
+ * bucket owner's full control is accepted (AccessControlListNotSupported); BlockPublicAcls
+ * refuses public grants (AccessDenied).
+ */
+async function guardAcl(ctx: RequestContext, acl: Acl, canned: string | undefined) {
+  const bucket = await bucketOf(ctx);
+  const guards = await ctx.access.guards(bucket.name);
+  if (
+    guards.ownership === "BucketOwnerEnforced" &&
+    !acceptedWithAclsDisabled(acl, { canned, bucketOwner: bucket.owner })
+  ) {
+    throw new S3Error("AccessControlListNotSupported", "The bucket does not allow ACLs");
   }
-  return undefined;
+  if (guards.block?.blockPublicAcls && hasPublicGrant(acl)) {
+    throw new S3Error("AccessDenied", "Access Denied");
+  }
+}
+
+/** With ACLs disabled an ACL read shows the bucket owner's full control, whatever was stored. */
+async function aclsDisabled(ctx: RequestContext): Promise<boolean> {
+  return (await ctx.access.guards(ctx.bucket)).ownership === "BucketOwnerEnforced";
 }
 
 export const getBucketAcl: Handler = async (ctx) => {
   const bucket = await bucketOf(ctx);
-  const acl = await ctx.access.bucketAcl(bucket);
+  const acl = await aclsDisabled(ctx)
+    ? privateAcl(await ownerOf(ctx, bucket.owner))
+    : await ctx.access.bucketAcl(bucket);
   if (acl.owner.displayName === acl.owner.id) acl.owner = await ownerOf(ctx, acl.owner.id);
   return xmlResult(renderAclXml(acl, ctx.dialect));
 };
@@ -89,7 +119,10 @@ function objectAcl(ctx: RequestContext, v: ObjectVersion): Promise<Acl> | Acl {
 
 export const getObjectAcl: Handler = async (ctx) => {
   const v = await readableVersion(ctx, { permission: "READ_ACP" });
-  const result = xmlResult(renderAclXml(await objectAcl(ctx, v), ctx.dialect));
+  const acl = await aclsDisabled(ctx)
+    ? privateAcl(await ownerOf(ctx, (await bucketOf(ctx)).owner))
+    : await objectAcl(ctx, v);
+  const result = xmlResult(renderAclXml(acl, ctx.dialect));
   if (v.versionId !== "null") result.headers![h(ctx.dialect, "version-id")] = v.versionId;
   return result;
 };

@@ -7,7 +7,14 @@ import { DuplicateError, type UserRecord } from "../meta/store.ts";
 import type { AppDeps } from "../protocol.ts";
 import { parseUserInput, validateBucketAccess } from "./admin_input.ts";
 import { uploadsRoute } from "./admin_uploads.ts";
-import { ApiError, apiErrorResponse, jsonResponse, pathSegments, readJsonObject } from "./json.ts";
+import {
+  ApiError,
+  apiErrorResponse,
+  jsonResponse,
+  limitedSignIn,
+  pathSegments,
+  readJsonObject,
+} from "./json.ts";
 
 /** Every user access key starts with this; 16 random characters follow. */
 export const USER_KEY_PREFIX = "STUS";
@@ -204,10 +211,14 @@ async function lifecycleRoute(req: Request, deps: AppDeps): Promise<Response> {
   );
 }
 
-export async function handleAdmin(req: Request, deps: AppDeps): Promise<Response> {
+export async function handleAdmin(
+  req: Request,
+  deps: AppDeps,
+  client: string,
+): Promise<Response> {
   const requestId = crypto.randomUUID();
   try {
-    checkBasicAuth(req, deps);
+    await limitedSignIn(deps.signIns, client, () => checkBasicAuth(req, deps));
     return await route(req, deps);
   } catch (err) {
     return apiErrorResponse(err, requestId);

@@ -30,6 +30,11 @@ export interface RequestContext {
   sseKeys: SseKeys;
   /** The request's bucket as read once before the access decision; undefined when missing. */
   bucketRecord?: BucketRecord;
+  /**
+   * The dialect the response (or error) is spelled in; starts as `dialect`. A handler that
+   * learns the dialect from the body (PostObject's form fields) changes it.
+   */
+  answer: { dialect: Dialect };
 }
 
 export interface HandlerResult {

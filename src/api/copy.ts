@@ -1,4 +1,6 @@
 // CopyObject: a new object from an existing one, across buckets, keeping or replacing metadata.
+import { checkExpectedOwner } from "./expected_owner.ts";
+import { expirationHeader } from "./expiration_header.ts";
 import { accessDenied } from "../auth/access.ts";
 import { OPERATION_RULES } from "../auth/actions.ts";
 import { checkConditions } from "../http/conditional.ts";
@@ -12,7 +14,7 @@ import type { Encryption } from "../object/layer.ts";
 import { readHeaders, readKey, sseRecordOf, writeEncryption } from "./encryption.ts";
 import { newVersionLock } from "./object_lock.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
-import { newObjectAcl } from "./objects.ts";
+import { newObjectAcl, newObjectOwner } from "./objects.ts";
 import { requestTags } from "./tags.ts";
 
 export interface CopySource {
@@ -64,10 +66,13 @@ export async function readableSource(
   source: CopySource,
 ): Promise<ObjectVersion> {
   const bucket = await ctx.layer.meta.getBucket(source.bucket);
+  checkExpectedOwner(ctx.headers, ctx.dialect, "source-expected-bucket-owner", bucket);
   const verdict = await ctx.access.decideRule(ctx.principal, OPERATION_RULES.GetObject, {
     bucket,
     key: source.key,
-    facts: ctx.facts,
+    versionId: source.versionId,
+    // Conditions on the read see the source version (ExistingObjectTag, versionid).
+    facts: { ...ctx.facts, versionId: source.versionId },
   });
   let src: ObjectVersion;
   try {
@@ -79,7 +84,7 @@ export async function readableSource(
     throw err;
   }
   if (verdict === "object-acl") {
-    ctx.access.checkObjectAcl(ctx.principal, src.acl, src.owner, "READ");
+    await ctx.access.checkObjectAcl(ctx.principal, src, "READ");
   }
   return src;
 }
@@ -124,7 +129,7 @@ export const copyObject: Handler = async (ctx) => {
     source: src,
     bucket: ctx.bucket,
     key: ctx.key,
-    owner: ctx.principal.id,
+    owner: await newObjectOwner(ctx),
     acl: await newObjectAcl(ctx),
     replace,
     ...copyEncryption(sseRecordOf(src)?.kind ?? "none", sse),
@@ -142,7 +147,7 @@ export const copyObject: Handler = async (ctx) => {
   if (src.versionId !== "null") {
     result.headers![h(ctx.dialect, "copy-source-version-id")] = src.versionId;
   }
-  Object.assign(result.headers!, readHeaders(ctx, version));
+  Object.assign(result.headers!, readHeaders(ctx, version), await expirationHeader(ctx, version));
   if (version.versionId !== "null") {
     result.headers![h(ctx.dialect, "version-id")] = version.versionId;
   }

@@ -54,7 +54,6 @@ export const deleteObjects: Handler = async (ctx) => {
   const bytes = await readVerifiedBody(ctx, MAX_BODY);
   const { quiet, targets } = parseTargets(new TextDecoder().decode(bytes));
   const bucket = await bucketOf(ctx);
-  const bypass = await bypassGovernance(ctx);
   const parts: string[] = [];
   for (const t of targets) {
     try {
@@ -64,12 +63,13 @@ export const deleteObjects: Handler = async (ctx) => {
       await ctx.access.decideRule(ctx.principal, OPERATION_RULES.DeleteObject, {
         bucket,
         key: t.key,
+        versionId: t.versionId,
         facts: ctx.facts,
       });
       const result = await ctx.layer.deleteObject(ctx.bucket, t.key, {
         versionId: t.versionId,
         owner: ctx.principal.id,
-        bypassGovernance: bypass,
+        bypassGovernance: await bypassGovernance(ctx, t.key),
       });
       if (!quiet) parts.push(deletedEntry(t, result));
     } catch (err) {

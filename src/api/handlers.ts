@@ -1,4 +1,5 @@
 // Operation name -> handler, for the operations that are built.
+import { getObjectAttributes } from "./object_attributes.ts";
 import {
   createBucket,
   deleteBucket,
@@ -35,6 +36,14 @@ import {
 } from "./lifecycle.ts";
 import { deleteObject, getObject, headObject, putObject } from "./objects.ts";
 import { postObject } from "./post_object.ts";
+import {
+  deleteBucketOwnershipControls,
+  deletePublicAccessBlock,
+  getBucketOwnershipControls,
+  getPublicAccessBlock,
+  putBucketOwnershipControls,
+  putPublicAccessBlock,
+} from "./public_access.ts";
 import {
   deleteBucketTagging,
   deleteObjectTagging,
@@ -93,11 +102,18 @@ export const HANDLERS: Record<string, Handler> = {
   GetObjectLegalHold: getObjectLegalHold,
   PutObjectLegalHold: putObjectLegalHold,
   GetObjectTagging: getObjectTagging,
+  GetObjectAttributes: getObjectAttributes,
   PutObjectTagging: putObjectTagging,
   DeleteObjectTagging: deleteObjectTagging,
   GetBucketTagging: getBucketTagging,
   PutBucketTagging: putBucketTagging,
   DeleteBucketTagging: deleteBucketTagging,
+  GetPublicAccessBlock: getPublicAccessBlock,
+  PutPublicAccessBlock: putPublicAccessBlock,
+  DeletePublicAccessBlock: deletePublicAccessBlock,
+  GetBucketOwnershipControls: getBucketOwnershipControls,
+  PutBucketOwnershipControls: putBucketOwnershipControls,
+  DeleteBucketOwnershipControls: deleteBucketOwnershipControls,
 };
 
 /**
@@ -122,4 +138,6 @@ export const READS_BODY = new Set([
   "PutObjectLegalHold",
   "PutObjectTagging",
   "PutBucketTagging",
+  "PutPublicAccessBlock",
+  "PutBucketOwnershipControls",
 ]);

@@ -1,5 +1,6 @@
 // JSON plumbing shared by the administration API and the service API (/api/v1).
 import { BodyStalledError, readAtMost } from "../http/progress.ts";
+import type { SignInLimiter } from "../auth/sign_in_limiter.ts";
 import { log } from "../log.ts";
 import { isDiskFull } from "../storage/disk_errors.ts";
 
@@ -24,6 +25,31 @@ export function jsonResponse(
     status,
     headers: { "content-type": "application/json", ...headers },
   });
+}
+
+/**
+ * Counts a sign-in attempt of `client` against its limit: 429 with Retry-After while the client
+ * is over it, else runs `check` and records its failure (a 401) or success.
+ */
+export async function limitedSignIn<T>(
+  limiter: SignInLimiter,
+  client: string,
+  check: () => Promise<T> | T,
+): Promise<T> {
+  const wait = limiter.retryAfter(client);
+  if (wait > 0) {
+    throw new ApiError(429, "too_many_attempts", "Too many failed sign-ins; try again later.", {
+      "retry-after": String(wait),
+    });
+  }
+  try {
+    const result = await check();
+    limiter.succeeded(client);
+    return result;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) limiter.failed(client);
+    throw err;
+  }
 }
 
 export function apiErrorResponse(err: unknown, requestId: string): Response {

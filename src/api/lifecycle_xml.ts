@@ -5,7 +5,7 @@
 // combinations (InvalidRequest), the overlap of legacy prefixes, and last the transitions this
 // server refuses (NotImplemented), so a document the protocol would refuse gets its answer.
 import { S3Error } from "../http/errors.ts";
-import { children, leafText, parseXml, type XmlNode } from "../http/xml.ts";
+import { children, isBlank, leafText, parseXml, type XmlNode } from "../http/xml.ts";
 import {
   checkActions,
   checkFilter,
@@ -33,7 +33,7 @@ function malformed(message: string): S3Error {
 function struct(value: XmlNode | XmlNode[] | undefined, name: string, allowed: string[]) {
   if (value === undefined) return undefined;
   if (Array.isArray(value)) throw malformed(`${name} may appear only once in its parent.`);
-  if (value === "") return {} as Struct;
+  if (isBlank(value)) return {} as Struct;
   if (typeof value !== "object") throw malformed(`${name} must contain elements, not text.`);
   for (const child of Object.keys(value)) {
     if (!allowed.includes(child)) throw malformed(`Unexpected element ${child} in ${name}.`);

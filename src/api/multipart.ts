@@ -4,8 +4,9 @@ import { checkConditions } from "../http/conditional.ts";
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { contentTypeFor } from "../http/mime.ts";
+import { writeConditionOf } from "../object/write_condition.ts";
 import { children, el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
-import type { UploadRecord } from "../meta/store.ts";
+import type { ChecksumRecord, ObjectVersion, UploadRecord } from "../meta/store.ts";
 import {
   abortUpload,
   completeUpload,
@@ -15,9 +16,16 @@ import {
   uploadPart,
 } from "../object/multipart.ts";
 import { copyConditions, parseCopySource, readableSource } from "./copy.ts";
-import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  type Handler,
+  type HandlerResult,
+  isoDate,
+  type RequestContext,
+  xmlResult,
+} from "./context.ts";
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
-import { contentMd5, newObjectAcl } from "./objects.ts";
+import { contentMd5, newObjectAcl, newObjectOwner } from "./objects.ts";
 import { newVersionLock } from "./object_lock.ts";
 import { requestTags } from "./tags.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
@@ -46,7 +54,7 @@ export const createMultipartUpload: Handler = async (ctx) => {
     key: ctx.key,
     uploadId: newUploadId(),
     initiated: Date.now(),
-    owner: ctx.principal.id,
+    owner: await newObjectOwner(ctx),
     contentType: meta.contentType ?? contentTypeFor(ctx.key),
     userMeta: meta.userMeta,
     headers: meta.headers,
@@ -91,9 +99,20 @@ function partNumberParam(ctx: RequestContext): number {
   return Number(raw);
 }
 
-/** The key parts of an encrypted upload are written with (SSE-C: the same customer key). */
-function partKey(ctx: RequestContext, upload: UploadRecord): Promise<CryptoKey | undefined> {
-  return readKey(ctx, upload);
+/**
+ * The key parts of an encrypted upload are written with (SSE-C: the same customer key). A part
+ * sent with another key than the upload's is a bad request (400), like one without a key.
+ */
+async function partKey(ctx: RequestContext, upload: UploadRecord): Promise<CryptoKey | undefined> {
+  try {
+    return await readKey(ctx, upload);
+  } catch (err) {
+    if (!(err instanceof S3Error) || err.code !== "AccessDenied") throw err;
+    throw new S3Error(
+      "InvalidRequest",
+      "The provided encryption parameters did not match the ones used originally.",
+    );
+  }
 }
 
 export const uploadPartHandler: Handler = async (ctx) => {
@@ -165,7 +184,7 @@ export const uploadPartCopy: Handler = async (ctx) => {
     checks: checksum.checks,
     checksum: checksum.record,
   });
-  return xmlResult(
+  const result = xmlResult(
     xmlDocument(
       "CopyPartResult",
       ctx.dialect.xmlns,
@@ -173,6 +192,12 @@ export const uploadPartCopy: Handler = async (ctx) => {
         checksumElements(part.checksum).map(([k, v]) => text(k, v)).join(""),
     ),
   );
+  // The part is stored with the upload's encryption, which the answer names as UploadPart's does.
+  Object.assign(result.headers!, readHeaders(ctx, upload));
+  if (src.versionId !== "null") {
+    result.headers![h(ctx.dialect, "copy-source-version-id")] = src.versionId;
+  }
+  return result;
 };
 
 function parseCompleteBody(body: string): RequestedPart[] {
@@ -190,7 +215,7 @@ function parseCompleteBody(body: string): RequestedPart[] {
     for (const algorithm of CHECKSUM_ALGORITHMS) {
       const element = `Checksum${algorithm}`;
       const value = leafText(node[element] as XmlNode, element);
-      if (value !== undefined) checksums[algorithm] = value.trim();
+      if (value !== undefined) checksums[algorithm] = value;
     }
     return { partNumber: Number(n), etag, checksums };
   });
@@ -200,24 +225,59 @@ function parseCompleteBody(body: string): RequestedPart[] {
   return parts;
 }
 
-export const completeMultipartUpload: Handler = async (ctx) => {
-  const upload = await requireUpload(ctx);
-  const requested = parseCompleteBody(await ctx.body.text(MAX_COMPLETE_BODY));
-  const version = await completeUpload(ctx.layer, upload, requested, completeExpectations(ctx));
+function completeResult(
+  ctx: RequestContext,
+  done: { etag: string; versionId: string; checksum?: ChecksumRecord },
+): HandlerResult {
   const result = xmlResult(
     xmlDocument(
       "CompleteMultipartUploadResult",
       ctx.dialect.xmlns,
       text("Location", `/${ctx.bucket}/${ctx.key}`) + text("Bucket", ctx.bucket) +
         text("Key", ctx.key) +
-        text("ETag", version.etag) +
-        checksumElements(version.checksum).map(([k, v]) => text(k, v)).join(""),
+        text("ETag", done.etag) +
+        checksumElements(done.checksum).map(([k, v]) => text(k, v)).join(""),
     ),
   );
-  Object.assign(result.headers!, readHeaders(ctx, version));
-  if (version.versionId !== "null") {
-    result.headers![h(ctx.dialect, "version-id")] = version.versionId;
+  if (done.versionId !== "null") {
+    result.headers![h(ctx.dialect, "version-id")] = done.versionId;
   }
+  return result;
+}
+
+/**
+ * A completion of an upload that is already complete (a retry whose first answer was lost)
+ * gets the first answer again, for COMPLETED_UPLOAD_RETENTION_MS; otherwise NoSuchUpload.
+ */
+async function repeatedCompletion(ctx: RequestContext, err: unknown): Promise<HandlerResult> {
+  const missing = err instanceof S3Error && err.code === "NoSuchUpload";
+  const uploadId = ctx.query.get("uploadId") ?? "";
+  const done = missing ? await ctx.layer.meta.getCompletedUpload(uploadId) : undefined;
+  if (!done || done.bucket !== ctx.bucket || done.key !== ctx.key) throw err;
+  return completeResult(ctx, done);
+}
+
+export const completeMultipartUpload: Handler = async (ctx) => {
+  let upload: UploadRecord;
+  try {
+    upload = await requireUpload(ctx);
+  } catch (err) {
+    await ctx.body.text(MAX_COMPLETE_BODY);
+    return await repeatedCompletion(ctx, err);
+  }
+  const requested = parseCompleteBody(await ctx.body.text(MAX_COMPLETE_BODY));
+  let version: ObjectVersion;
+  try {
+    version = await completeUpload(ctx.layer, upload, requested, {
+      expected: completeExpectations(ctx),
+      condition: writeConditionOf(ctx.headers),
+    });
+  } catch (err) {
+    // A concurrent completion of the same upload won: answer as it did.
+    return await repeatedCompletion(ctx, err);
+  }
+  const result = completeResult(ctx, version);
+  Object.assign(result.headers!, readHeaders(ctx, version));
   return result;
 };
 

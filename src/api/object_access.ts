@@ -14,16 +14,25 @@ export function versionIdParam(ctx: RequestContext): string | undefined {
 }
 
 /**
- * Whether the caller may list the bucket: only then does a missing key answer NoSuchKey, so
- * that reads cannot be used to probe which keys exist.
+ * Whether the caller may list the key's place in the bucket: only then does a missing key answer
+ * NoSuchKey, so that reads cannot be used to probe which keys exist. The listing asked about is
+ * one with the key itself as prefix (it would show whether the key exists), so a policy that
+ * lets the caller list a prefix (`s3:prefix` conditions) covers the keys under it.
  */
 async function mayList(ctx: RequestContext): Promise<boolean> {
   if (ctx.verdict === "object-acl") return false;
   try {
     const bucket = ctx.bucketRecord;
+    const facts = {
+      ...ctx.facts,
+      prefix: ctx.key,
+      maxKeys: undefined,
+      delimiter: undefined,
+      versionId: undefined,
+    };
     return await ctx.access.decideRule(ctx.principal, OPERATION_RULES.ListObjects, {
       bucket,
-      facts: ctx.facts,
+      facts,
     }) === "allow";
   } catch {
     return false;
@@ -48,7 +57,7 @@ export async function readableVersion(
     throw err;
   }
   if (ctx.verdict === "object-acl") {
-    ctx.access.checkObjectAcl(ctx.principal, version.acl, version.owner, opts.permission);
+    await ctx.access.checkObjectAcl(ctx.principal, version, opts.permission);
   }
   return version;
 }

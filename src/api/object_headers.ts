@@ -1,6 +1,7 @@
 // Translating between request/response headers and stored object metadata.
 import { type Dialect, h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
+import { isXmlText } from "../http/xml.ts";
 import type { ObjectVersion } from "../meta/store.ts";
 import { httpDate } from "./context.ts";
 
@@ -18,12 +19,26 @@ const STORED_HEADERS = [
 
 const encoder = new TextEncoder();
 
+/** A key for a new object: at most 1024 bytes, and text XML 1.0 can carry in listings. */
 export function validateKey(key: string): void {
   if (encoder.encode(key).byteLength > MAX_KEY_BYTES) {
     throw new S3Error("KeyTooLongError", "Your key is too long.", {
       details: { MaxSizeAllowed: String(MAX_KEY_BYTES) },
     });
   }
+  if (!isXmlText(key)) {
+    throw new S3Error(
+      "InvalidArgument",
+      "Object keys cannot contain control characters other than tab, newline, carriage " +
+        "return and DEL, nor U+FFFE, U+FFFF or unpaired surrogates (XML 1.0 cannot list them).",
+      { details: { ArgumentName: "key" } },
+    );
+  }
+}
+
+/** Whether `value` can be sent as a header value: Latin-1, no control character but tab. */
+export function isHeaderValue(value: string): boolean {
+  return !/[^\t\x20-\x7e\x80-\xff]/.test(value);
 }
 
 export interface RequestMetadata {
@@ -112,6 +127,14 @@ export function applyResponseOverrides(
 ): void {
   for (const [param, header] of Object.entries(OVERRIDES)) {
     const value = query.get(param);
-    if (value !== null) headers[header] = value;
+    if (value === null) continue;
+    if (!isHeaderValue(value)) {
+      throw new S3Error(
+        "InvalidArgument",
+        `${param} must be Latin-1 text without control characters.`,
+        { details: { ArgumentName: param } },
+      );
+    }
+    headers[header] = value;
   }
 }

@@ -61,8 +61,11 @@ export const putObjectLockConfiguration: Handler = async (ctx) => {
   return { status: 200 };
 };
 
-/** Whether the request may bypass governance retention: the header and the permission. */
-export async function bypassGovernance(ctx: RequestContext): Promise<boolean> {
+/**
+ * Whether the request may bypass governance retention for `key` (the request's key unless a batch
+ * names another): the header and the permission, decided with that key.
+ */
+export async function bypassGovernance(ctx: RequestContext, key = ctx.key): Promise<boolean> {
   if (ctx.headers.get(h(ctx.dialect, "bypass-governance-retention"))?.toLowerCase() !== "true") {
     return false;
   }
@@ -71,11 +74,7 @@ export async function bypassGovernance(ctx: RequestContext): Promise<boolean> {
     const verdict = await ctx.access.decideRule(
       ctx.principal,
       OPERATION_RULES.BypassGovernanceRetention,
-      {
-        bucket,
-        key: ctx.key,
-        facts: ctx.facts,
-      },
+      { bucket, key, facts: ctx.facts },
     );
     return verdict === "allow";
   } catch {

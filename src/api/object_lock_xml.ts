@@ -4,10 +4,21 @@ import { children, leafText, parseXml, type XmlNode } from "../http/xml.ts";
 import type { Retention } from "../meta/store.ts";
 import { LOCK_MODES, type LockConfig } from "../object/object_lock.ts";
 
-function positiveInt(value: string | undefined, name: string): number | undefined {
+/** The protocol's longest default retention periods. */
+const MAX_PERIOD: Record<"Days" | "Years", number> = { Days: 36500, Years: 100 };
+
+function positiveInt(value: string | undefined, name: "Days" | "Years"): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value) || +value < 1 || +value > 36500) {
-    throw new S3Error("InvalidArgument", `${name} must be a positive whole number.`);
+  if (!/^[+-]?\d+$/.test(value)) {
+    throw new S3Error("InvalidArgument", `${name} must be a whole number.`);
+  }
+  if (+value < 1 || +value > MAX_PERIOD[name]) {
+    throw new S3Error(
+      "InvalidRetentionPeriod",
+      `Default retention period must be a positive integer value (at most ${
+        MAX_PERIOD[name]
+      } ${name.toLowerCase()}).`,
+    );
   }
   return Number(value);
 }

@@ -7,6 +7,7 @@ import { contentTypeFor } from "../http/mime.ts";
 import { contentRange, parseRange } from "../http/range.ts";
 import type { ObjectVersion } from "../meta/store.ts";
 import { MAX_PUT_SIZE } from "../object/layer.ts";
+import { writeConditionOf } from "../object/write_condition.ts";
 import { partRange } from "../object/multipart.ts";
 import { requestedAcl } from "./acl.ts";
 import { bypassGovernance, lockHeaders, newVersionLock } from "./object_lock.ts";
@@ -15,6 +16,7 @@ import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
 import type { Handler, RequestContext } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
 import { requestTags } from "./tags.ts";
+import { expirationHeader } from "./expiration_header.ts";
 import {
   applyResponseOverrides,
   objectHeaders,
@@ -57,11 +59,26 @@ function declaredLength(ctx: RequestContext): number | undefined {
 /** The ACL a new object gets from the request's headers (stored JSON; undefined: private). */
 export async function newObjectAcl(ctx: RequestContext): Promise<string | undefined> {
   const bucket = await bucketOf(ctx);
-  const acl = await requestedAcl(ctx, {
-    owner: { id: ctx.principal.id, displayName: ctx.principal.displayName },
-    bucketOwnerId: bucket.owner,
-  });
+  const ownerId = await newObjectOwner(ctx);
+  const owner = ownerId === ctx.principal.id
+    ? { id: ownerId, displayName: ctx.principal.displayName }
+    : { id: ownerId, displayName: await ctx.credentials.ownerName(ownerId) };
+  const acl = await requestedAcl(ctx, { owner, bucketOwnerId: bucket.owner });
   return acl ? aclToJson(acl) : undefined;
+}
+
+/**
+ * The owner of a new object: its writer, unless the bucket's ownership controls give it to the
+ * bucket owner (BucketOwnerEnforced always, BucketOwnerPreferred with bucket-owner-full-control).
+ */
+export async function newObjectOwner(ctx: RequestContext): Promise<string> {
+  const bucket = await bucketOf(ctx);
+  if (bucket.owner === ctx.principal.id) return bucket.owner;
+  const ownership = (await ctx.access.guards(bucket.name)).ownership;
+  const fullControl = ctx.headers.get(h(ctx.dialect, "acl")) === "bucket-owner-full-control";
+  if (ownership === "BucketOwnerEnforced") return bucket.owner;
+  if (ownership === "BucketOwnerPreferred" && fullControl) return bucket.owner;
+  return ctx.principal.id;
 }
 
 export const putObject: Handler = async (ctx) => {
@@ -73,6 +90,7 @@ export const putObject: Handler = async (ctx) => {
   const acl = await newObjectAcl(ctx);
   const sse = await writeEncryption(ctx);
   const checksum = writeChecksum(ctx);
+  const condition = writeConditionOf(ctx.headers);
   const version = await ctx.layer.putObject({
     bucket: ctx.bucket,
     key: ctx.key,
@@ -80,7 +98,7 @@ export const putObject: Handler = async (ctx) => {
     contentType: meta.contentType ?? contentTypeFor(ctx.key),
     userMeta: meta.userMeta,
     headers: meta.headers,
-    owner: ctx.principal.id,
+    owner: await newObjectOwner(ctx),
     contentMd5: contentMd5(ctx.headers),
     checks: checksum.checks,
     checksum: checksum.record,
@@ -88,10 +106,11 @@ export const putObject: Handler = async (ctx) => {
     encryption: sse.encryption,
     lock: await newVersionLock(ctx),
     tags,
+    condition,
   });
   const headers: Record<string, string> = { etag: version.etag, ...sse.headers };
   if (version.versionId !== "null") headers[h(ctx.dialect, "version-id")] = version.versionId;
-  Object.assign(headers, checksum.headers());
+  Object.assign(headers, checksum.headers(), await expirationHeader(ctx, version));
   return { status: 200, headers };
 };
 
@@ -134,6 +153,7 @@ async function readObject(ctx: RequestContext, withBody: boolean) {
     ...objectHeaders(version, ctx.dialect),
     ...readHeaders(ctx, version),
     ...lockHeaders(ctx, version),
+    ...(versionIdParam(ctx) === undefined ? await expirationHeader(ctx, version) : {}),
   };
   try {
     checkConditions(readConditions(ctx), version, { notModifiedAllowed: true });
@@ -169,7 +189,10 @@ export const deleteObject: Handler = async (ctx) => {
     bypassGovernance: await bypassGovernance(ctx),
   });
   const headers: Record<string, string> = {};
+  // A simple delete reports whether the key's current version is now a delete marker: false
+  // when the object was removed outright (an unversioned bucket).
   if (result.deleteMarker) headers[h(ctx.dialect, "delete-marker")] = "true";
+  else if (result.versionId === undefined) headers[h(ctx.dialect, "delete-marker")] = "false";
   if (result.versionId !== undefined) headers[h(ctx.dialect, "version-id")] = result.versionId;
   return { status: 204, headers };
 };

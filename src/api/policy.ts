@@ -1,5 +1,7 @@
 // Bucket policy operations: Get/Put/DeleteBucketPolicy and GetBucketPolicyStatus.
 import { isPublicPolicy, parseBucketPolicy } from "../auth/policy.ts";
+import { pinPrincipals } from "../auth/policy_principals.ts";
+import { effectiveAcl, hasPublicGrant } from "../auth/public_access.ts";
 import { S3Error } from "../http/errors.ts";
 import { text, xmlDocument } from "../http/xml.ts";
 import { bucketOf, type Handler, xmlResult } from "./context.ts";
@@ -32,22 +34,37 @@ export const putBucketPolicy: Handler = async (ctx) => {
   } catch {
     throw new S3Error("MalformedPolicy", "The policy is not valid UTF-8.");
   }
-  parseBucketPolicy(policyText, ctx.bucket);
+  const policy = parseBucketPolicy(policyText, ctx.bucket);
+  if (isPublicPolicy(policy) && (await ctx.access.guards(ctx.bucket)).block?.blockPublicPolicy) {
+    throw new S3Error("AccessDenied", "Access Denied");
+  }
+  await pinPrincipals(ctx.layer.meta, ctx.bucket, policyText, policy);
   await ctx.layer.meta.putBucketConfig(ctx.bucket, "policy", policyText);
+  ctx.access.forget(ctx.bucket);
   return { status: 204 };
 };
 
 export const deleteBucketPolicy: Handler = async (ctx) => {
   await bucketOf(ctx);
   await ctx.layer.meta.deleteBucketConfig(ctx.bucket, "policy");
+  await ctx.layer.meta.deleteBucketConfig(ctx.bucket, "policy-principals");
   return { status: 204 };
 };
 
+/**
+ * IsPublic: the policy is public and RestrictPublicBuckets is off, or the bucket's ACL grants
+ * everyone or every signed-in caller and the ACL counts (not ignored, not disabled). A bucket
+ * without a policy answers too (false unless its ACL is public).
+ */
 export const getBucketPolicyStatus: Handler = async (ctx) => {
-  await bucketOf(ctx);
+  const bucket = await bucketOf(ctx);
   const policy = await ctx.access.policy(ctx.bucket);
-  if (!policy) throw noPolicy(ctx.bucket);
+  const guards = await ctx.access.guards(ctx.bucket);
+  const publicPolicy = policy !== undefined && isPublicPolicy(policy) &&
+    !guards.block?.restrictPublicBuckets;
+  const publicAcl = !publicPolicy &&
+    hasPublicGrant(effectiveAcl(await ctx.access.bucketAcl(bucket), guards));
   return xmlResult(
-    xmlDocument("PolicyStatus", ctx.dialect.xmlns, text("IsPublic", isPublicPolicy(policy))),
+    xmlDocument("PolicyStatus", ctx.dialect.xmlns, text("IsPublic", publicPolicy || publicAcl)),
   );
 };

@@ -9,18 +9,26 @@ import {
   missingField,
   parsePostPolicy,
   verifyPostSignature,
+  verifyPostSignatureV2,
 } from "../auth/post_policy.ts";
+import { sigV2Refused } from "../auth/sigv2.ts";
 import { uriEncode } from "../auth/sigv4.ts";
 import { checksumChecks } from "../http/checksum.ts";
-import { type Dialect, DIALECTS, h } from "../http/dialect.ts";
+import { detectDialect, type Dialect, DIALECTS, h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { formBoundary, readForm } from "../http/form_data.ts";
 import { contentTypeFor } from "../http/mime.ts";
 import { text, xmlDocument } from "../http/xml.ts";
 import type { Handler, HandlerResult, RequestContext } from "./context.ts";
 import { writeEncryption } from "./encryption.ts";
-import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
-import { contentMd5, newObjectAcl } from "./objects.ts";
+import {
+  isHeaderValue,
+  readMetadata,
+  rejectUnsupportedWriteOptions,
+  validateKey,
+} from "./object_headers.ts";
+import { contentMd5, newObjectAcl, newObjectOwner } from "./objects.ts";
+import { conditionFacts } from "./condition_facts.ts";
 import { newVersionLock } from "./object_lock.ts";
 import { parseTagging, requestTags } from "./tags.ts";
 import type { TagSet } from "../meta/store.ts";
@@ -65,6 +73,7 @@ export function formDialect(values: Map<string, string>, fallback: Dialect): Dia
   for (const d of all) {
     if (values.has(h(d, "signature")) || values.has(h(d, "algorithm"))) return d;
   }
+  for (const d of all) if (d.sigV2 && values.has(d.sigV2.accessKeyField.toLowerCase())) return d;
   for (const name of values.keys()) {
     for (const d of all) if (name.startsWith(d.headerPrefix)) return d;
   }
@@ -87,19 +96,24 @@ async function authorizeForm(
 ): Promise<Authorized> {
   const { values, dialect } = opts;
   const signatureField = h(dialect, "signature");
-  if (!values.has(signatureField)) {
+  const v2 = !values.has(signatureField) ? dialect.sigV2 : undefined;
+  const v2Signed = !!v2 &&
+    (values.has(v2.accessKeyField.toLowerCase()) || values.has("signature"));
+  if (!values.has(signatureField) && !v2Signed) {
     if (values.has("policy")) throw missingField(signatureField);
     return { principal: ctx.principal, range: { min: 0, max: Number.MAX_SAFE_INTEGER } };
   }
   if (ctx.principal.kind !== "anonymous") {
     throw new S3Error("InvalidArgument", "Only one auth mechanism allowed.");
   }
+  if (v2Signed && !ctx.config.sigV2) throw sigV2Refused(dialect);
   let found: { principal: Principal } | undefined;
-  await verifyPostSignature(values, {
-    dialect,
-    region: ctx.config.region,
-    secretFor: async (k) => (found = await ctx.credentials.lookup(k))?.secret,
-  });
+  const secretFor = async (k: string) => (found = await ctx.credentials.lookup(k))?.secret;
+  if (v2Signed) {
+    await verifyPostSignatureV2(values, { accessKeyField: v2!.accessKeyField, secretFor });
+  } else {
+    await verifyPostSignature(values, { dialect, region: ctx.config.region, secretFor });
+  }
   const principal = found?.principal;
   if (!principal) {
     throw new S3Error(
@@ -129,12 +143,14 @@ function writeHeaders(values: Map<string, string>, dialect: Dialect): Headers {
     const vendor = name.startsWith(dialect.headerPrefix) && !auth.includes(name);
     if (!vendor && !HEADER_FIELDS.includes(name) && name !== "acl") continue;
     try {
-      headers.set(header, value);
-    } catch {
-      throw new S3Error("InvalidArgument", `The form field '${name}' cannot be used as a header.`, {
-        details: { ArgumentName: name, ArgumentValue: value },
-      });
-    }
+      if (isHeaderValue(value)) {
+        headers.set(header, value);
+        continue;
+      }
+    } catch { /* a name that is no header name */ }
+    throw new S3Error("InvalidArgument", `The form field '${name}' cannot be used as a header.`, {
+      details: { ArgumentName: name, ArgumentValue: value },
+    });
   }
   return headers;
 }
@@ -225,6 +241,9 @@ async function readPostForm(ctx: RequestContext) {
     limits: FORM_LIMITS,
   });
   const values = fieldValues(form.fields);
+  // A form whose request and fields show no dialect is read as a browser form (amz dialect).
+  const dialect = formDialect(values, detectDialect(ctx.headers, ctx.query, DIALECTS.amz));
+  ctx.answer.dialect = dialect;
   if (!form.file) {
     throw new S3Error(
       "IncorrectNumberOfFilesInPostRequest",
@@ -232,7 +251,7 @@ async function readPostForm(ctx: RequestContext) {
       { details: { ProvidedNumberOfFiles: "0", ExpectedNumberOfFiles: "1" } },
     );
   }
-  return { values, file: form.file, dialect: formDialect(values, ctx.dialect) };
+  return { values, file: form.file, dialect };
 }
 
 /**
@@ -272,11 +291,13 @@ async function checkWrite(
     });
   }
   const bucket = ctx.bucketRecord;
+  // Policy conditions read the form's fields as the headers they stand for.
+  const fields = conditionFacts(writeHeaders(values, opts.dialect), ctx.query, opts.dialect);
   await ctx.access.decideRule(opts.principal, OPERATION_RULES.PutObject, {
     bucket,
     bucketName: ctx.bucket,
     key,
-    facts: ctx.facts,
+    facts: { ...ctx.facts, ...fields },
   });
 }
 
@@ -301,7 +322,7 @@ export const postObject: Handler = async (ctx) => {
     contentType: meta.contentType ?? contentTypeFor(key),
     userMeta: meta.userMeta,
     headers: meta.headers,
-    owner: principal.id,
+    owner: await newObjectOwner(write),
     contentMd5: contentMd5(headers),
     checks: checksumChecks(headers, dialect),
     acl,

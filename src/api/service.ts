@@ -12,7 +12,7 @@ import { presignUrl } from "../auth/presign_url.ts";
 import { MAX_PRESIGN_EXPIRES_S } from "../auth/sigv4.ts";
 import { DIALECTS } from "../http/dialect.ts";
 import type { AppDeps } from "../protocol.ts";
-import { ApiError, apiErrorResponse, jsonResponse, readJsonObject } from "./json.ts";
+import { ApiError, apiErrorResponse, jsonResponse, limitedSignIn, readJsonObject } from "./json.ts";
 
 const TOKEN_PREFIX = "stt_";
 const DEFAULT_EXPIRES_S = 3600;
@@ -197,11 +197,13 @@ async function presign(req: Request, deps: AppDeps, rest: string): Promise<Respo
   });
 }
 
-async function route(req: Request, deps: AppDeps): Promise<Response> {
+async function route(req: Request, deps: AppDeps, client: string): Promise<Response> {
   const url = req.url;
   const path = url.slice(url.indexOf("/", url.indexOf("//") + 2)).split("?")[0];
   if (path === "/api/v1/tokens") {
-    if (req.method === "POST") return await issueToken(req, deps);
+    if (req.method === "POST") {
+      return await limitedSignIn(deps.signIns, client, () => issueToken(req, deps));
+    }
     if (req.method === "DELETE") {
       const { hash } = await tokenPrincipal(req, deps);
       await deps.layer.meta.deleteToken(hash);
@@ -218,9 +220,13 @@ async function route(req: Request, deps: AppDeps): Promise<Response> {
   throw new ApiError(404, "not_found", "No such API resource.");
 }
 
-export async function handleServiceApi(req: Request, deps: AppDeps): Promise<Response> {
+export async function handleServiceApi(
+  req: Request,
+  deps: AppDeps,
+  client: string,
+): Promise<Response> {
   try {
-    return await route(req, deps);
+    return await route(req, deps, client);
   } catch (err) {
     return apiErrorResponse(err, crypto.randomUUID());
   }

@@ -1,4 +1,5 @@
 // Tagging operations: Get/Put/DeleteObjectTagging (per version) and Get/Put/DeleteBucketTagging.
+import { OPERATION_RULES } from "../auth/actions.ts";
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import type { ObjectVersion, TagSet } from "../meta/store.ts";
@@ -44,9 +45,16 @@ export const getObjectTagging: Handler = async (ctx) => {
 };
 
 export const putObjectTagging: Handler = async (ctx) => {
-  await bucketOf(ctx);
+  const bucket = await bucketOf(ctx);
   const tags = await readTagging(ctx, "object");
-  const v = await readableVersion(ctx, { permission: "READ" });
+  // The rule is decided here, with the document's tags for RequestObjectTag conditions.
+  const verdict = await ctx.access.decideRule(ctx.principal, OPERATION_RULES.PutObjectTagging, {
+    bucket,
+    key: ctx.key,
+    versionId: versionIdParam(ctx),
+    facts: { ...ctx.facts, requestTags: tags },
+  });
+  const v = await readableVersion({ ...ctx, verdict }, { permission: "READ" });
   await setTags(ctx, v, tags);
   return { status: 200, headers: versionHeader(ctx, v) };
 };

@@ -3,7 +3,7 @@
 // held to.
 import { type Dialect, DIALECTS, h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
-import { el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
+import { el, isBlank, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
 import type { TagSet } from "../meta/store.ts";
 
 export const MAX_OBJECT_TAGS = 10;
@@ -53,7 +53,7 @@ function checkTag(key: string, value: string, opts: { target: TagTarget; dialect
 
 /**
  * Holds parsed pairs to the protocol's limits and returns them as a tag set: at most 10 tags
- * on an object and 50 on a bucket (`BadRequest`), unique keys, keys of 1-128 and values of 0-256
+ * on an object and 50 on a bucket, unique keys, keys of 1-128 and values of 0-256
  * characters from the allowed set, no reserved `aws:`/`store:` prefix (`InvalidTag`).
  */
 export function checkedTagSet(
@@ -63,7 +63,7 @@ export function checkedTagSet(
   const max = opts.target === "bucket" ? MAX_BUCKET_TAGS : MAX_OBJECT_TAGS;
   if (pairs.length > max) {
     throw new S3Error(
-      "BadRequest",
+      "InvalidTag",
       `${opts.target === "bucket" ? "Bucket" : "Object"} tags cannot be greater than ${max}`,
     );
   }
@@ -115,7 +115,7 @@ export function parseTagging(
   if (set === undefined) throw malformed("Tagging must hold a TagSet.");
   if (Array.isArray(set)) throw malformed("Tagging must hold one TagSet.");
   if (typeof set === "string") {
-    if (set !== "") throw malformed("TagSet must hold Tag elements.");
+    if (!isBlank(set)) throw malformed("TagSet must hold Tag elements.");
     return {};
   }
   for (const name of Object.keys(set)) {

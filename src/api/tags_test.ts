@@ -54,10 +54,10 @@ Deno.test("tags: Tagging documents round trip", () => {
 Deno.test("tags: limits of the protocol", () => {
   const ten = Array.from({ length: 10 }, (_, i) => [`k${i}`, "v"] as [string, string]);
   assertEquals(Object.keys(parseTagging(doc(...ten), object)).length, 10);
-  refused(() => parseTagging(doc(...ten, ["k10", "v"]), object), "BadRequest", /greater than 10/);
+  refused(() => parseTagging(doc(...ten, ["k10", "v"]), object), "InvalidTag", /greater than 10/);
   const fifty = Array.from({ length: 50 }, (_, i) => [`k${i}`, "v"] as [string, string]);
   assertEquals(Object.keys(parseTagging(doc(...fifty), bucket)).length, 50);
-  refused(() => parseTagging(doc(...fifty, ["k50", "v"]), bucket), "BadRequest", /50/);
+  refused(() => parseTagging(doc(...fifty, ["k50", "v"]), bucket), "InvalidTag", /50/);
   // Lengths count UTF-16 code units: 64 astral letters are 128 units, 65 are too many.
   const astral = "\u{20000}";
   assertEquals(Object.keys(parseTagging(doc([astral.repeat(64), "v"]), object)).length, 1);
@@ -121,5 +121,5 @@ Deno.test("tags: the x-*-tagging header", () => {
   refused(() => parseTaggingHeader("a%5B=1", amz), "InvalidTag", /TagKey/);
   refused(() => parseTaggingHeader("=1", amz), "InvalidTag", /TagKey/);
   const eleven = Array.from({ length: 11 }, (_, i) => `k${i}=v`).join("&");
-  refused(() => parseTaggingHeader(eleven, amz), "BadRequest", /greater than 10/);
+  refused(() => parseTaggingHeader(eleven, amz), "InvalidTag", /greater than 10/);
 });

@@ -4,17 +4,35 @@
 import { S3Error } from "../http/errors.ts";
 import type { BucketRecord, MetaStore } from "../meta/store.ts";
 import { type Acl, aclFromJson, aclGrants, type Permission, privateAcl } from "./acl.ts";
-import { ACCOUNT_OPERATIONS, OPERATION_RULES, type OperationRule } from "./actions.ts";
-import { type BucketPolicy, evaluatePolicy, parseBucketPolicy } from "./policy.ts";
+import { ACCOUNT_OPERATIONS, OPERATION_RULES, type OperationRule, ruleActions } from "./actions.ts";
+import {
+  type BucketPolicy,
+  evaluatePolicy,
+  isPublicPolicy,
+  mayAllowAnonymous,
+  parseBucketPolicy,
+  readsExistingTags,
+} from "./policy.ts";
+import { principalIds } from "./policy_principals.ts";
+import type { ConditionContext } from "./policy_conditions.ts";
+import {
+  type BucketGuards,
+  effectiveAcl,
+  type ObjectOwnership,
+  readStoredBlock,
+} from "./public_access.ts";
 import type { Principal } from "./principal.ts";
 
-/** Facts about the request that policy conditions look at. */
-export interface RequestFacts {
-  sourceIp: string;
-  secureTransport: boolean;
-  now: Date;
-  prefix?: string;
-  maxKeys?: number;
+/** Facts about the request that policy conditions look at (see ConditionContext). */
+export type RequestFacts = Omit<ConditionContext, "existingTags">;
+
+/** What a request acts on; `versionId` when it names a version (its version action applies). */
+export interface AccessTarget {
+  bucket?: BucketRecord;
+  bucketName?: string;
+  key?: string;
+  versionId?: string;
+  facts: RequestFacts;
 }
 
 export function accessDenied(): S3Error {
@@ -39,10 +57,16 @@ export class AccessControl {
     // Every request of a non-owner consults the policy: parse each stored text once.
     const cached = this.#parsed.get(bucket);
     if (cached?.text === text) return cached.policy;
-    const policy = parseBucketPolicy(text, bucket);
+    const policy = parseBucketPolicy(text, bucket, { stored: true });
+    policy.userIds = await principalIds(this.meta, bucket, text, policy);
     if (this.#parsed.size >= 1000) this.#parsed.clear();
     this.#parsed.set(bucket, { text, policy });
     return policy;
+  }
+
+  /** Drops the parsed policy of a bucket (its principals were pinned anew). */
+  forget(bucket: string): void {
+    this.#parsed.delete(bucket);
   }
 
   /** The bucket's ACL, or the owner's default private ACL. */
@@ -61,7 +85,7 @@ export class AccessControl {
   async decide(
     principal: Principal,
     operation: string,
-    target: { bucket?: BucketRecord; bucketName?: string; key?: string; facts: RequestFacts },
+    target: AccessTarget,
   ): Promise<Verdict> {
     if (!principal.enabled) throw accessDenied();
     if (principal.kind === "admin") return "allow";
@@ -72,50 +96,72 @@ export class AccessControl {
     const rule = OPERATION_RULES[operation];
     if (rule?.byHandler) return "per-key";
     if (rule?.perKey) {
-      if (principal.kind === "anonymous" && !target.bucket) throw accessDenied();
+      // An anonymous caller's document is not even read unless some key could be allowed (a
+      // missing bucket is left to the handler: NoSuchBucket).
+      if (
+        principal.kind === "anonymous" && target.bucket &&
+        !(await this.anonymousMayAct(rule, target.bucket))
+      ) {
+        throw accessDenied();
+      }
       return "per-key";
     }
     if (!rule) {
       // Operations without a rule (not built yet) are for owners and the administrator.
       if (target.bucket && target.bucket.owner === principal.id) return "allow";
-      if (!target.bucket && principal.kind === "user") return "allow";
+      if (!target.bucket) return "allow";
       throw accessDenied();
     }
     return await this.decideRule(principal, rule, target);
+  }
+
+  /** Whether anonymous callers could be allowed `rule` on some key of `bucket` (ACL or policy). */
+  async anonymousMayAct(rule: OperationRule, bucket: BucketRecord | undefined): Promise<boolean> {
+    if (!bucket) return false;
+    if (rule.acl?.on === "bucket") {
+      const acl = effectiveAcl(await this.bucketAcl(bucket), await this.guards(bucket.name));
+      if (aclGrants(acl, { id: "", anonymous: true }, rule.acl.permission)) return true;
+    }
+    const policy = await this.policy(bucket.name);
+    return policy !== undefined && mayAllowAnonymous(policy, ruleActions(rule));
   }
 
   /** The same decision for an explicit rule (CopyObject's source read, DeleteObjects' keys). */
   async decideRule(
     principal: Principal,
     rule: OperationRule,
-    target: { bucket?: BucketRecord; bucketName?: string; key?: string; facts: RequestFacts },
+    target: AccessTarget,
   ): Promise<Verdict> {
     if (!principal.enabled) throw accessDenied();
     if (principal.kind === "admin") return "allow";
     const bucket = target.bucket;
-    // A missing bucket: let the handler answer NoSuchBucket to signed-in principals.
-    if (!bucket) {
-      if (principal.kind === "anonymous") throw accessDenied();
-      return "allow";
-    }
+    // A missing bucket: the handler answers NoSuchBucket (to anonymous callers too).
+    if (!bucket) return "allow";
     const entry = principal.bucketAccess.find((e) => e.bucket === bucket.name);
     if (entry?.permission === "none") throw accessDenied();
     const policy = await this.policy(bucket.name);
+    const key = rule.object ? target.key : undefined;
     const verdict = policy
       ? evaluatePolicy(policy, {
-        action: rule.action,
+        action: target.versionId !== undefined && rule.versionAction
+          ? rule.versionAction
+          : rule.action,
         bucket: bucket.name,
-        key: rule.object ? target.key : undefined,
+        key,
         userName: principal.kind === "user" ? principal.displayName : undefined,
+        userId: principal.kind === "user" ? principal.id : undefined,
         ...target.facts,
+        existingTags: key !== undefined && readsExistingTags(policy)
+          ? await this.#existingTags(bucket.name, key, target.facts.versionId)
+          : undefined,
       })
       : "NoMatch";
     if (verdict === "Deny") throw accessDenied();
-    if (verdict === "Allow") return "allow";
+    if (verdict === "Allow" && !(await this.#restricted(bucket, policy!))) return "allow";
     if (bucket.owner === principal.id) return "allow";
     if (entry && rule.access && grantsClass(entry.permission, rule.access)) return "allow";
     if (rule.acl?.on === "bucket") {
-      const acl = await this.bucketAcl(bucket);
+      const acl = effectiveAcl(await this.bucketAcl(bucket), await this.guards(bucket.name));
       if (aclGrants(acl, who(principal), rule.acl.permission)) return "allow";
     }
     if (rule.acl?.on === "object") return "object-acl";
@@ -126,19 +172,49 @@ export class AccessControl {
    * For an "object-acl" verdict: the object's ACL must grant `permission`. The object's owner
    * may always read and change the ACL itself, as the protocol defines.
    */
-  checkObjectAcl(
+  async checkObjectAcl(
     principal: Principal,
-    aclJson: string | undefined,
-    owner: string,
+    object: { bucket: string; acl?: string; owner: string },
     permission: Permission,
-  ): void {
-    if (principal.id === owner && principal.kind !== "anonymous" && permission.endsWith("_ACP")) {
+  ): Promise<void> {
+    const guards = await this.guards(object.bucket);
+    // With ACLs disabled the bucket owner owns every object (and was allowed before this).
+    const aclsOn = guards.ownership !== "BucketOwnerEnforced";
+    const owner = object.owner;
+    if (
+      aclsOn && principal.id === owner && principal.kind !== "anonymous" &&
+      permission.endsWith("_ACP")
+    ) {
       return;
     }
-    const acl = aclJson === undefined
+    const acl = object.acl === undefined
       ? privateAcl({ id: owner, displayName: owner })
-      : aclFromJson(aclJson);
-    if (!aclGrants(acl, who(principal), permission)) throw accessDenied();
+      : aclFromJson(object.acl);
+    if (!aclGrants(effectiveAcl(acl, guards), who(principal), permission)) throw accessDenied();
+  }
+
+  /** The bucket's public access block and object ownership setting (see public_access.ts). */
+  async guards(bucket: string): Promise<BucketGuards> {
+    const [block, ownership] = await Promise.all([
+      this.meta.getBucketConfig(bucket, "public-access-block"),
+      this.meta.getBucketConfig(bucket, "ownership"),
+    ]);
+    return {
+      block: block === undefined ? undefined : readStoredBlock(block),
+      ownership: ownership as ObjectOwnership | undefined,
+    };
+  }
+
+  /** The tags of the addressed version, for ExistingObjectTag conditions (none when missing). */
+  async #existingTags(bucket: string, key: string, versionId?: string) {
+    const version = await this.meta.getObjectVersion(bucket, key, versionId);
+    return version && !version.deleteMarker ? version.tags ?? {} : undefined;
+  }
+
+  /** RestrictPublicBuckets: a public policy grants nothing outside the owner's account. */
+  async #restricted(bucket: BucketRecord, policy: BucketPolicy): Promise<boolean> {
+    if (!isPublicPolicy(policy)) return false;
+    return (await this.guards(bucket.name)).block?.restrictPublicBuckets === true;
   }
 }
 

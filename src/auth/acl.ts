@@ -87,6 +87,9 @@ export function cannedAcl(name: string, owner: AclUser, bucketOwner?: AclUser): 
     default:
       throw new S3Error("InvalidArgument", `Unknown canned ACL: ${name}.`);
   }
+  // Group grants come before the owner's, as the widely used implementations list them.
+  const groups = acl.grants.filter((g) => g.grantee.type === "Group");
+  acl.grants = [...groups, ...acl.grants.filter((g) => g.grantee.type !== "Group")];
   return acl;
 }
 

@@ -62,12 +62,13 @@ Deno.test("every canned ACL has its grants", () => {
   const own = "U:alice-id:FULL_CONTROL";
   const cases: [string, string[]][] = [
     ["private", [own]],
-    ["public-read", [own, "G:AllUsers:READ"]],
-    ["public-read-write", [own, "G:AllUsers:READ", "G:AllUsers:WRITE"]],
-    ["authenticated-read", [own, "G:AuthenticatedUsers:READ"]],
+    // Group grants are listed before the owner's.
+    ["public-read", ["G:AllUsers:READ", own]],
+    ["public-read-write", ["G:AllUsers:READ", "G:AllUsers:WRITE", own]],
+    ["authenticated-read", ["G:AuthenticatedUsers:READ", own]],
     ["bucket-owner-read", [own, "U:bob-id:READ"]],
     ["bucket-owner-full-control", [own, "U:bob-id:FULL_CONTROL"]],
-    ["log-delivery-write", [own, "G:LogDelivery:WRITE", "G:LogDelivery:READ_ACP"]],
+    ["log-delivery-write", ["G:LogDelivery:WRITE", "G:LogDelivery:READ_ACP", own]],
   ];
   for (const [name, grants] of cases) {
     const acl = cannedAcl(name, ALICE, BOB);

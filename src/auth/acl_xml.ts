@@ -2,7 +2,7 @@
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { type Dialect, DIALECTS } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
-import { escapeXml, text } from "../http/xml.ts";
+import { dropFormatting, escapeXml, isBlank, text, withinXmlDepth } from "../http/xml.ts";
 import type { Acl, Grantee, GroupName, Permission } from "./acl.ts";
 
 const XSI = "http://www.w3.org/2001/XMLSchema-instance";
@@ -75,7 +75,7 @@ const parser = new XMLParser({
   removeNSPrefix: true,
   parseTagValue: false,
   parseAttributeValue: false,
-  trimValues: true,
+  trimValues: false,
   processEntities: true,
   htmlEntities: false,
   ignoreDeclaration: true,
@@ -99,7 +99,7 @@ function malformed(): S3Error {
 /** An element with children (an empty element counts as one with none). */
 function element(node: Node | Node[] | undefined): Element | undefined {
   if (node === undefined) return undefined;
-  if (node === "") return {};
+  if (isBlank(node)) return {};
   if (typeof node !== "object" || Array.isArray(node)) throw malformed();
   return node;
 }
@@ -133,8 +133,8 @@ function parseGrant(node: Node): RawGrant {
  */
 export function parsePolicyXml(body: string): RawPolicy {
   if (body.trim() === "" || /<!DOCTYPE|<!ENTITY/i.test(body)) throw malformed();
-  if (XMLValidator.validate(body) !== true) throw malformed();
-  const doc = parser.parse(body) as Element;
+  if (!withinXmlDepth(body) || XMLValidator.validate(body) !== true) throw malformed();
+  const doc = dropFormatting(parser.parse(body) as Element);
   const roots = Object.keys(doc);
   if (roots.length !== 1 || roots[0] !== "AccessControlPolicy") throw malformed();
   const root = element(doc.AccessControlPolicy);

@@ -5,6 +5,8 @@ import type { Permission } from "./acl.ts";
 export interface OperationRule {
   /** Policy action without prefix, e.g. "GetObject". */
   action: string;
+  /** The action instead when the request names a version (`versionId`), e.g. "GetObjectVersion". */
+  versionAction?: string;
   /** ACL permission that grants the operation, and whether it is checked on the bucket's or
    * the object's ACL. Undefined: no ACL grants it (owner, bucket_access or policy only). */
   acl?: { on: "bucket" | "object"; permission: Permission };
@@ -47,34 +49,68 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
   GetBucketTagging: { action: "GetBucketTagging" },
   PutBucketTagging: { action: "PutBucketTagging" },
   DeleteBucketTagging: { action: "PutBucketTagging" },
-  GetObjectTagging: { action: "GetObjectTagging", access: read, object: true },
-  PutObjectTagging: { action: "PutObjectTagging", access: write, object: true },
-  DeleteObjectTagging: { action: "DeleteObjectTagging", access: write, object: true },
+  GetObjectTagging: {
+    action: "GetObjectTagging",
+    versionAction: "GetObjectVersionTagging",
+    access: read,
+    object: true,
+  },
+  // Decided by the handler once the Tagging document is read (RequestObjectTag conditions).
+  PutObjectTagging: {
+    action: "PutObjectTagging",
+    versionAction: "PutObjectVersionTagging",
+    access: write,
+    object: true,
+    byHandler: true,
+  },
+  DeleteObjectTagging: {
+    action: "DeleteObjectTagging",
+    versionAction: "DeleteObjectVersionTagging",
+    access: write,
+    object: true,
+  },
   GetBucketPolicy: { action: "GetBucketPolicy" },
   PutBucketPolicy: { action: "PutBucketPolicy" },
   DeleteBucketPolicy: { action: "DeleteBucketPolicy" },
   GetBucketPolicyStatus: { action: "GetBucketPolicyStatus" },
+  GetPublicAccessBlock: { action: "GetBucketPublicAccessBlock" },
+  PutPublicAccessBlock: { action: "PutBucketPublicAccessBlock" },
+  DeletePublicAccessBlock: { action: "PutBucketPublicAccessBlock" },
+  GetBucketOwnershipControls: { action: "GetBucketOwnershipControls" },
+  PutBucketOwnershipControls: { action: "PutBucketOwnershipControls" },
+  DeleteBucketOwnershipControls: { action: "PutBucketOwnershipControls" },
   GetBucketAcl: { action: "GetBucketAcl", acl: { on: "bucket", permission: "READ_ACP" } },
   PutBucketAcl: { action: "PutBucketAcl", acl: { on: "bucket", permission: "WRITE_ACP" } },
   GetObject: {
     action: "GetObject",
+    versionAction: "GetObjectVersion",
     acl: { on: "object", permission: "READ" },
     access: read,
     object: true,
   },
   HeadObject: {
     action: "GetObject",
+    versionAction: "GetObjectVersion",
+    acl: { on: "object", permission: "READ" },
+    access: read,
+    object: true,
+  },
+  GetObjectAttributes: {
+    action: "GetObjectAttributes",
+    versionAction: "GetObjectVersionAttributes",
     acl: { on: "object", permission: "READ" },
     access: read,
     object: true,
   },
   GetObjectAcl: {
     action: "GetObjectAcl",
+    versionAction: "GetObjectVersionAcl",
     acl: { on: "object", permission: "READ_ACP" },
     object: true,
   },
   PutObjectAcl: {
     action: "PutObjectAcl",
+    versionAction: "PutObjectVersionAcl",
     acl: { on: "object", permission: "WRITE_ACP" },
     object: true,
   },
@@ -99,6 +135,7 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
   },
   DeleteObject: {
     action: "DeleteObject",
+    versionAction: "DeleteObjectVersion",
     acl: { on: "bucket", permission: "WRITE" },
     access: write,
     object: true,
@@ -141,12 +178,26 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
   },
   DeleteObjects: {
     action: "DeleteObject",
+    versionAction: "DeleteObjectVersion",
     acl: { on: "bucket", permission: "WRITE" },
     access: write,
     object: true,
     perKey: true,
   },
 };
+
+/** The policy actions of a rule: its action and, when it has one, its version action. */
+export function ruleActions(rule: OperationRule): string[] {
+  return rule.versionAction ? [rule.action, rule.versionAction] : [rule.action];
+}
+
+/**
+ * Every action some request is checked against: the only names a bucket policy may use, so that
+ * no statement is accepted and then silently never applies.
+ */
+export const POLICY_ACTIONS: readonly string[] = [
+  ...new Set(Object.values(OPERATION_RULES).flatMap(ruleActions)),
+].sort();
 
 /** Operations any enabled, authenticated principal may call: they act on its own account. */
 export const ACCOUNT_OPERATIONS = new Set(["ListBuckets", "CreateBucket"]);

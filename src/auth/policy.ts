@@ -2,8 +2,10 @@
 // Every vendor spelling (action prefix, ARN prefixes, principal key) comes from the dialects, and
 // a stored policy may use either spelling, or both, whatever the dialect of the request.
 import { DIALECTS } from "../http/dialect.ts";
+import { POLICY_ACTIONS } from "./actions.ts";
 import {
   type Condition,
+  type ConditionContext,
   conditionsMatch,
   isRecord,
   malformed,
@@ -13,8 +15,11 @@ import {
 
 export type { Condition, ConditionKey } from "./policy_conditions.ts";
 
-/** "*" is everyone, anonymous included; a user name "*" is any authenticated user. */
-export type PolicyPrincipal = "*" | { users: string[] };
+/**
+ * "*" is everyone, anonymous included; a user name "*" is any authenticated user. `accounts` are
+ * the account ids of root principals (`arn:<partition>:iam::<account>:root`).
+ */
+export type PolicyPrincipal = "*" | { users: string[]; accounts?: string[] };
 
 /**
  * A resource pattern: `bucket` alone is the bucket ARN, `bucket/key` an object ARN. Both parts may
@@ -45,9 +50,14 @@ export interface PolicyStatement {
 export interface BucketPolicy {
   version: string;
   statements: PolicyStatement[];
+  /**
+   * User name -> the id of the user that had the name when the policy was stored (see
+   * policy_principals.ts): a user name matches only that user. Unset: names alone match.
+   */
+  userIds?: Record<string, string>;
 }
 
-export interface PolicyRequest {
+export interface PolicyRequest extends ConditionContext {
   /** Action without prefix, e.g. "GetObject", "ListBucket". */
   action: string;
   bucket: string;
@@ -55,37 +65,12 @@ export interface PolicyRequest {
   key?: string;
   /** undefined for anonymous. */
   userName?: string;
-  /** "127.0.0.1", or IPv6 such as "::1" or "::ffff:127.0.0.1". */
-  sourceIp: string;
-  secureTransport: boolean;
-  now: Date;
-  /** ListBucket request parameters for the prefix / max-keys condition keys. */
-  prefix?: string;
-  maxKeys?: number;
+  /** The user's stable id, which is also its account id (Owner.ID); undefined for anonymous. */
+  userId?: string;
 }
 
-/**
- * Actions a policy may name (without prefix). The last lines are real actions that policies
- * written for other servers carry: accepted, though no request here is checked against them.
- */
-const KNOWN_ACTIONS = `
-  GetObject PutObject DeleteObject ListBucket GetBucketPolicy PutBucketPolicy DeleteBucketPolicy
-  GetBucketPolicyStatus GetBucketLocation ListBucketMultipartUploads ListMultipartUploadParts
-  AbortMultipartUpload GetObjectAcl PutObjectAcl GetBucketAcl PutBucketAcl GetObjectVersion
-  DeleteObjectVersion ListBucketVersions GetObjectTagging PutObjectTagging DeleteObjectTagging
-  GetBucketTagging PutBucketTagging GetBucketVersioning PutBucketVersioning
-  GetLifecycleConfiguration PutLifecycleConfiguration GetBucketCORS PutBucketCORS
-  GetBucketObjectLockConfiguration PutBucketObjectLockConfiguration GetObjectRetention
-  PutObjectRetention GetObjectLegalHold PutObjectLegalHold BypassGovernanceRetention
-  GetBucketNotification PutBucketNotification DeleteBucket CreateBucket ListAllMyBuckets
-  GetObjectAttributes GetObjectVersionAcl PutObjectVersionAcl GetObjectVersionTagging
-  PutObjectVersionTagging DeleteObjectVersionTagging RestoreObject GetEncryptionConfiguration
-  PutEncryptionConfiguration GetBucketWebsite PutBucketWebsite DeleteBucketWebsite
-  GetBucketLogging PutBucketLogging GetReplicationConfiguration PutReplicationConfiguration
-  GetBucketPublicAccessBlock PutBucketPublicAccessBlock GetBucketOwnershipControls
-  PutBucketOwnershipControls
-`.trim().split(/\s+/);
-const ACTION_NAMES = new Map(KNOWN_ACTIONS.map((a) => [a.toLowerCase(), a]));
+/** Actions a policy may name (without prefix), by lower case: those requests are checked against. */
+const ACTION_NAMES = new Map(POLICY_ACTIONS.map((a) => [a.toLowerCase(), a]));
 
 const DIALECT_LIST = Object.values(DIALECTS);
 const VERSIONS = ["2012-10-17", "2008-10-17"];
@@ -124,25 +109,42 @@ function userNameOf(arn: string): string | undefined {
   return undefined;
 }
 
+/** The account id of an account-root ARN in either dialect (`arn:aws:iam::<account>:root`). */
+function accountOf(arn: string): string | undefined {
+  for (const d of DIALECT_LIST) {
+    const head = d.userArnPrefix.slice(0, d.userArnPrefix.lastIndexOf("user/"));
+    const m = arn.startsWith(head) ? /^([^:/]+):root$/.exec(arn.slice(head.length)) : null;
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
 function parsePrincipal(raw: unknown, where: string): PolicyPrincipal {
   if (raw === "*") return "*";
   if (!isRecord(raw) || Object.keys(raw).length === 0) {
     throw malformed(`${where}: Principal must be "*" or an object of principal ARNs`);
   }
   const users: string[] = [];
+  const accounts: string[] = [];
   let everyone = false;
   for (const [type, value] of Object.entries(raw)) {
     if (!DIALECT_LIST.some((d) => d.principalKey === type)) {
       throw malformed(`${where}: unsupported principal type "${type}"`);
     }
     for (const item of stringList(value, `${where}: Principal`)) {
+      const account = accountOf(item);
+      if (account !== undefined) {
+        accounts.push(account);
+        continue;
+      }
       const name = item === "*" ? "*" : userNameOf(item);
       if (name === undefined) throw malformed(`${where}: invalid principal "${item}"`);
       if (item === "*") everyone = true;
       else users.push(name);
     }
   }
-  return everyone ? "*" : { users };
+  if (everyone) return "*";
+  return accounts.length > 0 ? { users, accounts } : { users };
 }
 
 function parseAction(text: string, where: string): string {
@@ -154,12 +156,29 @@ function parseAction(text: string, where: string): string {
     if (!/[*?]/.test(name)) {
       const known = ACTION_NAMES.get(lower);
       if (known) return known;
-    } else if (KNOWN_ACTIONS.some((a) => wildcardMatch(lower, a.toLowerCase()))) {
+    } else if (POLICY_ACTIONS.some((a) => wildcardMatch(lower, a.toLowerCase()))) {
       return name;
     }
-    throw malformed(`${where}: unknown action "${text}"`);
+    throw malformed(
+      `${where}: unknown action "${text}" (not one any request here is checked against)`,
+    );
   }
   throw malformed(`${where}: action "${text}" has no known service prefix`);
+}
+
+/**
+ * A stored policy may name actions accepted by earlier versions and no longer: they are dropped,
+ * which changes no decision (no request is checked against them).
+ */
+function parseActions(list: string[], where: string, stored: boolean): string[] {
+  return list.flatMap((text) => {
+    try {
+      return [parseAction(text, where)];
+    } catch (err) {
+      if (stored && /unknown action/.test((err as Error).message)) return [];
+      throw err;
+    }
+  });
 }
 
 function parseResource(text: string, bucket: string, where: string): PolicyResource {
@@ -193,7 +212,11 @@ function either(raw: Record<string, unknown>, name: string, where: string) {
   return { value: plain ?? negated, not: plain === undefined };
 }
 
-function parseStatement(raw: unknown, index: number, bucket: string): PolicyStatement {
+function parseStatement(
+  raw: unknown,
+  index: number,
+  opts: { bucket: string; stored: boolean },
+): PolicyStatement {
   let where = `Statement ${index + 1}`;
   if (!isRecord(raw)) throw malformed(`${where} must be an object`);
   checkFields(raw, STATEMENT_FIELDS, where);
@@ -210,9 +233,9 @@ function parseStatement(raw: unknown, index: number, bucket: string): PolicyStat
   const statement: PolicyStatement = {
     effect,
     principal: parsePrincipal(principal.value, where),
-    actions: stringList(action.value, `${where}: Action`).map((a) => parseAction(a, where)),
+    actions: parseActions(stringList(action.value, `${where}: Action`), where, opts.stored),
     resources: stringList(resource.value, `${where}: Resource`)
-      .map((r) => parseResource(r, bucket, where)),
+      .map((r) => parseResource(r, opts.bucket, where)),
     conditions: parseConditions(raw.Condition, where),
   };
   if (sid !== undefined) statement.sid = sid;
@@ -226,8 +249,13 @@ function parseStatement(raw: unknown, index: number, bucket: string): PolicyStat
  * Parses and validates a bucket policy for `bucket`. Throws S3Error("MalformedPolicy") naming the
  * problem: invalid JSON, wrong shape, unknown fields, unsupported Version, bad Effect, Principal,
  * Action, Resource (must lie in `bucket`) or Condition, duplicate Sid, or more than 20 KiB.
+ * `stored`: the text was accepted before (see parseActions).
  */
-export function parseBucketPolicy(text: string, bucket: string): BucketPolicy {
+export function parseBucketPolicy(
+  text: string,
+  bucket: string,
+  opts: { stored?: boolean } = {},
+): BucketPolicy {
   if (new TextEncoder().encode(text).byteLength > MAX_POLICY_BYTES) {
     throw malformed(`Policies must be no larger than ${MAX_POLICY_BYTES} bytes`);
   }
@@ -249,17 +277,33 @@ export function parseBucketPolicy(text: string, bucket: string): BucketPolicy {
   if (!list || list.length === 0) {
     throw malformed("Policies must have a Statement: an object or a non-empty array");
   }
-  const statements = list.map((s, i) => parseStatement(s, i, bucket));
+  const statements = list.map((s, i) =>
+    parseStatement(s, i, { bucket, stored: opts.stored ?? false })
+  );
   const sids = statements.flatMap((s) => (s.sid ? [s.sid] : []));
   const duplicate = sids.find((sid, i) => sids.indexOf(sid) !== i);
   if (duplicate !== undefined) throw malformed(`Statement ids must be unique: "${duplicate}"`);
   return { version, statements };
 }
 
-function principalMatches(principal: PolicyPrincipal, userName: string | undefined): boolean {
+function principalMatches(
+  principal: PolicyPrincipal,
+  who: { userName?: string; userId?: string },
+  userIds: Record<string, string> | undefined,
+): boolean {
   if (principal === "*") return true;
-  if (userName === undefined) return false;
-  return principal.users.some((u) => u === "*" || u === userName);
+  if (who.userId !== undefined && principal.accounts?.includes(who.userId)) return true;
+  if (who.userName === undefined) return false;
+  return principal.users.some((u) =>
+    u === "*" ||
+    (u === who.userName && (userIds === undefined || userIds[u] === who.userId))
+  );
+}
+
+/** The user names a policy's principals list (not "*"). */
+export function policyUserNames(policy: BucketPolicy): string[] {
+  const names = policy.statements.flatMap((s) => s.principal === "*" ? [] : s.principal.users);
+  return [...new Set(names.filter((n) => n !== "*"))];
 }
 
 function resourceMatches(resources: PolicyResource[], req: PolicyRequest): boolean {
@@ -269,11 +313,18 @@ function resourceMatches(resources: PolicyResource[], req: PolicyRequest): boole
   );
 }
 
-function statementApplies(s: PolicyStatement, req: PolicyRequest): boolean {
-  if (principalMatches(s.principal, req.userName) === !!s.notPrincipal) return false;
-  const action = req.action.toLowerCase();
-  const acts = s.actions.some((a) => wildcardMatch(a.toLowerCase(), action));
-  if (acts === !!s.notAction) return false;
+function actionMatches(s: PolicyStatement, action: string): boolean {
+  const lower = action.toLowerCase();
+  return s.actions.some((a) => wildcardMatch(a.toLowerCase(), lower)) !== !!s.notAction;
+}
+
+function statementApplies(
+  s: PolicyStatement,
+  req: PolicyRequest,
+  userIds: Record<string, string> | undefined,
+): boolean {
+  if (principalMatches(s.principal, req, userIds) === !!s.notPrincipal) return false;
+  if (!actionMatches(s, req.action)) return false;
   if (resourceMatches(s.resources, req) === !!s.notResource) return false;
   return conditionsMatch(s.conditions, req);
 }
@@ -285,11 +336,27 @@ export function evaluatePolicy(
 ): "Allow" | "Deny" | "NoMatch" {
   let allowed = false;
   for (const s of policy.statements) {
-    if (!statementApplies(s, req)) continue;
+    if (!statementApplies(s, req, policy.userIds)) continue;
     if (s.effect === "Deny") return "Deny";
     allowed = true;
   }
   return allowed ? "Allow" : "NoMatch";
+}
+
+/** Whether a condition of the policy reads the tags of the object acted on. */
+export function readsExistingTags(policy: BucketPolicy): boolean {
+  return policy.statements.some((s) => s.conditions.some((c) => c.key === "ExistingObjectTag"));
+}
+
+/**
+ * Whether some Allow statement could grant one of `actions` to anonymous callers on some
+ * resource of the bucket, whatever the request's conditions.
+ */
+export function mayAllowAnonymous(policy: BucketPolicy, actions: string[]): boolean {
+  return policy.statements.some((s) =>
+    s.effect === "Allow" && principalMatches(s.principal, {}, undefined) !== !!s.notPrincipal &&
+    actions.some((a) => actionMatches(s, a))
+  );
 }
 
 /**

@@ -2,13 +2,46 @@
 // Key prefixes come from the dialects; either spelling is accepted in any request.
 import { DIALECTS } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
+import { cidrContains, parseCidr } from "./policy_ip.ts";
 
-export type ConditionKey = "SourceIp" | "CurrentTime" | "SecureTransport" | "prefix" | "max-keys";
+export type ConditionKey =
+  | "SourceIp"
+  | "CurrentTime"
+  | "SecureTransport"
+  | "prefix"
+  | "max-keys"
+  | "delimiter"
+  | "versionid"
+  | "ExistingObjectTag"
+  | "RequestObjectTag"
+  | "RequestObjectTagKeys"
+  | HeaderKey;
+
+/** A request header as a condition key, by its name after the vendor prefix (`x-*-acl`). */
+export type HeaderKey = `header:${string}`;
+
+/** Request headers that policies may test (`s3:x-amz-acl`, `store:x-store-acl`, ...). */
+const HEADER_KEYS = [
+  "acl",
+  "copy-source",
+  "metadata-directive",
+  "grant-read",
+  "grant-write",
+  "grant-read-acp",
+  "grant-write-acp",
+  "grant-full-control",
+  "server-side-encryption",
+  "server-side-encryption-customer-algorithm",
+];
 
 export interface Condition {
   /** Operator without the `IfExists` suffix, in its canonical spelling, e.g. "StringLike". */
   operator: string;
   key: ConditionKey;
+  /** The tag key of `ExistingObjectTag/<key>` and `RequestObjectTag/<key>`. */
+  tagKey?: string;
+  /** `ForAnyValue:` or `ForAllValues:`: the request's values are compared as a set. */
+  setOperator?: "ForAnyValue" | "ForAllValues";
   /** The operator carried the `IfExists` suffix: a key absent from the request matches. */
   ifExists: boolean;
   /** Values as written (numbers and booleans turned into strings); any one may match. */
@@ -22,6 +55,14 @@ export interface ConditionContext {
   now: Date;
   prefix?: string;
   maxKeys?: number;
+  delimiter?: string;
+  versionId?: string;
+  /** The value of a vendor header by its name after the prefix (`acl` for `x-*-acl`). */
+  header?: (suffix: string) => string | undefined;
+  /** Tags the request sets (`x-*-tagging`, a PutObjectTagging document). */
+  requestTags?: Record<string, string>;
+  /** Tags of the object version the request acts on (read only when a policy asks). */
+  existingTags?: Record<string, string>;
 }
 
 type Family = "string" | "numeric" | "date" | "bool" | "ip" | "null";
@@ -33,21 +74,51 @@ interface OperatorSpec {
   negated: boolean;
 }
 
-const KEY_FAMILY: Record<ConditionKey, Family> = {
+const KEY_FAMILY: Partial<Record<ConditionKey, Family>> = {
   SourceIp: "ip",
   CurrentTime: "date",
   SecureTransport: "bool",
-  prefix: "string",
   "max-keys": "numeric",
 };
+/** The family of a key's values (string unless listed). */
+function keyFamily(key: ConditionKey): Family {
+  return KEY_FAMILY[key] ?? "string";
+}
 const GLOBAL_KEYS: ConditionKey[] = ["SourceIp", "CurrentTime", "SecureTransport"];
-const SERVICE_KEYS: ConditionKey[] = ["prefix", "max-keys"];
+const SERVICE_KEYS: ConditionKey[] = [
+  "prefix",
+  "max-keys",
+  "delimiter",
+  "versionid",
+  "RequestObjectTagKeys",
+];
+/** Service keys followed by `/<tag key>`. */
+const TAG_KEYS: ConditionKey[] = ["ExistingObjectTag", "RequestObjectTag"];
 
 /** Lower-case spelled key (any dialect) -> canonical key. */
 const KEY_NAMES = new Map<string, ConditionKey>();
 for (const d of Object.values(DIALECTS)) {
   for (const k of GLOBAL_KEYS) KEY_NAMES.set((d.globalKeyPrefix + k).toLowerCase(), k);
   for (const k of SERVICE_KEYS) KEY_NAMES.set((d.actionPrefix + k).toLowerCase(), k);
+  for (const k of HEADER_KEYS) {
+    KEY_NAMES.set(`${d.actionPrefix}${d.headerPrefix}${k}`.toLowerCase(), `header:${k}`);
+  }
+}
+
+/** A spelled key -> canonical key (and the tag key of the tag keys); undefined if unknown. */
+function parseKey(name: string): { key: ConditionKey; tagKey?: string } | undefined {
+  const known = KEY_NAMES.get(name.toLowerCase());
+  if (known) return { key: known };
+  const slash = name.indexOf("/");
+  if (slash < 0) return undefined;
+  const head = name.slice(0, slash).toLowerCase();
+  const tagKey = name.slice(slash + 1);
+  for (const d of Object.values(DIALECTS)) {
+    for (const k of TAG_KEYS) {
+      if (head === (d.actionPrefix + k).toLowerCase() && tagKey !== "") return { key: k, tagKey };
+    }
+  }
+  return undefined;
 }
 
 const OPERATORS: Record<string, OperatorSpec> = {};
@@ -114,87 +185,22 @@ export function wildcardMatch(pattern: string, text: string): boolean {
   return pi === p.length;
 }
 
-interface Ip {
-  v6: boolean;
-  value: bigint;
-}
+const SET_OPERATORS = ["ForAnyValue", "ForAllValues"] as const;
 
-function parseV4(text: string): bigint | undefined {
-  const parts = text.split(".");
-  if (parts.length !== 4) return undefined;
-  let n = 0n;
-  for (const part of parts) {
-    if (!/^\d{1,3}$/.test(part) || Number(part) > 255) return undefined;
-    n = n * 256n + BigInt(part);
+function parseOperator(
+  name: string,
+  where: string,
+): { operator: string; ifExists: boolean; setOperator?: Condition["setOperator"] } {
+  const colon = name.indexOf(":");
+  if (colon >= 0) {
+    const set = SET_OPERATORS.find((s) => s.toLowerCase() === name.slice(0, colon).toLowerCase());
+    if (!set) throw malformed(`${where}: unknown condition set operator in "${name}"`);
+    const inner = parseOperator(name.slice(colon + 1), where);
+    if (inner.setOperator || inner.operator === "Null") {
+      throw malformed(`${where}: unsupported condition operator "${name}"`);
+    }
+    return { ...inner, setOperator: set };
   }
-  return n;
-}
-
-function parseV6(text: string): bigint | undefined {
-  const last = text.lastIndexOf(":");
-  const tail = text.slice(last + 1);
-  const v4 = tail.includes(".") ? parseV4(tail) : undefined;
-  if (tail.includes(".") && v4 === undefined) return undefined;
-  const head = v4 === undefined ? text : `${text.slice(0, last + 1)}0:0`;
-  const halves = head.split("::");
-  if (halves.length > 2) return undefined;
-  const groupsOf = (s: string) => (s === "" ? [] : s.split(":"));
-  const left = groupsOf(halves[0]);
-  const right = halves.length === 2 ? groupsOf(halves[1]) : [];
-  const missing = 8 - left.length - right.length;
-  if (halves.length === 1 ? missing !== 0 : missing < 1) return undefined;
-  let n = 0n;
-  for (const g of [...left, ...Array(halves.length === 2 ? missing : 0).fill("0"), ...right]) {
-    if (!/^[0-9a-f]{1,4}$/i.test(g)) return undefined;
-    n = (n << 16n) | BigInt(`0x${g}`);
-  }
-  return v4 === undefined ? n : n | v4;
-}
-
-const MAPPED_V4 = 0xffffn << 32n;
-
-/** An IPv4 or IPv6 address; brackets and a zone id are ignored. */
-function parseIp(text: string): Ip | undefined {
-  let t = text.trim();
-  if (t.startsWith("[") && t.endsWith("]")) t = t.slice(1, -1);
-  const zone = t.indexOf("%");
-  if (zone >= 0) t = t.slice(0, zone);
-  if (!t.includes(":")) {
-    const v4 = parseV4(t);
-    return v4 === undefined ? undefined : { v6: false, value: v4 };
-  }
-  const v6 = parseV6(t);
-  return v6 === undefined ? undefined : { v6: true, value: v6 };
-}
-
-/**
- * A CIDR block or a single address (a block of one). Blocks inside the IPv4-mapped range
- * (::ffff:0:0/96) are turned into their IPv4 equivalent.
- */
-function parseCidr(text: string): (Ip & { bits: number }) | undefined {
-  const slash = text.indexOf("/");
-  const ip = parseIp(slash < 0 ? text : text.slice(0, slash));
-  if (!ip) return undefined;
-  const width = ip.v6 ? 128 : 32;
-  const bitsText = slash < 0 ? String(width) : text.slice(slash + 1);
-  if (!/^\d{1,3}$/.test(bitsText) || Number(bitsText) > width) return undefined;
-  const bits = Number(bitsText);
-  if (ip.v6 && bits >= 96 && ip.value >> 32n === 0xffffn) {
-    return { v6: false, value: ip.value - MAPPED_V4, bits: bits - 96 };
-  }
-  return { ...ip, bits };
-}
-
-/** True when `address` lies in `cidr`; an IPv4-mapped IPv6 address counts as IPv4. */
-function cidrContains(cidr: string, address: string): boolean {
-  const block = parseCidr(cidr);
-  const ip = address.includes("/") ? undefined : parseCidr(address);
-  if (!block || !ip || block.v6 !== ip.v6) return false;
-  const shift = BigInt((block.v6 ? 128 : 32) - block.bits);
-  return ip.value >> shift === block.value >> shift;
-}
-
-function parseOperator(name: string, where: string): { operator: string; ifExists: boolean } {
   const lower = name.toLowerCase();
   const ifExists = lower.endsWith(IF_EXISTS.toLowerCase());
   const bare = ifExists ? lower.slice(0, -IF_EXISTS.length) : lower;
@@ -269,37 +275,62 @@ export function parseConditions(raw: unknown, where: string): Condition[] {
   if (!isRecord(raw)) throw malformed(`${where}: Condition must be an object`);
   const out: Condition[] = [];
   for (const [opName, block] of Object.entries(raw)) {
-    const { operator, ifExists } = parseOperator(opName, where);
+    const { operator, ifExists, setOperator } = parseOperator(opName, where);
     if (!isRecord(block) || Object.keys(block).length === 0) {
       throw malformed(`${where}: condition operator ${opName} must map keys to values`);
     }
     const family = OPERATORS[operator].family;
     for (const [keyName, value] of Object.entries(block)) {
-      const key = KEY_NAMES.get(keyName.toLowerCase());
-      if (!key) throw malformed(`${where}: unsupported condition key "${keyName}"`);
-      if (family !== "string" && family !== "null" && family !== KEY_FAMILY[key]) {
+      const parsed = parseKey(keyName);
+      if (!parsed) throw malformed(`${where}: unsupported condition key "${keyName}"`);
+      if (family !== "string" && family !== "null" && family !== keyFamily(parsed.key)) {
         throw malformed(`${where}: condition operator ${opName} does not apply to ${keyName}`);
       }
-      out.push({ operator, key, ifExists, values: parseValues(value, family, where) });
+      const condition: Condition = {
+        operator,
+        key: parsed.key,
+        ifExists,
+        values: parseValues(value, family, where),
+      };
+      if (parsed.tagKey !== undefined) condition.tagKey = parsed.tagKey;
+      if (setOperator) condition.setOperator = setOperator;
+      out.push(condition);
     }
   }
   return out;
 }
 
-/** The request's value for a key, as a string; undefined when the request does not carry it. */
-function contextValue(key: ConditionKey, ctx: ConditionContext): string | undefined {
-  switch (key) {
+/**
+ * The request's values for a condition's key (one for single-valued keys, the tag keys for
+ * RequestObjectTagKeys); undefined when the request does not carry the key.
+ */
+function contextValues(c: Condition, ctx: ConditionContext): string[] | undefined {
+  const one = (v: string | undefined) => (v === undefined ? undefined : [v]);
+  const tag = (tags: Record<string, string> | undefined) =>
+    tags && Object.hasOwn(tags, c.tagKey!) ? [tags[c.tagKey!]] : undefined;
+  switch (c.key) {
     case "SourceIp":
-      return ctx.sourceIp === "" ? undefined : ctx.sourceIp;
+      return one(ctx.sourceIp === "" ? undefined : ctx.sourceIp);
     case "CurrentTime":
-      return ctx.now.toISOString();
+      return [ctx.now.toISOString()];
     case "SecureTransport":
-      return String(ctx.secureTransport);
+      return [String(ctx.secureTransport)];
     case "prefix":
-      return ctx.prefix;
+      return one(ctx.prefix);
     case "max-keys":
-      return ctx.maxKeys === undefined ? undefined : String(ctx.maxKeys);
+      return one(ctx.maxKeys === undefined ? undefined : String(ctx.maxKeys));
+    case "delimiter":
+      return one(ctx.delimiter);
+    case "versionid":
+      return one(ctx.versionId);
+    case "ExistingObjectTag":
+      return tag(ctx.existingTags);
+    case "RequestObjectTag":
+      return tag(ctx.requestTags);
+    case "RequestObjectTagKeys":
+      return ctx.requestTags ? Object.keys(ctx.requestTags) : undefined;
   }
+  return one(ctx.header?.(c.key.slice("header:".length)));
 }
 
 function compareOrdered(base: string, actual: number, expected: number): boolean {
@@ -334,13 +365,23 @@ function compare(base: string, actual: string, expected: string, ctx: ConditionC
  * Values are any-of for positive operators and none-of for negated ones.
  */
 function conditionMatches(c: Condition, ctx: ConditionContext): boolean {
-  const actual = contextValue(c.key, ctx);
+  const actual = contextValues(c, ctx);
   if (c.operator === "Null") {
     return c.values.some((v) => (v.toLowerCase() === "true") === (actual === undefined));
   }
   const spec = OPERATORS[c.operator];
-  if (actual === undefined) return c.ifExists || spec.negated;
-  const hit = c.values.some((v) => compare(spec.base, actual, v, ctx));
+  // ForAllValues holds for an empty or missing set; ForAnyValue needs a value.
+  if (actual === undefined || actual.length === 0) {
+    if (c.setOperator === "ForAllValues") return true;
+    if (c.setOperator === "ForAnyValue") return c.ifExists && actual === undefined;
+    return c.ifExists || spec.negated;
+  }
+  const hits = (a: string) => c.values.some((v) => compare(spec.base, a, v, ctx));
+  if (c.setOperator) {
+    const matches = (a: string) => (spec.negated ? !hits(a) : hits(a));
+    return c.setOperator === "ForAllValues" ? actual.every(matches) : actual.some(matches);
+  }
+  const hit = actual.some(hits);
   return spec.negated ? !hit : hit;
 }
 

@@ -161,6 +161,10 @@ Deno.test("parse: each malformed document is rejected with MalformedPolicy", () 
     [doc(stmt({ Action: "ec2:RunInstances" })), /no known service prefix/],
     [doc(stmt({ Action: `${A.actionPrefix}GetObjekt` })), /unknown action/],
     [doc(stmt({ Action: `${S.actionPrefix}Frobnicate*` })), /unknown action/],
+    // Real actions of the protocol that no request here is checked against.
+    [doc(stmt({ Action: `${A.actionPrefix}GetBucketCORS` })), /unknown action/],
+    [doc(stmt({ Action: `${A.actionPrefix}ListAllMyBuckets` })), /unknown action/],
+    [doc(stmt({ Action: `${A.actionPrefix}CreateBucket` })), /unknown action/],
     [doc(stmt({ Resource: undefined })), /missing required field Resource/],
     [doc(stmt({ Resource: `${A.resourceArnPrefix}other/*` })), /not in bucket photos/],
     [doc(stmt({ Resource: [`${A.resourceArnPrefix}${BUCKET}`, `${A.resourceArnPrefix}x`] })), /x/],
@@ -419,4 +423,35 @@ Deno.test("isPublicPolicy: Allow to everyone is public", () => {
     NotPrincipal: { [A.principalKey]: `${A.userArnPrefix}bob` },
   });
   assert(isPublicPolicy(policy([allButBob])));
+});
+
+Deno.test("parse: a stored policy drops action names no longer accepted", () => {
+  const text = JSON.stringify({
+    Statement: [
+      {
+        Effect: "Allow",
+        Principal: "*",
+        Action: ["s3:GetBucketCORS", "s3:GetObject"],
+        Resource: "arn:aws:s3:::b/*",
+      },
+      {
+        Effect: "Deny",
+        Principal: "*",
+        NotAction: "s3:GetBucketWebsite",
+        Resource: "arn:aws:s3:::b/x",
+      },
+    ],
+  });
+  assertEquals(parseBucketPolicy(text, "b", { stored: true }).statements.map((s) => s.actions), [
+    ["GetObject"],
+    [],
+  ]);
+  const err = (() => {
+    try {
+      parseBucketPolicy(text, "b");
+    } catch (e) {
+      return e as S3Error;
+    }
+  })();
+  assertEquals(err?.code, "MalformedPolicy");
 });

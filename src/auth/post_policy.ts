@@ -6,6 +6,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { type Dialect, h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { parseAmzDate, signingKey } from "./sigv4.ts";
+import { sameSignatureV2, signatureMismatch, signV2 } from "./sigv2.ts";
 import { fromHex } from "../http/hex.ts";
 
 export type PolicyCondition =
@@ -110,8 +111,10 @@ function exactOnly(field: string, dialect: Dialect): boolean {
 
 /** Form fields a policy need not mention. */
 export function exemptFromPolicy(field: string, dialect: Dialect): boolean {
+  const v2 = dialect.sigV2 &&
+    (field === "signature" || field === dialect.sigV2.accessKeyField.toLowerCase());
   return field === "policy" || field === "file" || field === h(dialect, "signature") ||
-    field.startsWith("x-ignore-");
+    field.startsWith("x-ignore-") || !!v2;
 }
 
 /**
@@ -239,5 +242,33 @@ export async function verifyPostSignature(
         "Check your key and signing method.",
     );
   }
+  return accessKey;
+}
+
+/**
+ * Verifies a Signature Version 2 form: the access key field (`AWSAccessKeyId`) and `signature`,
+ * the base64 HMAC-SHA1 of the base64 `policy` under the secret. Returns the access key.
+ */
+export async function verifyPostSignatureV2(
+  values: Map<string, string>,
+  opts: {
+    accessKeyField: string;
+    secretFor: (accessKey: string) => Promise<string | undefined>;
+  },
+): Promise<string> {
+  const accessKey = values.get(opts.accessKeyField.toLowerCase());
+  if (accessKey === undefined) throw missingField(opts.accessKeyField);
+  const policy = values.get("policy");
+  if (policy === undefined) throw missingField("policy");
+  const given = values.get("signature");
+  if (given === undefined) throw missingField("Signature");
+  const secret = await opts.secretFor(accessKey);
+  if (secret === undefined) {
+    throw new S3Error(
+      "InvalidAccessKeyId",
+      "The access key Id you provided does not exist in our records.",
+    );
+  }
+  if (!sameSignatureV2(signV2(secret, policy), given)) throw signatureMismatch();
   return accessKey;
 }

@@ -43,6 +43,11 @@ export interface Dialect {
   readonly chunkAlgorithm: string;
   /** First line of a trailer's string to sign, e.g. `STORE4-HMAC-SHA256-TRAILER`. */
   readonly trailerAlgorithm: string;
+  /**
+   * Signature Version 2 names (`Authorization: AWS <key>:<signature>`, query `AWSAccessKeyId`,
+   * form field `AWSAccessKeyId`); only the amz dialect has them.
+   */
+  readonly sigV2?: { readonly scheme: string; readonly accessKeyField: string };
 }
 
 const STORE: Dialect = {
@@ -89,6 +94,7 @@ const AMZ: Dialect = {
   streamingPayloadTrailer: "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER",
   chunkAlgorithm: "AWS4-HMAC-SHA256-PAYLOAD",
   trailerAlgorithm: "AWS4-HMAC-SHA256-TRAILER",
+  sigV2: { scheme: "AWS", accessKeyField: "AWSAccessKeyId" },
 };
 
 export const DIALECTS: Record<DialectName, Dialect> = { store: STORE, amz: AMZ };
@@ -106,6 +112,7 @@ export function q(dialect: Dialect, suffix: string): string {
 function byAlgorithm(text: string): Dialect | undefined {
   if (text.startsWith(STORE.algorithm)) return STORE;
   if (text.startsWith(AMZ.algorithm)) return AMZ;
+  if (text.startsWith(AMZ.sigV2!.scheme + " ")) return AMZ;
   return undefined;
 }
 
@@ -127,6 +134,7 @@ export function detectDialect(
     const alg = query.get(name);
     if (alg) return byAlgorithm(alg) ?? (name.startsWith(STORE.queryPrefix) ? STORE : AMZ);
   }
+  if (query.has(AMZ.sigV2!.accessKeyField)) return AMZ;
   for (const [name] of headers) {
     if (name.startsWith(STORE.headerPrefix)) return STORE;
     if (name.startsWith(AMZ.headerPrefix)) return AMZ;

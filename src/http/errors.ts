@@ -2,6 +2,7 @@
 
 const STATUS: Record<string, number> = {
   AccessDenied: 403,
+  AccessControlListNotSupported: 400,
   AuthorizationHeaderMalformed: 400,
   AuthorizationQueryParametersError: 400,
   BadDigest: 400,
@@ -9,6 +10,7 @@ const STATUS: Record<string, number> = {
   BucketAlreadyExists: 409,
   BucketAlreadyOwnedByYou: 409,
   BucketNotEmpty: 409,
+  ConditionalRequestConflict: 409,
   EntityTooLarge: 400,
   ExpiredPresignedRequest: 403,
   IllegalLocationConstraintException: 400,
@@ -23,6 +25,8 @@ const STATUS: Record<string, number> = {
   InvalidEncryptionAlgorithmError: 400,
   InvalidLocationConstraint: 400,
   InvalidRange: 416,
+  InvalidRetentionPeriod: 400,
+  InvalidBucketAclWithObjectOwnership: 400,
   InvalidRequest: 400,
   InvalidStorageClass: 400,
   InvalidTag: 400,
@@ -44,6 +48,8 @@ const STATUS: Record<string, number> = {
   ObjectLockConfigurationNotFoundError: 404,
   NoSuchObjectLockConfiguration: 404,
   NoSuchTagSet: 404,
+  NoSuchPublicAccessBlockConfiguration: 404,
+  OwnershipControlsNotFoundError: 404,
   InvalidPart: 400,
   InvalidPartOrder: 400,
   EntityTooSmall: 400,

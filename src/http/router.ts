@@ -70,6 +70,7 @@ const OBJECT_SUBRESOURCES: Record<string, Methods> = {
   select: { POST: "SelectObjectContent" },
   restore: { POST: "RestoreObject" },
   attributes: { GET: "GetObjectAttributes" },
+  torrent: { GET: "GetObjectTorrent" },
 };
 
 export const METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"];

@@ -8,10 +8,29 @@ const ESCAPES: Record<string, string> = {
   ">": "&gt;",
   '"': "&quot;",
   "'": "&apos;",
+  // As references, so that parsers keep them (a raw CR is read back as a newline).
+  "\t": "&#9;",
+  "\n": "&#10;",
+  "\r": "&#13;",
 };
 
+/** Characters XML 1.0 cannot carry, not even as references (unpaired surrogates included). */
+const NOT_XML =
+  // deno-lint-ignore no-control-regex -- control characters are exactly what it finds
+  /[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const NOT_XML_ALL = new RegExp(NOT_XML.source, "g");
+
+/** Whether XML 1.0 can carry `text` (keys are refused on write otherwise). */
+export function isXmlText(text: string): boolean {
+  return !NOT_XML.test(text);
+}
+
+/**
+ * Escapes text for XML. Characters XML 1.0 cannot carry become U+FFFD, so every document stays
+ * well-formed (such keys are refused on write; `encoding-type=url` lists any key exactly).
+ */
 export function escapeXml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+  return text.replace(/[&<>"'\t\n\r]/g, (c) => ESCAPES[c]).replace(NOT_XML_ALL, "\uFFFD");
 }
 
 /** `<name>escaped text</name>`, or nothing when the value is undefined. */
@@ -35,13 +54,94 @@ const parser = new XMLParser({
   ignoreAttributes: true,
   removeNSPrefix: true,
   parseTagValue: false,
-  trimValues: true,
+  // Text is never trimmed: keys like " " or "_ " must arrive as sent. Indentation between
+  // elements is dropped by dropFormatting instead.
+  trimValues: false,
   processEntities: true,
   htmlEntities: false,
   ignoreDeclaration: true,
 });
 
+/** No request document needs more (a lifecycle rule's And/Tag/Key is 6 levels deep). */
+export const MAX_XML_DEPTH = 32;
+
+/** The end of the markup starting at `from` (index of its `>`), skipping quoted values. */
+function tagEnd(body: string, from: number): number {
+  let quote = "";
+  for (let i = from; i < body.length; i++) {
+    const c = body[i];
+    if (quote) {
+      if (c === quote) quote = "";
+    } else if (c === '"' || c === "'") {
+      quote = c;
+    } else if (c === ">") {
+      return i;
+    }
+  }
+  return body.length;
+}
+
+/**
+ * Whether no element of `body` is nested deeper than `max`. A linear scan before any parser
+ * sees the document: the parser and validator recurse per level, so a deep document would
+ * otherwise exhaust the stack. Comments, CDATA and declarations do not count.
+ */
+export function withinXmlDepth(body: string, max = MAX_XML_DEPTH): boolean {
+  let depth = 0;
+  let i = body.indexOf("<");
+  while (i >= 0) {
+    const skipTo = body.startsWith("<!--", i)
+      ? "-->"
+      : body.startsWith("<![CDATA[", i)
+      ? "]]>"
+      : undefined;
+    let end: number;
+    if (skipTo) {
+      end = body.indexOf(skipTo, i);
+      end = end < 0 ? body.length : end + skipTo.length - 1;
+    } else {
+      end = tagEnd(body, i + 1);
+      const kind = body[i + 1];
+      // Never below zero: stray closing tags cannot buy room for deeper nesting.
+      if (kind === "/") depth = Math.max(0, depth - 1);
+      else if (kind !== "?" && kind !== "!" && body[end - 1] !== "/") depth++;
+      if (depth > max) return false;
+    }
+    i = body.indexOf("<", end + 1);
+  }
+  return true;
+}
+
 export type XmlNode = string | { [name: string]: XmlNode | XmlNode[] };
+
+/** True for an element holding nothing but white space: an empty container. */
+export function isBlank(node: XmlNode | XmlNode[] | undefined): boolean {
+  return typeof node === "string" && node.trim() === "";
+}
+
+/**
+ * Removes the white space that only indents child elements (`#text` of an element that has
+ * element children), in place; the text of leaf elements is left exactly as sent. Names
+ * starting with `@_` are attributes and do not count as children.
+ */
+export function dropFormatting<T>(node: T): T {
+  // An explicit stack, not recursion: request documents may nest deeply.
+  const stack: unknown[] = [node];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (Array.isArray(item)) {
+      for (const child of item) stack.push(child);
+    } else if (item !== null && typeof item === "object") {
+      const record = item as Record<string, unknown>;
+      const names = Object.keys(record);
+      const hasChildren = names.some((n) => n !== "#text" && !n.startsWith("@_"));
+      const text = record["#text"];
+      if (hasChildren && typeof text === "string" && text.trim() === "") delete record["#text"];
+      for (const name of names) if (name !== "#text") stack.push(record[name]);
+    }
+  }
+  return node;
+}
 
 /**
  * Parses a request document and returns the content of its root element, which must be
@@ -52,16 +152,19 @@ export function parseXml(body: string, rootName: string): Record<string, XmlNode
   if (/<!DOCTYPE|<!ENTITY/i.test(body)) {
     throw new S3Error("MalformedXML", "Document type declarations are not allowed.");
   }
+  if (!withinXmlDepth(body)) {
+    throw new S3Error("MalformedXML", `Elements may nest at most ${MAX_XML_DEPTH} levels deep.`);
+  }
   if (XMLValidator.validate(body) !== true) {
     throw new S3Error("MalformedXML", "The XML you provided was not well-formed.");
   }
-  const doc = parser.parse(body) as Record<string, XmlNode>;
+  const doc = dropFormatting(parser.parse(body) as Record<string, XmlNode>);
   const roots = Object.keys(doc);
   if (roots.length !== 1 || roots[0] !== rootName) {
     throw new S3Error("MalformedXML", `The root element must be ${rootName}.`);
   }
   const root = doc[rootName];
-  if (root === "") return {};
+  if (isBlank(root)) return {};
   if (typeof root !== "object" || Array.isArray(root)) {
     throw new S3Error("MalformedXML", `${rootName} has an invalid structure.`);
   }

@@ -9,8 +9,11 @@ import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import type {
   BucketConfigKind,
+  BucketListQuery,
   BucketRecord,
   ChunkRecord,
+  CompletedUpload,
+  CurrentGuard,
   DataRef,
   ListPage,
   ListQuery,
@@ -154,32 +157,55 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(row ? toBucket(row) : undefined);
   }
 
-  listBuckets(owner: string): Promise<BucketRecord[]> {
-    const rows = this.#stmt("SELECT * FROM buckets WHERE owner = ? ORDER BY name").all(owner);
+  listBuckets(owner: string, page?: BucketListQuery): Promise<BucketRecord[]> {
+    if (!page) {
+      const rows = this.#stmt("SELECT * FROM buckets WHERE owner = ? ORDER BY name").all(owner);
+      return Promise.resolve((rows as Row[]).map(toBucket));
+    }
+    // Bucket names are lower-case ASCII: the prefix range ends below prefix + U+FFFF.
+    const rows = this.#stmt(
+      "SELECT * FROM buckets WHERE owner = ? AND name > ? AND name >= ? AND name < ? " +
+        "ORDER BY name LIMIT ?",
+    ).all(owner, page.after, page.prefix, page.prefix + "\uffff", page.limit);
     return Promise.resolve((rows as Row[]).map(toBucket));
   }
 
-  deleteBucket(name: string): Promise<"deleted" | "not_empty" | "missing"> {
+  deleteBucket(
+    name: string,
+  ): Promise<{ outcome: "deleted" | "not_empty" | "missing"; freed: ChunkRecord[] }> {
     return this.#batch.run(() => {
-      if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(name)) return "missing";
-      const busy = this.#stmt("SELECT 1 FROM versions WHERE bucket = ? LIMIT 1").get(name) ||
-        this.#stmt("SELECT 1 FROM uploads WHERE bucket = ? LIMIT 1").get(name);
-      if (busy) return "not_empty";
+      if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(name)) {
+        return { outcome: "missing" as const, freed: [] };
+      }
+      if (this.#stmt("SELECT 1 FROM versions WHERE bucket = ? LIMIT 1").get(name)) {
+        return { outcome: "not_empty" as const, freed: [] };
+      }
+      const freed = this.#uploads.removeAll(name);
       this.#stmt("DELETE FROM bucket_configs WHERE bucket = ?").run(name);
       this.#stmt("DELETE FROM buckets WHERE name = ?").run(name);
-      return "deleted";
+      return { outcome: "deleted" as const, freed };
     });
   }
 
-  putObjectVersion(v: ObjectVersion, chunks: VersionChunk[] = []): Promise<PutResult> {
-    return this.#batch.run(() => this.#putVersion(v, chunks));
+  putObjectVersion(
+    v: ObjectVersion,
+    chunks: VersionChunk[] = [],
+    guard?: CurrentGuard,
+  ): Promise<PutResult> {
+    return this.#batch.run(() => this.#putVersion(v, chunks, guard));
   }
 
   /** The body of putObjectVersion, for use inside a transaction. */
-  #putVersion(v: ObjectVersion, chunks: VersionChunk[]): PutResult {
+  #putVersion(v: ObjectVersion, chunks: VersionChunk[], guard?: CurrentGuard): PutResult {
     {
       if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(v.bucket)) {
         throw new MissingBucketError(v.bucket);
+      }
+      if (guard) {
+        const current = this.#stmt(
+          `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND is_latest = 1`,
+        ).get(v.bucket, v.key) as Row | undefined;
+        guard(current ? toVersion(current) : undefined);
       }
       const displaced: ObjectVersion[] = [];
       const freed: ChunkRecord[] = [];
@@ -500,15 +526,29 @@ export class SqliteMetaStore implements MetaStore {
     upload: UploadRecord,
     parts: number[],
     version: ObjectVersion,
+    guard?: CurrentGuard,
   ): Promise<PutResult | undefined> {
     return this.#batch.run(() => {
       const chunks = this.#uploads.partChunks(upload.uploadId, parts);
       if (!chunks) return undefined;
-      const result = this.#putVersion(version, chunks);
+      const result = this.#putVersion(version, chunks, guard);
       const dropped = this.#uploads.remove(upload.uploadId);
+      this.#uploads.recordCompleted({
+        uploadId: upload.uploadId,
+        bucket: version.bucket,
+        key: version.key,
+        etag: version.etag,
+        versionId: version.versionId,
+        checksum: version.checksum,
+        completedAt: Date.now(),
+      });
       const freed = [...result.freed, ...dropped].filter((c) => !this.#chunks.hasChunk(c.id));
       return { displaced: result.displaced, freed };
     });
+  }
+
+  getCompletedUpload(uploadId: string): Promise<CompletedUpload | undefined> {
+    return Promise.resolve(this.#uploads.getCompleted(uploadId, Date.now()));
   }
 
   abortUpload(uploadId: string): Promise<{ freed: ChunkRecord[] } | undefined> {

@@ -172,4 +172,18 @@ export const MIGRATIONS: string[] = [
   ALTER TABLE versions ADD COLUMN tags TEXT;
   ALTER TABLE uploads ADD COLUMN tags TEXT;
   `,
+  `
+  -- Uploads completed recently (COMPLETED_UPLOAD_RETENTION_MS), so a repeated
+  -- CompleteMultipartUpload answers with the same result.
+  CREATE TABLE completed_uploads (
+    upload_id TEXT PRIMARY KEY,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    etag TEXT NOT NULL,
+    version_id TEXT NOT NULL,
+    checksum TEXT,
+    completed_at INTEGER NOT NULL
+  );
+  CREATE INDEX completed_uploads_by_time ON completed_uploads(completed_at);
+  `,
 ];

@@ -135,14 +135,14 @@ Deno.test("chunk reference counts follow versions: shared, replaced, deleted", a
   if (current?.data.kind !== "chunks") throw new Error("chunked version expected");
   const listed = await meta.versionChunks(current.data.vid, { from: 10, to: 11 });
   assertEquals(listed.map((c) => [c.chunk.id, c.offset]), [["c3", 10]]);
-  assertEquals(await meta.deleteBucket("b"), "not_empty");
+  assertEquals((await meta.deleteBucket("b")).outcome, "not_empty");
   const gone = await meta.deleteObjectVersion("b", "b", "null");
   assertEquals(gone.freed.map((c) => c.id).sort(), ["c2", "c3"]);
   const last = await meta.deleteObjectVersion("b", "a", "null");
   assertEquals(last.freed.map((c) => c.id), ["c4"]);
   assertEquals(await meta.listChunks("", 10), []);
-  assertEquals(await meta.deleteBucket("b"), "deleted");
-  assertEquals(await meta.deleteBucket("b"), "missing");
+  assertEquals((await meta.deleteBucket("b")).outcome, "deleted");
+  assertEquals((await meta.deleteBucket("b")).outcome, "missing");
   await meta.close();
 });
 

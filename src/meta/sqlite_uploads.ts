@@ -3,13 +3,15 @@
 import type { SQLInputValue, StatementSync } from "node:sqlite";
 import { prefixSuccessor } from "./keys.ts";
 import type { SqliteChunks } from "./sqlite_chunks.ts";
-import type {
-  ChunkRecord,
-  PartRecord,
-  UploadListPage,
-  UploadListQuery,
-  UploadRecord,
-  VersionChunk,
+import {
+  type ChunkRecord,
+  COMPLETED_UPLOAD_RETENTION_MS,
+  type CompletedUpload,
+  type PartRecord,
+  type UploadListPage,
+  type UploadListQuery,
+  type UploadRecord,
+  type VersionChunk,
 } from "./store.ts";
 
 type Row = Record<string, SQLInputValue>;
@@ -146,6 +148,47 @@ export class SqliteUploads {
     this.stmt("DELETE FROM parts WHERE upload_id = ?").run(uploadId);
     this.stmt("DELETE FROM uploads WHERE upload_id = ?").run(uploadId);
     return freed;
+  }
+
+  /** Keeps the answer of a completion; drops those older than the retention. */
+  recordCompleted(c: CompletedUpload): void {
+    this.stmt("DELETE FROM completed_uploads WHERE completed_at < ?")
+      .run(c.completedAt - COMPLETED_UPLOAD_RETENTION_MS);
+    this.stmt(
+      "INSERT OR REPLACE INTO completed_uploads " +
+        "(upload_id, bucket, key, etag, version_id, checksum, completed_at) " +
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+    ).run(
+      c.uploadId,
+      c.bucket,
+      c.key,
+      c.etag,
+      c.versionId,
+      c.checksum ? JSON.stringify(c.checksum) : null,
+      c.completedAt,
+    );
+  }
+
+  getCompleted(uploadId: string, now: number): CompletedUpload | undefined {
+    const row = this.stmt(
+      "SELECT * FROM completed_uploads WHERE upload_id = ? AND completed_at >= ?",
+    ).get(uploadId, now - COMPLETED_UPLOAD_RETENTION_MS) as Row | undefined;
+    if (!row) return undefined;
+    return {
+      uploadId,
+      bucket: row.bucket as string,
+      key: row.key as string,
+      etag: row.etag as string,
+      versionId: row.version_id as string,
+      checksum: row.checksum ? JSON.parse(row.checksum as string) : undefined,
+      completedAt: row.completed_at as number,
+    };
+  }
+
+  /** Aborts every upload of a bucket; returns the chunks nothing refers to any more. */
+  removeAll(bucket: string): ChunkRecord[] {
+    const ids = this.stmt("SELECT upload_id FROM uploads WHERE bucket = ?").all(bucket) as Row[];
+    return ids.flatMap((row) => this.remove(row.upload_id as string));
   }
 
   countStale(before: number): number {

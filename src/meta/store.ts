@@ -111,6 +111,23 @@ export interface UploadRecord {
   tags?: TagSet;
 }
 
+/** What a completed multipart upload answered, kept for repeated completions. */
+export interface CompletedUpload {
+  bucket: string;
+  key: string;
+  uploadId: string;
+  etag: string;
+  versionId: string;
+  checksum?: ChecksumRecord;
+  completedAt: number;
+}
+
+/**
+ * How long a completed upload's answer is kept: a client that lost the response of a
+ * CompleteMultipartUpload and retries within this time gets the same answer.
+ */
+export const COMPLETED_UPLOAD_RETENTION_MS = 24 * 3600 * 1000;
+
 export interface PartRecord {
   partNumber: number;
   etag: string;
@@ -166,7 +183,22 @@ export interface TokenRecord {
 }
 
 /** Kinds of per-bucket documents kept by `getBucketConfig` and friends. */
-export type BucketConfigKind = "policy" | "acl" | "object-lock" | "lifecycle" | "tagging";
+export type BucketConfigKind =
+  | "policy"
+  | "policy-principals"
+  | "acl"
+  | "object-lock"
+  | "lifecycle"
+  | "tagging"
+  | "public-access-block"
+  | "ownership";
+
+export interface BucketListQuery {
+  prefix: string;
+  /** Only names strictly after this one. */
+  after: string;
+  limit: number;
+}
 
 export interface ListQuery {
   prefix: string;
@@ -228,19 +260,36 @@ export interface PutResult {
   freed: ChunkRecord[];
 }
 
+/**
+ * Sees the key's current version (undefined when there is none) inside the transaction that
+ * commits a new one, and may refuse the write by throwing (conditional writes).
+ */
+export type CurrentGuard = (current: ObjectVersion | undefined) => void;
+
 export interface MetaStore {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
-  listBuckets(owner: string): Promise<BucketRecord[]>;
-  /** Deletes an empty bucket; "not_empty" when any version or upload remains. */
-  deleteBucket(name: string): Promise<"deleted" | "not_empty" | "missing">;
+  /** The owner's buckets in name order: names starting with `prefix`, after `after`. */
+  listBuckets(owner: string, page?: BucketListQuery): Promise<BucketRecord[]>;
+  /**
+   * Deletes a bucket without objects, aborting its multipart uploads in the same transaction
+   * (their chunks are returned to be collected); "not_empty" when any version remains.
+   */
+  deleteBucket(
+    name: string,
+  ): Promise<{ outcome: "deleted" | "not_empty" | "missing"; freed: ChunkRecord[] }>;
 
   /**
    * Makes `version` the current version of its key in one transaction, with its chunks (whose
    * reference counts rise, new chunks being recorded). When it is the "null" version, the
-   * previous "null" version of the key is replaced and its chunk references dropped.
+   * previous "null" version of the key is replaced and its chunk references dropped. `guard`
+   * runs first, in the same transaction.
    */
-  putObjectVersion(version: ObjectVersion, chunks?: VersionChunk[]): Promise<PutResult>;
+  putObjectVersion(
+    version: ObjectVersion,
+    chunks?: VersionChunk[],
+    guard?: CurrentGuard,
+  ): Promise<PutResult>;
   /** The current version (no id given) or a specific one. */
   getObjectVersion(
     bucket: string,
@@ -341,13 +390,17 @@ export interface MetaStore {
   getUploadById(uploadId: string): Promise<UploadRecord | undefined>;
   /**
    * Makes `version` from the chosen parts (their chunks in order) and ends the upload: every
-   * part's references are dropped in the same transaction. Undefined when the upload is gone.
+   * part's references are dropped and the completion recorded (getCompletedUpload) in the same
+   * transaction. Undefined when the upload is gone.
    */
   completeUpload(
     upload: UploadRecord,
     parts: number[],
     version: ObjectVersion,
+    guard?: CurrentGuard,
   ): Promise<PutResult | undefined>;
+  /** The answer of an upload completed within COMPLETED_UPLOAD_RETENTION_MS. */
+  getCompletedUpload(uploadId: string): Promise<CompletedUpload | undefined>;
   /** Ends an upload and drops its parts; undefined when it does not exist. */
   abortUpload(uploadId: string): Promise<{ freed: ChunkRecord[] } | undefined>;
 

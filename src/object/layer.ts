@@ -4,6 +4,7 @@ import { MissingBucketError } from "../meta/sqlite.ts";
 import type {
   BucketRecord,
   ChecksumRecord,
+  CurrentGuard,
   ListPage,
   ListQuery,
   MetaStore,
@@ -23,6 +24,7 @@ import { chunkStream, type ReadLimits } from "./read_stream.ts";
 const DEFAULT_READ_BUFFER = 128 * 1024 * 1024;
 import { versionIdFor } from "./versioning.ts";
 import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
+import { checkWriteCondition, commitGuard, type WriteCondition } from "./write_condition.ts";
 import { toHex } from "../http/hex.ts";
 
 export type { BodyCheck };
@@ -55,6 +57,8 @@ export interface PutInput {
   tags?: TagSet;
   /** The additional checksum to keep with the version, known once the body has been read. */
   checksum?: () => ChecksumRecord | undefined;
+  /** If-Match / If-None-Match, checked before the body is stored and again at the commit. */
+  condition?: WriteCondition;
 }
 
 /** Object Lock state a new version starts with. */
@@ -143,6 +147,7 @@ export class ObjectLayer {
    */
   async putObject(input: PutInput): Promise<ObjectVersion> {
     const bucket = await this.requireBucket(input.bucket);
+    if (input.condition) await this.checkCondition(input.bucket, input.key, input.condition);
     let written;
     try {
       written = await writeBody(input.body, this.chunks, {
@@ -192,17 +197,41 @@ export class ObjectLayer {
           ? { kind: "inline", bytes: written.inline }
           : { kind: "chunks", vid: 0 },
       };
-      await this.#commit(version, written.chunks);
+      await this.#commit(version, written.chunks, commitGuard(input.condition, input.key));
       return version;
     } finally {
       await releaseAll(this.chunks, written.chunks);
     }
   }
 
+  /**
+   * Deletes a bucket that holds no object version, aborting its multipart uploads (their
+   * chunks are freed): NoSuchBucket, or BucketNotEmpty while versions remain.
+   */
+  async deleteBucket(name: string): Promise<void> {
+    const { outcome, freed } = await this.meta.deleteBucket(name);
+    await this.chunks.collect(freed);
+    if (outcome === "missing") throw noSuchBucket(name);
+    if (outcome === "not_empty") {
+      throw new S3Error("BucketNotEmpty", "The bucket you tried to delete is not empty.", {
+        details: { BucketName: name },
+      });
+    }
+  }
+
+  /** Checks a write condition against the key's current version (412 / 404 when it fails). */
+  async checkCondition(bucket: string, key: string, condition: WriteCondition): Promise<void> {
+    checkWriteCondition(condition, await this.meta.getObjectVersion(bucket, key), key);
+  }
+
   /** Records the version with its chunks; collects the chunks nothing refers to any more. */
-  async #commit(version: ObjectVersion, chunks: VersionChunk[]): Promise<void> {
+  async #commit(
+    version: ObjectVersion,
+    chunks: VersionChunk[],
+    guard?: CurrentGuard,
+  ): Promise<void> {
     try {
-      const { freed } = await this.meta.putObjectVersion(version, chunks);
+      const { freed } = await this.meta.putObjectVersion(version, chunks, guard);
       await this.chunks.collect(freed);
     } catch (err) {
       if (err instanceof MissingBucketError) throw noSuchBucket(version.bucket);

@@ -61,6 +61,30 @@ export function expirationDue(
 }
 
 /**
+ * When a current version will expire under the enabled rules with an Expiration Days or Date
+ * that apply to it, and by which rule (the earliest; the first such rule on a tie). Undefined
+ * when none applies. This is what the `x-*-expiration` header reports.
+ */
+export function plannedExpiration(
+  rules: LifecycleRule[],
+  object: { key: string; size: number; tags?: TagSet; lastModified: number },
+  dayMs: number,
+): { ruleId: string; at: number } | undefined {
+  let found: { ruleId: string; at: number } | undefined;
+  for (const rule of rules) {
+    const e = rule.expiration;
+    if (rule.status !== "Enabled" || !e || !ruleMatches(rule, object)) continue;
+    const at = e.days !== undefined
+      ? dueAt(object.lastModified, e.days, dayMs)
+      : e.date !== undefined
+      ? Date.parse(e.date)
+      : undefined;
+    if (at !== undefined && (!found || at < found.at)) found = { ruleId: rule.id, at };
+  }
+  return found;
+}
+
+/**
  * The fewest prefixes whose ranges cover every given prefix: a prefix that another one starts
  * is dropped, so a scan never visits a key twice.
  */

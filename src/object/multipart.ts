@@ -12,6 +12,7 @@ import {
   type RequestedPart,
 } from "./multipart_checksum.ts";
 import { toHex } from "../http/hex.ts";
+import { commitGuard, type WriteCondition } from "./write_condition.ts";
 
 export const MAX_PART_SIZE = 5 * 1024 ** 3;
 export const MIN_PART_SIZE = 5 * 1024 ** 2;
@@ -145,8 +146,10 @@ export async function completeUpload(
   layer: ObjectLayer,
   upload: UploadRecord,
   requested: RequestedPart[],
-  expected?: CompleteExpectations,
+  opts: { expected?: CompleteExpectations; condition?: WriteCondition } = {},
 ): Promise<ObjectVersion> {
+  const { expected, condition } = opts;
+  if (condition) await layer.checkCondition(upload.bucket, upload.key, condition);
   const chosen = choose(requested, await allParts(layer, upload.uploadId));
   const checksum = completeChecksum(upload, chosen, requested, expected);
   const bucket = await layer.requireBucket(upload.bucket);
@@ -170,7 +173,12 @@ export async function completeUpload(
     ...(upload.lock ? JSON.parse(upload.lock) : {}),
     data: { kind: "chunks", vid: 0 },
   };
-  const result = await layer.meta.completeUpload(upload, chosen.map((p) => p.partNumber), version);
+  const result = await layer.meta.completeUpload(
+    upload,
+    chosen.map((p) => p.partNumber),
+    version,
+    commitGuard(condition, upload.key),
+  );
   if (!result) throw noSuchUpload(upload.uploadId);
   await layer.chunks.collect(result.freed);
   return version;

@@ -29,7 +29,8 @@ function active(r: Retention | undefined, now: number): r is Retention {
 
 /**
  * Whether a retention change is allowed: compliance retention can only be extended before it
- * expires; governance retention can be shortened, removed or relaxed only with the bypass.
+ * expires; governance retention can be shortened, removed or changed to compliance only with
+ * the bypass.
  */
 export function checkRetentionChange(
   current: Retention | undefined,
@@ -44,7 +45,8 @@ export function checkRetentionChange(
     }
     return;
   }
-  if (!extends_ && !opts.bypassGovernance) {
+  // Shortening, removing or turning governance into compliance all need the bypass.
+  if ((!extends_ || next!.mode !== "GOVERNANCE") && !opts.bypassGovernance) {
     throw lockDenied("Access Denied because object protected by object lock.");
   }
 }

@@ -1,6 +1,7 @@
 // The drives (data directories) shards are spread over. Each drive carries an identity file,
 // so a chunk's shards are found by drive id even if the directories are listed in another order.
 import { join } from "node:path";
+import { DIR_MODE, FILE_MODE } from "./private_modes.ts";
 
 const IDENTITY_FILE = "drive.json";
 
@@ -65,7 +66,7 @@ async function identityFor(
       warn(`Drive ${path} is missing; its shards are rebuilt from the other drives`);
       return undefined;
     }
-    await Deno.mkdir(path, { recursive: true });
+    await Deno.mkdir(path, { recursive: true, mode: DIR_MODE });
   } else if (!(await isEmptyOrMissing(path))) {
     warn(`Drive ${path} has no identity file and is not empty; it is not used`);
     return undefined;
@@ -74,7 +75,9 @@ async function identityFor(
     warn(`Drive ${path} was replaced; a scrub (POST /admin/scrub) refills it`);
   }
   const uuid = known ?? crypto.randomUUID();
-  await Deno.writeTextFile(join(path, IDENTITY_FILE), JSON.stringify({ uuid }) + "\n");
+  await Deno.writeTextFile(join(path, IDENTITY_FILE), JSON.stringify({ uuid }) + "\n", {
+    mode: FILE_MODE,
+  });
   return uuid;
 }
 
@@ -95,8 +98,8 @@ export async function openDrives(
       shardDir: join(path, "chunks"),
       tmpDir: join(path, "tmp"),
     };
-    await Deno.mkdir(drive.shardDir, { recursive: true });
-    await Deno.mkdir(drive.tmpDir, { recursive: true });
+    await Deno.mkdir(drive.shardDir, { recursive: true, mode: DIR_MODE });
+    await Deno.mkdir(drive.tmpDir, { recursive: true, mode: DIR_MODE });
     list.push(drive);
   }
   if (list.length === 0) throw new Error("No usable data directory");

@@ -2,6 +2,7 @@
 // on every read. Written to a temp name, fsynced and renamed: a shard is whole or absent.
 import zlib from "node:zlib";
 import { join } from "node:path";
+import { DIR_MODE, FILE_MODE } from "./private_modes.ts";
 import type { Drive } from "./drives.ts";
 
 const MAGIC = 0x53545348; // "STSH"
@@ -35,7 +36,7 @@ export async function writeShard(
 ): Promise<string> {
   const dir = join(drive.shardDir, chunkId.slice(0, 2));
   const tmp = join(drive.tmpDir, `${chunkId}.${index}.${crypto.randomUUID()}`);
-  const file = await Deno.open(tmp, { write: true, createNew: true });
+  const file = await Deno.open(tmp, { write: true, createNew: true, mode: FILE_MODE });
   try {
     await writeAll(file, header(index, payload));
     await writeAll(file, payload);
@@ -46,7 +47,7 @@ export async function writeShard(
     throw err;
   }
   file.close();
-  await Deno.mkdir(dir, { recursive: true });
+  await Deno.mkdir(dir, { recursive: true, mode: DIR_MODE });
   await Deno.rename(tmp, shardPath(drive, chunkId, index));
   return dir;
 }

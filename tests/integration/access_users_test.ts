@@ -395,9 +395,11 @@ Deno.test("access control: permission table, ownership, users", async (t) => {
         );
         assertEquals(deleteOutcome(batch), { "a.txt": "AccessDenied" });
         for (const s of secrets) assert(!batch.includes(s), `DeleteObjects leaks "${s}": ${batch}`);
-        // Anonymous callers learn nothing about bucket existence either.
-        await expectDenied(
+        // A missing bucket is NoSuchBucket to anonymous callers too, as the protocol answers.
+        await expectError(
           await anonymous(server, { method: "GET", path: objectPath("no-such-bucket-here") }),
+          "NoSuchBucket",
+          404,
           "anonymous list of a missing bucket",
         );
       });

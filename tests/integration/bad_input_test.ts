@@ -535,14 +535,19 @@ function cases(): Case[] {
       code: "MethodNotAllowed",
     },
     {
-      name: "unimplemented subresource GET ?attributes",
-      request: { method: "GET", path: smallPath, query: [["attributes", ""]] },
+      name: "unimplemented subresource POST ?restore",
+      request: { method: "POST", path: smallPath, query: [["restore", ""]], body: "" },
       code: "NotImplemented",
+    },
+    {
+      name: "GetObjectAttributes without the attributes header",
+      request: { method: "GET", path: smallPath, query: [["attributes", ""]] },
+      code: "InvalidArgument",
     },
     tagging("a Tag without a Value", "<Tagging><TagSet><Tag><Key>k</Key></Tag></TagSet></Tagging>"),
     tagging("no TagSet", "<Tagging/>"),
     tagging("not XML", "tags please"),
-    tagging("eleven tags", tagDoc(11), "BadRequest"),
+    tagging("eleven tags", tagDoc(11), "InvalidTag"),
     tagging("a repeated key", tagDoc(2, "same"), "InvalidTag"),
     tagging("a key of 129 characters", tagDoc(1, "k".repeat(129)), "InvalidTag"),
     tagging("a key with a character outside the allowed set", tagDoc(1, "a*"), "InvalidTag"),
@@ -624,7 +629,7 @@ function cases(): Case[] {
     put("tagging header with a repeated key", { "x-store-tagging": "a=b&a=c" }, "InvalidArgument"),
     put("tagging header with eleven tags", {
       "x-store-tagging": Array.from({ length: 11 }, (_, i) => `k${i}=v`).join("&"),
-    }, "BadRequest"),
+    }, "InvalidTag"),
     put("tagging header with an invalid key", { "x-store-tagging": "a%3C=1" }, "InvalidTag"),
     put("unknown encryption algorithm", {
       "x-store-server-side-encryption": "DES",

@@ -325,5 +325,83 @@ Deno.test("object lock", async (t) => {
         404,
       );
     });
+
+    await t.step(
+      "zero, negative and too long default periods: InvalidRetentionPeriod",
+      async () => {
+        const before = await s3.send(new GetObjectLockConfigurationCommand({ Bucket }));
+        for (
+          const period of [{ Days: 0 }, { Years: 0 }, { Days: -1 }, { Years: -1 }, { Years: 101 }]
+        ) {
+          await assertRejectsCode(
+            () =>
+              s3.send(
+                new PutObjectLockConfigurationCommand({
+                  Bucket,
+                  ObjectLockConfiguration: {
+                    ObjectLockEnabled: "Enabled",
+                    Rule: { DefaultRetention: { Mode: "GOVERNANCE", ...period } },
+                  },
+                }),
+              ),
+            "InvalidRetentionPeriod",
+            400,
+          );
+        }
+        const after = await s3.send(new GetObjectLockConfigurationCommand({ Bucket }));
+        assertEquals(after.ObjectLockConfiguration, before.ObjectLockConfiguration, "unchanged");
+      },
+    );
+
+    await t.step("governance to compliance needs the bypass header", async () => {
+      const key = "gov-to-comp";
+      const put = await s3.send(new PutObjectCommand({ Bucket, Key: key, Body: "x" }));
+      const VersionId = put.VersionId;
+      const until = new Date(Date.now() + 48 * HOUR); // beyond the default retention
+      await s3.send(
+        new PutObjectRetentionCommand({
+          Bucket,
+          Key: key,
+          VersionId,
+          Retention: { Mode: "GOVERNANCE", RetainUntilDate: until },
+        }),
+      );
+      const later = new Date(Date.now() + 72 * HOUR);
+      await assertRejectsCode(
+        () =>
+          s3.send(
+            new PutObjectRetentionCommand({
+              Bucket,
+              Key: key,
+              VersionId,
+              Retention: { Mode: "COMPLIANCE", RetainUntilDate: later },
+            }),
+          ),
+        "AccessDenied",
+        403,
+      );
+      const kept = await s3.send(new GetObjectRetentionCommand({ Bucket, Key: key, VersionId }));
+      assertEquals(kept.Retention?.Mode, "GOVERNANCE", "refused change leaves governance");
+      // Extending governance itself needs no bypass.
+      await s3.send(
+        new PutObjectRetentionCommand({
+          Bucket,
+          Key: key,
+          VersionId,
+          Retention: { Mode: "GOVERNANCE", RetainUntilDate: later },
+        }),
+      );
+      await s3.send(
+        new PutObjectRetentionCommand({
+          Bucket,
+          Key: key,
+          VersionId,
+          BypassGovernanceRetention: true,
+          Retention: { Mode: "COMPLIANCE", RetainUntilDate: later },
+        }),
+      );
+      const now = await s3.send(new GetObjectRetentionCommand({ Bucket, Key: key, VersionId }));
+      assertEquals(now.Retention?.Mode, "COMPLIANCE");
+    });
   });
 });

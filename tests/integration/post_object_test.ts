@@ -656,7 +656,7 @@ Deno.test("PostObject: signed form uploads in both dialects", async (t) => {
         [[[
           "tagging",
           tagging(...Array.from({ length: 11 }, (_, i) => [`k${i}`, "v"] as [string, string])),
-        ]], "BadRequest"],
+        ]], "InvalidTag"],
         [
           [["tagging", "<Tagging><TagSet><Tag><Key>k</Key></Tag></TagSet></Tagging>"]],
           "MalformedXML",

@@ -40,11 +40,9 @@ Deno.test("bucket operations with the AWS SDK", async (t) => {
     });
 
     await t.step("CreateBucket errors", async () => {
-      await assertRejectsCode(
-        () => s3.send(new CreateBucketCommand({ Bucket: "alpha" })),
-        "BucketAlreadyOwnedByYou",
-        409,
-      );
+      // Re-creating one's own bucket in us-east-1 is the protocol's legacy 200 (see
+      // compat_buckets_test.ts for BucketAlreadyOwnedByYou in other regions).
+      await s3.send(new CreateBucketCommand({ Bucket: "alpha" }));
       await assertRejectsCode(
         () =>
           s3.send(

@@ -1,10 +1,13 @@
 // Server-side encryption end to end: SSE-S3 and SSE-C, wrong and missing keys, tampering.
 import {
+  AbortMultipartUploadCommand,
   CopyObjectCommand,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
+  UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { createHash } from "node:crypto";
 import { DatabaseSync } from "node:sqlite";
@@ -133,6 +136,40 @@ Deno.test("server-side encryption", async (t) => {
         new Uint8Array()
       );
       for (const file of [db, wal]) assert(!includes(file, customerKey), "customer key stored");
+    });
+
+    await t.step("SSE-C multipart: a part with another key or none is InvalidRequest", async () => {
+      const key = {
+        SSECustomerAlgorithm: "AES256",
+        SSECustomerKey: btoa(String.fromCharCode(...customerKey)),
+      };
+      const { UploadId } = await s3.send(
+        new CreateMultipartUploadCommand({ Bucket, Key: "mp-c", ...key }),
+      );
+      const part = (extra: Record<string, string>) =>
+        s3.send(
+          new UploadPartCommand({
+            Bucket,
+            Key: "mp-c",
+            UploadId,
+            PartNumber: 1,
+            Body: "p",
+            ...extra,
+          }),
+        );
+      await assertRejectsCode(
+        () =>
+          part({
+            SSECustomerAlgorithm: "AES256",
+            SSECustomerKey: btoa(String.fromCharCode(...otherKey)),
+          }),
+        "InvalidRequest",
+        400,
+      );
+      await assertRejectsCode(() => part({}), "InvalidRequest", 400);
+      const ok = await part(key);
+      assertEquals(ok.SSECustomerAlgorithm, "AES256");
+      await s3.send(new AbortMultipartUploadCommand({ Bucket, Key: "mp-c", UploadId }));
     });
 
     await t.step("SSE-C data is never deduplicated across keys", async () => {

@@ -1,0 +1,64 @@
+// Pins of policy principals: a policy stored before pins existed is pinned at first use, to the
+// users that have the names then, and stays pinned until its text changes.
+import { assertEquals } from "../../tests/integration/assert.ts";
+import { SqliteMetaStore } from "../meta/sqlite.ts";
+import { parseBucketPolicy } from "./policy.ts";
+import { principalIds } from "./policy_principals.ts";
+
+function user(id: string, name: string) {
+  return {
+    id,
+    name,
+    description: "",
+    email: "",
+    accessKey: `KEY${id}`,
+    sealedSecret: "",
+    enabled: true,
+    createdAt: 0,
+    keyCreatedAt: 0,
+    bucketAccess: [],
+  };
+}
+
+function policyText(names: string[]): string {
+  return JSON.stringify({
+    Statement: [{
+      Effect: "Allow",
+      Principal: { AWS: names.map((n) => `arn:aws:iam::user/${n}`) },
+      Action: "s3:GetObject",
+      Resource: "arn:aws:s3:::b/*",
+    }],
+  });
+}
+
+Deno.test("policy principals: an unpinned policy is pinned at first use and stays pinned", async () => {
+  const meta = new SqliteMetaStore(":memory:");
+  try {
+    await meta.createBucket({
+      name: "b",
+      owner: "o",
+      createdAt: 0,
+      region: "r",
+      versioning: "",
+      objectLock: false,
+    });
+    await meta.createUser(user("id-1", "alice"));
+    const text = policyText(["alice", "ghost"]);
+    await meta.putBucketConfig("b", "policy", text); // as an earlier version stored it
+    const pins = () => principalIds(meta, "b", text, parseBucketPolicy(text, "b"));
+    assertEquals(await pins(), { alice: "id-1" }, "a name no user has matches nobody");
+    await meta.deleteUser("id-1");
+    await meta.createUser(user("id-2", "alice"));
+    assertEquals(await pins(), { alice: "id-1" }, "still the user of the first use");
+    const changed = policyText(["alice"]);
+    assertEquals(
+      await principalIds(meta, "b", changed, parseBucketPolicy(changed, "b")),
+      { alice: "id-2" },
+      "another text is pinned anew",
+    );
+    await meta.putBucketConfig("b", "policy-principals", "{not json");
+    assertEquals(await pins(), { alice: "id-2" }, "unreadable pins are made anew");
+  } finally {
+    await meta.close();
+  }
+});

@@ -1,0 +1,155 @@
+// Multipart behaviour old clients and test suites rely on, through the JavaScript SDK:
+// DeleteBucket aborts uploads in progress, a repeated CompleteMultipartUpload answers as the
+// first did, and UploadPartCopy names the upload's encryption.
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  DeleteBucketCommand,
+  ListMultipartUploadsCommand,
+  PutObjectCommand,
+  type S3Client,
+  UploadPartCommand,
+  UploadPartCopyCommand,
+} from "@aws-sdk/client-s3";
+import { createHash } from "node:crypto";
+import { assert, assertEquals, assertRejectsCode } from "./assert.ts";
+import { chunkCount, randomBytes, s3Client, withServer } from "./server.ts";
+
+async function startUpload(s3: S3Client, bucket: string, key: string, size: number) {
+  const { UploadId } = await s3.send(
+    new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }),
+  );
+  const part = await s3.send(
+    new UploadPartCommand({
+      Bucket: bucket,
+      Key: key,
+      UploadId,
+      PartNumber: 1,
+      Body: randomBytes(size),
+    }),
+  );
+  return { UploadId: UploadId!, Parts: [{ PartNumber: 1, ETag: part.ETag }] };
+}
+
+function complete(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+  up: { UploadId: string; Parts: object[] },
+) {
+  return s3.send(
+    new CompleteMultipartUploadCommand({
+      Bucket: bucket,
+      Key: key,
+      UploadId: up.UploadId,
+      MultipartUpload: { Parts: up.Parts },
+    }),
+  );
+}
+
+Deno.test("multipart compatibility", async (t) => {
+  await withServer(async (server) => {
+    const s3 = s3Client(server);
+
+    await t.step("DeleteBucket aborts the uploads in progress and frees their parts", async () => {
+      await s3.send(new CreateBucketCommand({ Bucket: "mpdel" }));
+      const before = chunkCount(server.dataDir);
+      await startUpload(s3, "mpdel", "a", 300 * 1024);
+      await startUpload(s3, "mpdel", "b/c", 200 * 1024);
+      assert(chunkCount(server.dataDir) > before, "the parts hold chunks");
+      const res = await s3.send(new DeleteBucketCommand({ Bucket: "mpdel" }));
+      assertEquals(res.$metadata.httpStatusCode, 204);
+      assertEquals(chunkCount(server.dataDir), before, "the parts' chunks are freed");
+      await s3.send(new CreateBucketCommand({ Bucket: "mpdel" }));
+      const listed = await s3.send(new ListMultipartUploadsCommand({ Bucket: "mpdel" }));
+      assertEquals(listed.Uploads ?? [], []);
+    });
+
+    await t.step("a bucket with objects is still not deleted, nor its uploads", async () => {
+      await s3.send(new PutObjectCommand({ Bucket: "mpdel", Key: "obj", Body: "x" }));
+      await startUpload(s3, "mpdel", "kept", 1024);
+      await assertRejectsCode(
+        () => s3.send(new DeleteBucketCommand({ Bucket: "mpdel" })),
+        "BucketNotEmpty",
+        409,
+      );
+      const listed = await s3.send(new ListMultipartUploadsCommand({ Bucket: "mpdel" }));
+      assertEquals(listed.Uploads?.map((u) => u.Key), ["kept"]);
+    });
+
+    await t.step("a repeated CompleteMultipartUpload answers 200 with the same ETag", async () => {
+      await s3.send(new CreateBucketCommand({ Bucket: "mprep" }));
+      const up = await startUpload(s3, "mprep", "k", 1000);
+      const first = await complete(s3, "mprep", "k", up);
+      const again = await complete(s3, "mprep", "k", up);
+      assertEquals(again.$metadata.httpStatusCode, 200);
+      assertEquals(again.ETag, first.ETag);
+      assertEquals(again.Key, "k");
+      // The record belongs to its bucket and key.
+      await s3.send(new PutObjectCommand({ Bucket: "mprep", Key: "other", Body: "x" }));
+      await assertRejectsCode(() => complete(s3, "mprep", "other", up), "NoSuchUpload", 404);
+    });
+
+    await t.step("concurrent completions of one upload both answer the same", async () => {
+      const up = await startUpload(s3, "mprep", "twice", 1000);
+      const [a, b] = await Promise.all([
+        complete(s3, "mprep", "twice", up),
+        complete(s3, "mprep", "twice", up),
+      ]);
+      assertEquals(a.ETag, b.ETag);
+    });
+
+    await t.step("an aborted upload is not completed later", async () => {
+      const up = await startUpload(s3, "mprep", "aborted", 1000);
+      await s3.send(
+        new AbortMultipartUploadCommand({ Bucket: "mprep", Key: "aborted", UploadId: up.UploadId }),
+      );
+      await assertRejectsCode(() => complete(s3, "mprep", "aborted", up), "NoSuchUpload", 404);
+    });
+
+    await t.step("UploadPartCopy echoes the upload's encryption", async () => {
+      await s3.send(new CreateBucketCommand({ Bucket: "mpsse" }));
+      await s3.send(new PutObjectCommand({ Bucket: "mpsse", Key: "src", Body: randomBytes(4096) }));
+      const s3up = await s3.send(
+        new CreateMultipartUploadCommand({
+          Bucket: "mpsse",
+          Key: "sse-s3",
+          ServerSideEncryption: "AES256",
+        }),
+      );
+      const copied = await s3.send(
+        new UploadPartCopyCommand({
+          Bucket: "mpsse",
+          Key: "sse-s3",
+          UploadId: s3up.UploadId,
+          PartNumber: 1,
+          CopySource: "mpsse/src",
+        }),
+      );
+      assertEquals(copied.ServerSideEncryption, "AES256");
+      const key = randomBytes(32);
+      const sseC = {
+        SSECustomerAlgorithm: "AES256",
+        SSECustomerKey: btoa(String.fromCharCode(...key)),
+        SSECustomerKeyMD5: createHash("md5").update(key).digest("base64"),
+      };
+      const cUp = await s3.send(
+        new CreateMultipartUploadCommand({ Bucket: "mpsse", Key: "sse-c", ...sseC }),
+      );
+      const cCopy = await s3.send(
+        new UploadPartCopyCommand({
+          Bucket: "mpsse",
+          Key: "sse-c",
+          UploadId: cUp.UploadId,
+          PartNumber: 1,
+          CopySource: "mpsse/src",
+          ...sseC,
+        }),
+      );
+      assertEquals(cCopy.SSECustomerAlgorithm, "AES256");
+      assertEquals(cCopy.SSECustomerKeyMD5, sseC.SSECustomerKeyMD5);
+    });
+  });
+});
