@@ -7,7 +7,9 @@
 // - a reader that takes nothing for 250 ms while others wait gives its decoded chunks back
 //   (they are decoded again when it resumes), and one that takes nothing for `stallMs` is ended
 //   by closing its connection.
-// Slices are copies, so a slow socket holds one slice, never a whole decoded chunk.
+// A client that keeps up gets views of the decoded chunk, growing from 64 KiB to 1 MiB (no
+// copy), while nobody waits for the budget; otherwise 64 KiB copies, so a slow socket pins one
+// small slice, not a whole chunk. Under pressure a client that holds a view for 2 s is let go.
 import type { VersionChunk } from "../meta/store.ts";
 import type { ChunkStore } from "../storage/chunk_store.ts";
 import { connectionCloser } from "../net/connection_context.ts";
@@ -19,8 +21,14 @@ export interface ReadLimits {
   stallMs: number;
 }
 
-/** Bytes handed to the HTTP server per read. */
+/** Bytes handed to the HTTP server per read, at first and for a slow client. */
 const SLICE = 64 * 1024;
+/** The largest slice, for a client that keeps up. */
+const MAX_SLICE = 1024 * 1024;
+/** A client that takes a slice within this many ms of its being offered keeps up. */
+const KEEPING_UP_MS = 20;
+/** While others wait for the budget, a client may hold a view this long before it is let go. */
+const PINNED_MAX_MS = 2000;
 /** An idle reader gives its decoded chunks back after this long when others are waiting. */
 const YIELD_AFTER_MS = 250;
 
@@ -39,6 +47,12 @@ class RangeReader {
   #stallTimer: ReturnType<typeof setTimeout> | undefined;
   #yieldTimer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
+  #sliceSize = SLICE;
+  #enqueuedAt = 0;
+  /** The grant of a chunk whose last slice is still with the client. */
+  #finished: Grant | undefined;
+  /** The slice with the client is a view of the current chunk (which must stay accounted). */
+  #pinned = false;
   /** Closes the client's connection: how a stalled response is ended. */
   readonly #closeConnection = connectionCloser();
 
@@ -63,6 +77,10 @@ class RangeReader {
 
   async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
     this.#disarm();
+    // The previous slice has been taken: a chunk it was cut from may go now.
+    this.#finished?.release();
+    this.#finished = undefined;
+    this.#pinned = false;
     if (this.#pos >= this.#end || this.#index >= this.chunks.length) {
       this.close();
       controller.close();
@@ -71,15 +89,26 @@ class RangeReader {
     const chunk = this.chunks[this.#index];
     this.#current ??= await this.#take(this.#index);
     const chunkEnd = Math.min(chunk.offset + chunk.size, this.#end);
-    const to = Math.min(this.#pos + SLICE, chunkEnd);
-    const slice = this.#current.plain.slice(this.#pos - chunk.offset, to - chunk.offset);
+    const keepingUp = performance.now() - this.#enqueuedAt < KEEPING_UP_MS &&
+      this.opts.limits.budget.waiting === 0;
+    this.#sliceSize = keepingUp ? Math.min(MAX_SLICE, this.#sliceSize * 2) : SLICE;
+    const to = Math.min(this.#pos + this.#sliceSize, chunkEnd);
+    const [from, until] = [this.#pos - chunk.offset, to - chunk.offset];
+    // A client that keeps up gets views of the decoded chunk (no copy); they pin the chunk,
+    // whose grant is therefore kept until the next pull. A slow one gets copies.
+    this.#pinned = keepingUp;
+    const plain = this.#current.plain;
+    const slice = keepingUp ? plain.subarray(from, until) : plain.slice(from, until);
     this.#pos = to;
     if (to >= chunkEnd) {
-      this.#current.grant.release();
+      // A copy frees the chunk now; a view keeps it (and its grant) until the next pull.
+      if (keepingUp) this.#finished = this.#current.grant;
+      else this.#current.grant.release();
       this.#current = undefined;
       this.#index++;
     }
     controller.enqueue(slice);
+    this.#enqueuedAt = performance.now();
     this.#arm();
   }
 
@@ -87,6 +116,7 @@ class RangeReader {
     this.#closed = true;
     this.#disarm();
     this.#giveBack();
+    this.#finished?.release();
   }
 
   /** Chunk `i`: the one decoded ahead, or decoded now; then the next is decoded ahead. */
@@ -130,18 +160,25 @@ class RangeReader {
 
   #arm(): void {
     const { budget, stallMs } = this.opts.limits;
-    this.#stallTimer = setTimeout(() => {
-      this.close();
-      if (this.#closeConnection) return this.#closeConnection();
-      try {
-        this.#controller?.error(new Error(`The client took no data for ${stallMs} ms`));
-      } catch { /* the stream has ended meanwhile */ }
-    }, stallMs);
+    this.#stallTimer = setTimeout(() => this.#stop(`took no data for ${stallMs} ms`), stallMs);
+    let waited = 0;
     const check = () => {
-      if (budget.waiting > 0) this.#giveBack();
-      else this.#yieldTimer = setTimeout(check, YIELD_AFTER_MS);
+      waited += YIELD_AFTER_MS;
+      if (budget.waiting > 0 && !this.#pinned) return this.#giveBack();
+      // A view pins its chunk: under pressure, a client that holds one for long is let go.
+      if (budget.waiting > 0 && waited >= PINNED_MAX_MS) return this.#stop("held a view too long");
+      this.#yieldTimer = setTimeout(check, YIELD_AFTER_MS);
     };
     this.#yieldTimer = setTimeout(check, YIELD_AFTER_MS);
+  }
+
+  /** Ends a reader that does not take its data: its connection is closed. */
+  #stop(why: string): void {
+    this.close();
+    if (this.#closeConnection) return this.#closeConnection();
+    try {
+      this.#controller?.error(new Error(`The client ${why}`));
+    } catch { /* the stream has ended meanwhile */ }
   }
 
   #disarm(): void {
