@@ -1,9 +1,11 @@
 // The server's request handler: in-flight tracking for graceful shutdown, then dispatch to the
-// administration API, the service API (/api/v1) or the storage protocol.
+// administration API, the service API (/api/v1), the file browser (/browse) or the storage
+// protocol.
 import { handleAdmin } from "./api/admin.ts";
 import { jsonResponse } from "./api/json.ts";
 import { handleServiceApi } from "./api/service.ts";
 import { type AppDeps, handleProtocol } from "./protocol.ts";
+import { handleBrowse } from "./web/browse.ts";
 
 export type { AppDeps };
 
@@ -51,6 +53,7 @@ export function createHandler(
         if (res.status === 507) await deps.reserve.release();
         return res;
       }
+      if (isUnder(req.url, "/browse")) return await handleBrowse(req, info, deps);
       return await handleProtocol(req, info, deps);
     } finally {
       deps.inFlight.exit();

@@ -2,6 +2,7 @@
 // dispatch to an operation handler, and one responder for results and errors.
 import type { HandlerResult, RequestContext } from "./api/context.ts";
 import { HANDLERS, READS_BODY } from "./api/handlers.ts";
+import { addCorsHeaders, preflight } from "./api/cors.ts";
 import type { AccessControl, RequestFacts } from "./auth/access.ts";
 import type { Credentials } from "./auth/credentials.ts";
 import type { SignInLimiter } from "./auth/sign_in_limiter.ts";
@@ -169,115 +170,185 @@ function toResponse(result: HandlerResult, head: boolean): Response {
   return new Response(body, { status: result.status, headers: result.headers });
 }
 
+/** What is known about a request so far; the responder uses it for errors and logs. */
+interface RequestState {
+  requestId: string;
+  dialect: Dialect;
+  resource: string;
+  operation: string;
+  /** The bucket named by the path: its CORS rules apply to the response, errors included. */
+  corsBucket: string;
+}
+
+function bucketOfPath(path: string): string {
+  const slash = path.indexOf("/", 1);
+  return slash < 0 ? path.slice(1) : path.slice(1, slash);
+}
+
+function methodNotAllowed(): S3Error {
+  return new S3Error(
+    "MethodNotAllowed",
+    "The specified method is not allowed against this resource.",
+  );
+}
+
+/** Route, authenticate, decide, run the handler. */
+async function dispatch(
+  req: Request,
+  info: Deno.ServeHandlerInfo,
+  deps: AppDeps,
+  state: RequestState,
+): Promise<Response> {
+  const target = parseTarget(req.url);
+  state.resource = target.path;
+  state.corsBucket = bucketOfPath(target.path);
+  const dialect = state.dialect = detectDialect(req.headers, target.query, state.dialect);
+  if (!METHODS.includes(req.method)) throw methodNotAllowed();
+  const copySource = req.headers.has(h(dialect, "copy-source"));
+  const found = route(req.method, target.path, target.query, copySource);
+  if (!found) throw methodNotAllowed();
+  state.operation = found.operation;
+  if (found.operation === "OptionsObject") {
+    // Preflights are never signed: the answer depends only on the bucket's CORS rules.
+    req.body?.cancel().catch(() => {});
+    const headers = await preflight(req.headers, {
+      meta: deps.layer.meta,
+      bucket: state.corsBucket,
+      key: found.key,
+    });
+    return new Response(null, { status: 200, headers });
+  }
+  const operation = found.operation;
+  const { principal, signed } = await authenticate(req, target, dialect, deps);
+  const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
+  checkExpectedOwner(req.headers, dialect, "expected-bucket-owner", bucket);
+  const facts = requestFacts(info, target, { headers: req.headers, dialect });
+  const verdict = await deps.access.decide(principal, operation, {
+    bucket,
+    key: found.key,
+    versionId: found.key === undefined ? undefined : target.query.get("versionId") ?? undefined,
+    facts,
+  });
+  const handler = HANDLERS[operation];
+  if (!handler) throw new S3Error("NotImplemented", `${operation} is not implemented yet.`);
+  if (!servedWhenFull(req.method, operation) && !(await deps.reserve.retry())) {
+    throw new S3Error("InsufficientStorage", "The disk is full: only reads and deletes work.");
+  }
+  const body = requestBody(req.body, { headers: req.headers, dialect, signed });
+  if (!READS_BODY.has(operation)) await body.discard();
+  const ctx: RequestContext = {
+    requestId: state.requestId,
+    operation,
+    method: req.method,
+    dialect,
+    bucket: found.bucket ?? "",
+    key: found.key ?? "",
+    query: target.query,
+    headers: req.headers,
+    body,
+    principal,
+    config: deps.config,
+    layer: deps.layer,
+    access: deps.access,
+    verdict,
+    facts,
+    credentials: deps.credentials,
+    sseKeys: deps.sseKeys,
+    bucketRecord: bucket,
+    // A handler may change the dialect of the answer (the responder reads it from the state).
+    answer: state,
+  };
+  return toResponse(await handler(ctx), req.method === "HEAD");
+}
+
+async function failure(
+  err: unknown,
+  req: Request,
+  state: RequestState,
+  deps: AppDeps,
+): Promise<Response> {
+  let s3err: S3Error;
+  if (err instanceof S3Error) {
+    s3err = err;
+  } else if (isDiskFull(err)) {
+    log("warn", "Disk full: the disk reserve is released for deletes", {
+      requestId: state.requestId,
+      operation: state.operation,
+      error: String(err),
+    });
+    await deps.reserve.release();
+    s3err = new S3Error("InsufficientStorage", "The server has no space left for this request.");
+  } else {
+    log("error", "Request failed", {
+      requestId: state.requestId,
+      operation: state.operation,
+      error: err instanceof Error ? err.stack ?? err.message : String(err),
+    });
+    s3err = new S3Error("InternalError", "We encountered an internal error. Please try again.");
+  }
+  const response = errorResponse(s3err, {
+    dialect: state.dialect,
+    requestId: state.requestId,
+    resource: state.resource,
+    head: req.method === "HEAD",
+  });
+  if (s3err instanceof DeleteMarkerError) {
+    response.headers.set(h(state.dialect, "delete-marker"), "true");
+    response.headers.set(h(state.dialect, "version-id"), s3err.versionId);
+  }
+  // Whatever the handler left unread is discarded (the reader was released on error).
+  if (req.body && !req.body.locked) req.body.cancel().catch(() => {});
+  return response;
+}
+
+/** CORS headers of an actual request; a failure to read the rules never fails the request. */
+async function applyCors(req: Request, response: Response, deps: AppDeps, state: RequestState) {
+  const origin = req.headers.get("origin");
+  if (origin === null || state.corsBucket === "" || state.operation === "OptionsObject") return;
+  try {
+    await addCorsHeaders(response.headers, {
+      meta: deps.layer.meta,
+      bucket: state.corsBucket,
+      origin,
+      method: req.method,
+    });
+  } catch (err) {
+    log("warn", "CORS rules could not be read", {
+      requestId: state.requestId,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
+}
+
 export async function handleProtocol(
   req: Request,
   info: Deno.ServeHandlerInfo,
   deps: AppDeps,
 ): Promise<Response> {
-  const fallback = DIALECTS[deps.config.dialect];
   const started = performance.now();
-  const requestId = newRequestId();
-  let dialect = fallback;
-  const answer = { dialect };
-  let resource = "/";
-  let operation = "Unknown";
+  const state: RequestState = {
+    requestId: newRequestId(),
+    dialect: DIALECTS[deps.config.dialect],
+    resource: "/",
+    operation: "Unknown",
+    corsBucket: "",
+  };
   let response: Response;
-  const head = req.method === "HEAD";
   try {
-    const target = parseTarget(req.url);
-    resource = target.path;
-    dialect = detectDialect(req.headers, target.query, fallback);
-    answer.dialect = dialect;
-    if (!METHODS.includes(req.method)) {
-      throw new S3Error(
-        "MethodNotAllowed",
-        "The specified method is not allowed against this resource.",
-      );
-    }
-    const copySource = req.headers.has(h(dialect, "copy-source"));
-    const found = route(req.method, target.path, target.query, copySource);
-    if (!found) {
-      throw new S3Error(
-        "MethodNotAllowed",
-        "The specified method is not allowed against this resource.",
-      );
-    }
-    operation = found.operation;
-    const { principal, signed } = await authenticate(req, target, dialect, deps);
-    const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
-    checkExpectedOwner(req.headers, dialect, "expected-bucket-owner", bucket);
-    const facts = requestFacts(info, target, { headers: req.headers, dialect });
-    const verdict = await deps.access.decide(principal, operation, {
-      bucket,
-      key: found.key,
-      versionId: found.key === undefined ? undefined : target.query.get("versionId") ?? undefined,
-      facts,
-    });
-    const handler = HANDLERS[operation];
-    if (!handler) throw new S3Error("NotImplemented", `${operation} is not implemented yet.`);
-    if (!servedWhenFull(req.method, operation) && !(await deps.reserve.retry())) {
-      throw new S3Error("InsufficientStorage", "The disk is full: only reads and deletes work.");
-    }
-    const body = requestBody(req.body, { headers: req.headers, dialect, signed });
-    if (!READS_BODY.has(operation)) await body.discard();
-    const ctx: RequestContext = {
-      requestId,
-      operation,
-      method: req.method,
-      dialect,
-      bucket: found.bucket ?? "",
-      key: found.key ?? "",
-      query: target.query,
-      headers: req.headers,
-      body,
-      principal,
-      config: deps.config,
-      layer: deps.layer,
-      access: deps.access,
-      verdict,
-      facts,
-      credentials: deps.credentials,
-      sseKeys: deps.sseKeys,
-      bucketRecord: bucket,
-      answer,
-    };
-    response = toResponse(await handler(ctx), head);
+    response = await dispatch(req, info, deps, state);
   } catch (err) {
-    let s3err: S3Error;
-    if (err instanceof S3Error) {
-      s3err = err;
-    } else if (isDiskFull(err)) {
-      log("warn", "Disk full: the disk reserve is released for deletes", {
-        requestId,
-        operation,
-        error: String(err),
-      });
-      await deps.reserve.release();
-      s3err = new S3Error("InsufficientStorage", "The server has no space left for this request.");
-    } else {
-      log("error", "Request failed", {
-        requestId,
-        operation,
-        error: err instanceof Error ? err.stack ?? err.message : String(err),
-      });
-      s3err = new S3Error("InternalError", "We encountered an internal error. Please try again.");
-    }
-    response = errorResponse(s3err, { dialect: answer.dialect, requestId, resource, head });
-    if (s3err instanceof DeleteMarkerError) {
-      response.headers.set(h(answer.dialect, "delete-marker"), "true");
-      response.headers.set(h(answer.dialect, "version-id"), s3err.versionId);
-    }
-    // Whatever the handler left unread is discarded (the reader was released on error).
-    if (req.body && !req.body.locked) req.body.cancel().catch(() => {});
+    response = await failure(err, req, state, deps);
   }
-  response.headers.set(h(answer.dialect, "request-id"), requestId);
+  // Only requests with an Origin header pay for the rules lookup.
+  if (req.headers.has("origin")) await applyCors(req, response, deps, state);
+  response.headers.set(h(state.dialect, "request-id"), state.requestId);
   response.headers.set("server", "store");
   if (isDebug()) {
     log("debug", "Request", {
-      requestId,
-      operation,
+      requestId: state.requestId,
+      operation: state.operation,
       method: req.method,
-      resource,
+      resource: state.resource,
       status: response.status,
       ms: Math.round(performance.now() - started),
     });

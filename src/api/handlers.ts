@@ -9,6 +9,7 @@ import {
 } from "./buckets.ts";
 import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./acl.ts";
 import type { Handler } from "./context.ts";
+import { deleteBucketCors, getBucketCors, putBucketCors } from "./cors.ts";
 import { copyObject } from "./copy.ts";
 import { deleteObjects } from "./delete_objects.ts";
 import {
@@ -78,6 +79,9 @@ export const HANDLERS: Record<string, Handler> = {
   PutBucketPolicy: putBucketPolicy,
   DeleteBucketPolicy: deleteBucketPolicy,
   GetBucketPolicyStatus: getBucketPolicyStatus,
+  GetBucketCors: getBucketCors,
+  PutBucketCors: putBucketCors,
+  DeleteBucketCors: deleteBucketCors,
   GetBucketAcl: getBucketAcl,
   PutBucketAcl: putBucketAcl,
   GetObjectAcl: getObjectAcl,
@@ -140,4 +144,5 @@ export const READS_BODY = new Set([
   "PutBucketTagging",
   "PutPublicAccessBlock",
   "PutBucketOwnershipControls",
+  "PutBucketCors",
 ]);

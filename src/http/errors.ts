@@ -2,6 +2,7 @@
 
 const STATUS: Record<string, number> = {
   AccessDenied: 403,
+  AccessForbidden: 403,
   AccessControlListNotSupported: 400,
   AuthorizationHeaderMalformed: 400,
   AuthorizationQueryParametersError: 400,
@@ -41,6 +42,7 @@ const STATUS: Record<string, number> = {
   MissingSecurityHeader: 400,
   NoSuchBucket: 404,
   NoSuchBucketPolicy: 404,
+  NoSuchCORSConfiguration: 404,
   NoSuchLifecycleConfiguration: 404,
   NoSuchKey: 404,
   NoSuchVersion: 404,

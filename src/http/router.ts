@@ -73,7 +73,7 @@ const OBJECT_SUBRESOURCES: Record<string, Methods> = {
   torrent: { GET: "GetObjectTorrent" },
 };
 
-export const METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE"];
+export const METHODS = ["GET", "HEAD", "PUT", "POST", "DELETE", "OPTIONS"];
 
 function bySubresource(
   table: Record<string, Methods>,
@@ -99,6 +99,10 @@ export function route(
   const slash = path.indexOf("/", 1);
   const bucket = slash < 0 ? path.slice(1) : path.slice(1, slash);
   const key = slash < 0 ? "" : path.slice(slash + 1);
+  if (method === "OPTIONS") {
+    // A CORS preflight, whatever the subresource: the browser asks before the actual request.
+    return bucket === "" ? null : { operation: "OptionsObject", bucket, key: key || undefined };
+  }
   if (bucket === "") {
     if (method === "GET") return { operation: "ListBuckets" };
     if (method === "POST") return { operation: "PostObject" };

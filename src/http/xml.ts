@@ -147,7 +147,10 @@ export function dropFormatting<T>(node: T): T {
  * Parses a request document and returns the content of its root element, which must be
  * `rootName`. Anything malformed is a MalformedXML error.
  */
-export function parseXml(body: string, rootName: string): Record<string, XmlNode | XmlNode[]> {
+export function parseXml(
+  body: string,
+  rootName: string | string[],
+): Record<string, XmlNode | XmlNode[]> {
   if (body.trim() === "") throw new S3Error("MalformedXML", "The request body is empty.");
   if (/<!DOCTYPE|<!ENTITY/i.test(body)) {
     throw new S3Error("MalformedXML", "Document type declarations are not allowed.");
@@ -160,13 +163,14 @@ export function parseXml(body: string, rootName: string): Record<string, XmlNode
   }
   const doc = dropFormatting(parser.parse(body) as Record<string, XmlNode>);
   const roots = Object.keys(doc);
-  if (roots.length !== 1 || roots[0] !== rootName) {
-    throw new S3Error("MalformedXML", `The root element must be ${rootName}.`);
+  const names = typeof rootName === "string" ? [rootName] : rootName;
+  if (roots.length !== 1 || !names.includes(roots[0])) {
+    throw new S3Error("MalformedXML", `The root element must be ${names.join(" or ")}.`);
   }
-  const root = doc[rootName];
+  const root = doc[roots[0]];
   if (isBlank(root)) return {};
   if (typeof root !== "object" || Array.isArray(root)) {
-    throw new S3Error("MalformedXML", `${rootName} has an invalid structure.`);
+    throw new S3Error("MalformedXML", `${roots[0]} has an invalid structure.`);
   }
   return root as Record<string, XmlNode | XmlNode[]>;
 }

@@ -191,7 +191,8 @@ export type BucketConfigKind =
   | "lifecycle"
   | "tagging"
   | "public-access-block"
-  | "ownership";
+  | "ownership"
+  | "cors";
 
 export interface BucketListQuery {
   prefix: string;

@@ -1,0 +1,31 @@
+// Tests in a real browser (headless Chromium): CORS from another origin and the /browse pages.
+// One browser and one server are shared by all steps.
+import { startServer } from "../integration/server.ts";
+import { launchChromium } from "./chromium.ts";
+import { browseInBrowser } from "./browse_steps.ts";
+import { corsInBrowser } from "./cors_steps.ts";
+
+Deno.test({
+  name: "browser: CORS from another origin and the /browse pages",
+  // puppeteer keeps timers of its own connection alive past close().
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    const server = await startServer();
+    const chromium = await launchChromium();
+    try {
+      await t.step(
+        "fetch() with presigned URLs and signed headers, then blocked",
+        () => corsInBrowser(chromium, server),
+      );
+      await t.step(
+        "/browse: paging, folders, preview, download, hostile keys",
+        () => browseInBrowser(chromium, server),
+      );
+    } finally {
+      await chromium.close();
+      await server.stop();
+      await Deno.remove(server.dataDir, { recursive: true }).catch(() => {});
+    }
+  },
+});
