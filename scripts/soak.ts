@@ -2,7 +2,7 @@
 // slow-header connections (slowloris), stall downloads of a large object and send oversized
 // bodies, for a bounded time, all to 127.0.0.1. Reports the server's peak RSS and the latency of
 // the well-behaved requests. Usage: deno task soak [--duration 60] [--slowloris 1000]
-// [--stalled 200] [--stall-seconds 35] [--oversized 4] [--clients 8]
+// [--stalled 200] [--stall-seconds 45] [--oversized 4] [--clients 8]
 import { objectPath, Signer } from "./bench_client.ts";
 import { Client, peakRssOf, startLocalServer } from "./bench_run.ts";
 
@@ -25,7 +25,7 @@ function parseOptions(args: string[]): Options {
     stalled: 200,
     oversized: 4,
     clients: 8,
-    stallSeconds: 35,
+    stallSeconds: 45,
   };
   for (let i = 0; i < args.length; i += 2) {
     const name = args[i].replace(/^--/, "").replace(
@@ -47,7 +47,13 @@ async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
 }
 
 /** Counters of what the attackers saw. */
-const seen = { slowClosed: 0, stalledClosed: 0, oversizedRefused: 0, oversizedBytes: 0 };
+const seen = {
+  slowClosed: 0,
+  stalled: 0,
+  stalledClosed: 0,
+  oversizedRefused: 0,
+  oversizedBytes: 0,
+};
 
 /** Reads until the server closes the connection, discarding what arrives. */
 async function drainUntilClosed(conn: Deno.Conn): Promise<void> {
@@ -99,11 +105,12 @@ async function stalledReader(
       await writeAll(conn, enc.encode(head + "\r\n"));
       const wait = Math.min(stallSeconds * 1000, until - Date.now());
       await new Promise((r) => setTimeout(r, Math.max(0, wait)));
+      if (wait >= stallSeconds * 1000) seen.stalled++;
       const closed = await Promise.race([
         drainUntilClosed(conn).then(() => true),
-        new Promise<boolean>((r) => setTimeout(() => r(false), 2000)),
+        new Promise<boolean>((r) => setTimeout(() => r(false), 3000)),
       ]);
-      if (closed) seen.stalledClosed++;
+      if (closed && wait >= stallSeconds * 1000) seen.stalledClosed++;
       try {
         conn.close();
       } catch { /* closed */ }
@@ -248,7 +255,8 @@ async function main(): Promise<void> {
     );
     console.log(
       `attackers: ${seen.slowClosed} slowloris connections closed by the server, ` +
-        `${seen.stalledClosed} stalled readers disconnected, ${seen.oversizedRefused} oversized ` +
+        `${seen.stalledClosed} of ${seen.stalled} readers stalled for --stall-seconds found ` +
+        `disconnected, ${seen.oversizedRefused} oversized ` +
         `bodies refused after ${(seen.oversizedBytes / MiB).toFixed(1)} MiB sent in all`,
     );
     const firstError = results.find((r) => r.firstError)?.firstError;
