@@ -10,10 +10,14 @@ import { SignInLimiter } from "./src/auth/sign_in_limiter.ts";
 import { SseKeys } from "./src/object/sse.ts";
 import { ConfigError, loadConfig } from "./src/config.ts";
 import { InFlight } from "./src/http/in_flight.ts";
+import { setBodyTimeout } from "./src/http/progress.ts";
+import { serveConnections } from "./src/net/listener.ts";
 import { log, setLogLevel } from "./src/log.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
+import { ReadBudget } from "./src/object/read_budget.ts";
 import { ChunkStore } from "./src/storage/chunk_store.ts";
+import { DiskReserve } from "./src/storage/disk_reserve.ts";
 import { CpuPool } from "./src/storage/cpu_pool.ts";
 import { openDrives } from "./src/storage/drives.ts";
 import { DIR_MODE, PRIVATE_UMASK, tightenModes } from "./src/storage/private_modes.ts";
@@ -86,6 +90,7 @@ async function main(): Promise<void> {
   const layer = new ObjectLayer(meta, chunks, {
     inlineMax: config.inlineMax,
     chunkSize: config.chunkSize,
+    read: { budget: new ReadBudget(config.readBufferMax), stallMs: config.bodyTimeout * 1000 },
   });
   log("info", "Storage", {
     drives: drives.list.map((d) => d.path),
@@ -96,6 +101,12 @@ async function main(): Promise<void> {
     cpuWorkers: config.cpuWorkers,
   });
   const inFlight = new InFlight();
+  const reserve = new DiskReserve(join(config.dataDir, "reserve"), config.diskReserve);
+  if (!(await reserve.ensure())) {
+    log("warn", "The disk is full: only reads and deletes are served until there is room", {
+      dataDir: config.dataDir,
+    });
+  }
   const masterKey = await loadMasterKey(config.dataDir, config.masterKey);
   const sealer = new SecretSealer(masterKey);
   const scrubber = startScrubber(chunks, config.scrubInterval);
@@ -126,18 +137,34 @@ async function main(): Promise<void> {
     lifecycle,
     sseKeys: new SseKeys(masterKey),
     notifier,
+    reserve,
     signIns: new SignInLimiter({
       maxFailures: config.signInLimit,
       windowMs: config.signInWindow * 1000,
     }),
   });
 
-  const server = Deno.serve({
+  setBodyTimeout(config.bodyTimeout * 1000);
+  const server = serveConnections({
     hostname: config.address,
     port: config.port,
-    onListen: ({ hostname, port }) => {
-      log("info", "Listening", { url: `http://${hostname}:${port}`, dataDir: config.dataDir });
+    limits: {
+      headerTimeoutMs: config.headerTimeout * 1000,
+      idleTimeoutMs: config.idleTimeout * 1000,
+      maxConnections: config.maxConnections,
     },
+    onListen: ({ hostname, port }) => {
+      log("info", "Listening", {
+        url: `http://${hostname}:${port}`,
+        dataDir: config.dataDir,
+        maxConnections: config.maxConnections,
+      });
+    },
+    onError: (error) => {
+      log("error", "Request failed", { error: error instanceof Error ? error.stack : `${error}` });
+      return new Response(null, { status: 500 });
+    },
+    warn: (message, fields) => log("warn", message, fields),
   }, handler);
 
   const tightening = tightenInBackground([config.dataDir, ...drives.list.map((d) => d.path)]);

@@ -16,6 +16,7 @@ import { objectPath } from "./bench_client.ts";
 import { benchMultipart, rangedGet } from "./bench_multipart.ts";
 import {
   countFor,
+  MiB,
   type Op,
   type Options,
   parseArgs,
@@ -155,6 +156,7 @@ async function main(): Promise<void> {
   Deno.addSignalListener("SIGINT", onSignal);
   const client = new Client(endpoint, opts.concurrency);
   const results: Result[] = [];
+  let peak: number | undefined;
   try {
     console.log(
       `Benchmarking ${endpoint.url}${local ? " (started here)" : ""}: concurrency ` +
@@ -170,10 +172,12 @@ async function main(): Promise<void> {
   } finally {
     Deno.removeSignalListener("SIGINT", onSignal);
     client.close();
+    peak = await local?.peakRss();
     await local?.stop();
   }
   console.log("");
   printTable(results);
+  if (peak !== undefined) console.log(`Server peak RSS (VmHWM): ${(peak / MiB).toFixed(0)} MiB`);
 }
 
 if (import.meta.main) {

@@ -4,9 +4,23 @@ import type { Op, Options } from "./bench_options.ts";
 
 export interface LocalServer {
   endpoint: Endpoint;
-  /** The server's process id (CPU accounting). */
   pid: number;
+  /** The last lines the server logged. */
+  logTail(): string;
+  /** The server's peak resident memory so far (VmHWM), in bytes; undefined off Linux. */
+  peakRss(): Promise<number | undefined>;
   stop(): Promise<void>;
+}
+
+/** VmHWM of a process from /proc (Linux), in bytes. */
+export async function peakRssOf(pid: number): Promise<number | undefined> {
+  try {
+    const status = await Deno.readTextFile(`/proc/${pid}/status`);
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(status);
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Starts main.ts on a temp data directory and waits for its "Listening" log line. */
@@ -39,8 +53,9 @@ export async function startLocalServer(
       const decoder = new TextDecoder();
       let found = false;
       for await (const chunk of child.stderr) {
-        if (found) continue; // keep draining so the server never blocks on a full pipe
-        log += decoder.decode(chunk, { stream: true });
+        // Keep draining so the server never blocks on a full pipe; keep the log's tail.
+        log = (log + decoder.decode(chunk, { stream: true })).slice(-16_000);
+        if (found) continue;
         const m = /"Listening","url":"http:\/\/[^:]+:(\d+)"/.exec(log);
         if (m) {
           found = true;
@@ -55,6 +70,8 @@ export async function startLocalServer(
   return {
     endpoint: { url: `http://127.0.0.1:${port}`, accessKey, secretKey, region },
     pid: child.pid,
+    logTail: () => log,
+    peakRss: () => peakRssOf(child.pid),
     async stop() {
       try {
         child.kill("SIGTERM");

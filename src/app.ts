@@ -2,6 +2,7 @@
 // administration API, the service API (/api/v1), the file browser (/browse) or the storage
 // protocol.
 import { handleAdmin } from "./api/admin.ts";
+import { jsonResponse } from "./api/json.ts";
 import { handleServiceApi } from "./api/service.ts";
 import { handleFeed } from "./api/feed.ts";
 import { type AppDeps, handleProtocol } from "./protocol.ts";
@@ -13,6 +14,22 @@ function isUnder(url: string, prefix: string): boolean {
   const pathStart = url.indexOf("/", url.indexOf("//") + 2);
   return pathStart >= 0 && url.startsWith(prefix, pathStart) &&
     [undefined, "/", "?"].includes(url[pathStart + prefix.length]);
+}
+
+/** Whether a JSON API request may run: reads and deletes always, writes while the reserve holds. */
+function roomFor(method: string, deps: AppDeps): Promise<boolean> | boolean {
+  if (method === "GET" || method === "HEAD" || method === "DELETE") return true;
+  return deps.reserve.retry();
+}
+
+function diskFull(req: Request): Response {
+  req.body?.cancel().catch(() => {});
+  return jsonResponse(507, {
+    error: {
+      code: "insufficient_storage",
+      message: "The disk is full: only reads and deletes work.",
+    },
+  });
 }
 
 export function createHandler(
@@ -28,8 +45,15 @@ export function createHandler(
     deps.inFlight.enter();
     try {
       const client = (info.remoteAddr as Deno.NetAddr).hostname ?? "";
-      if (isUnder(req.url, "/admin")) return await handleAdmin(req, deps, client);
-      if (isUnder(req.url, "/api/v1")) return await handleServiceApi(req, deps, client);
+      const admin = isUnder(req.url, "/admin");
+      if (admin || isUnder(req.url, "/api/v1")) {
+        if (!(await roomFor(req.method, deps))) return diskFull(req);
+        const res = admin
+          ? await handleAdmin(req, deps, client)
+          : await handleServiceApi(req, deps, client);
+        if (res.status === 507) await deps.reserve.release();
+        return res;
+      }
       if (isUnder(req.url, "/feed")) return await handleFeed(req, info, deps);
       if (isUnder(req.url, "/browse")) return await handleBrowse(req, info, deps);
       return await handleProtocol(req, info, deps);

@@ -2,6 +2,12 @@
 import { decodeMasterKey } from "./auth/master_key.ts";
 import type { DialectName } from "./http/dialect.ts";
 import { parseAllowList, type WebhookAllowList } from "./events/webhook_allow.ts";
+import {
+  defaultMaxConnections,
+  maxConnectionsFor,
+  openFileLimit,
+  RESERVED_DESCRIPTORS,
+} from "./net/fd_limit.ts";
 
 export interface Config {
   address: string;
@@ -49,6 +55,18 @@ export interface Config {
   feedKeepAlive: number;
   /** Bytes a feed reader may leave unread before it is cut off (STORE_FEED_BUFFER). */
   feedBuffer: number;
+  /** Seconds a new connection has to send a request's headers (STORE_HEADER_TIMEOUT). */
+  headerTimeout: number;
+  /** Seconds a keep-alive connection may wait for its next request (STORE_IDLE_TIMEOUT). */
+  idleTimeout: number;
+  /** Seconds a request or response body may make no progress (STORE_BODY_TIMEOUT). */
+  bodyTimeout: number;
+  /** Open connections at most (STORE_MAX_CONNECTIONS); default from the descriptor limit. */
+  maxConnections: number;
+  /** Bytes of decoded object data all GETs may hold at once (STORE_READ_BUFFER_MAX). */
+  readBufferMax: number;
+  /** Bytes kept back on the metadata disk so deletes work when it is full (STORE_DISK_RESERVE). */
+  diskReserve: number;
   /** Failed admin and token sign-ins a client may make per window (STORE_SIGNIN_LIMIT). */
   signInLimit: number;
   /** That window in seconds (STORE_SIGNIN_WINDOW, default 300). */
@@ -102,7 +120,23 @@ function choiceSetting<T extends string>(env: Env, name: string, choices: T[], f
   return raw as T;
 }
 
-export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
+function maxConnectionsSetting(env: Env, fdLimit: number | undefined): number {
+  const ceiling = maxConnectionsFor(fdLimit);
+  const value = intSetting(env, "STORE_MAX_CONNECTIONS", 0, 0, Number.MAX_SAFE_INTEGER);
+  if (value === 0) return Math.min(defaultMaxConnections(fdLimit), ceiling);
+  if (value > ceiling) {
+    throw new ConfigError(
+      `STORE_MAX_CONNECTIONS must stay ${RESERVED_DESCRIPTORS} below the open-file limit ` +
+        `(${fdLimit}): at most ${ceiling}, got ${value}`,
+    );
+  }
+  return value;
+}
+
+export function loadConfig(
+  env: Env = (n) => Deno.env.get(n),
+  fdLimit: number | undefined = openFileLimit(),
+): Config {
   const region = env("STORE_REGION") || "us-east-1";
   if (!/^[a-z0-9-]{1,32}$/.test(region)) {
     throw new ConfigError(
@@ -162,6 +196,18 @@ export function loadConfig(env: Env = (n) => Deno.env.get(n)): Config {
     feedRetention: intSetting(env, "STORE_FEED_RETENTION", 3600, 0, 30 * 86400),
     feedKeepAlive: intSetting(env, "STORE_FEED_KEEPALIVE", 15, 1, 3600),
     feedBuffer: intSetting(env, "STORE_FEED_BUFFER", 1024 * 1024, 16 * 1024, 64 * 1024 * 1024),
+    headerTimeout: intSetting(env, "STORE_HEADER_TIMEOUT", 10, 1, 3600),
+    idleTimeout: intSetting(env, "STORE_IDLE_TIMEOUT", 30, 1, 3600),
+    bodyTimeout: intSetting(env, "STORE_BODY_TIMEOUT", 30, 1, 3600),
+    maxConnections: maxConnectionsSetting(env, fdLimit),
+    diskReserve: intSetting(env, "STORE_DISK_RESERVE", 64 * 1024 * 1024, 0, 2 ** 40),
+    readBufferMax: intSetting(
+      env,
+      "STORE_READ_BUFFER_MAX",
+      128 * 1024 * 1024,
+      1024 * 1024,
+      2 ** 40,
+    ),
     signInLimit: intSetting(env, "STORE_SIGNIN_LIMIT", 10, 1, 10_000),
     signInWindow: intSetting(env, "STORE_SIGNIN_WINDOW", 300, 1, 24 * 3600),
     sigV2: choiceSetting(env, "STORE_SIGV2", ["on", "off"], "on") === "on",

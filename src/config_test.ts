@@ -49,3 +49,25 @@ Deno.test("STORE_SIGV2: on by default, off, nothing else", () => {
   assertEquals(load({ STORE_SIGV2: "on" }).sigV2, true);
   rejects({ STORE_SIGV2: "yes" }, /STORE_SIGV2 must be one of on, off/);
 });
+
+Deno.test("connection limits and timeouts: defaults follow the descriptor limit", () => {
+  const c = loadConfig(() => undefined, 1024);
+  assertEquals(
+    [c.headerTimeout, c.idleTimeout, c.bodyTimeout, c.maxConnections, c.readBufferMax],
+    [10, 30, 30, 512, 128 * 1024 * 1024],
+  );
+  assertEquals(loadConfig(() => undefined, 1_000_000).maxConnections, 10_000);
+  const set = loadConfig(
+    (n) => ({ STORE_MAX_CONNECTIONS: "900" } as Record<string, string>)[n],
+    1024,
+  );
+  assertEquals(set.maxConnections, 900);
+  try {
+    loadConfig((n) => ({ STORE_MAX_CONNECTIONS: "1000" } as Record<string, string>)[n], 1024);
+    throw new Error("a cap within 64 of the descriptor limit was accepted");
+  } catch (err) {
+    if (!(err instanceof ConfigError && /STORE_MAX_CONNECTIONS/.test(err.message))) throw err;
+  }
+  rejects({ STORE_HEADER_TIMEOUT: "0" }, /STORE_HEADER_TIMEOUT must be between/);
+  rejects({ STORE_READ_BUFFER_MAX: "1000" }, /STORE_READ_BUFFER_MAX must be between/);
+});

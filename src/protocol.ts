@@ -21,6 +21,8 @@ import { S3Error } from "./http/errors.ts";
 import { escapeXml } from "./http/xml.ts";
 import type { InFlight } from "./http/in_flight.ts";
 import { METHODS, route } from "./http/router.ts";
+import { isDiskFull } from "./storage/disk_errors.ts";
+import type { DiskReserve } from "./storage/disk_reserve.ts";
 import { isDebug, log } from "./log.ts";
 import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
 import { toHex } from "./http/hex.ts";
@@ -39,6 +41,14 @@ export interface AppDeps {
   sseKeys: SseKeys;
   notifier: Notifier;
   signIns: SignInLimiter;
+  /** Space kept back so deletes work on a full disk. */
+  reserve: DiskReserve;
+}
+
+/** Served while the disk reserve is released (the disk is full): they read or free space. */
+function servedWhenFull(method: string, operation: string): boolean {
+  return method === "GET" || method === "HEAD" || method === "DELETE" ||
+    operation === "DeleteObjects";
 }
 
 interface Target {
@@ -223,6 +233,9 @@ async function dispatch(
   });
   const handler = HANDLERS[operation];
   if (!handler) throw new S3Error("NotImplemented", `${operation} is not implemented yet.`);
+  if (!servedWhenFull(req.method, operation) && !(await deps.reserve.retry())) {
+    throw new S3Error("InsufficientStorage", "The disk is full: only reads and deletes work.");
+  }
   const body = requestBody(req.body, { headers: req.headers, dialect, signed });
   if (!READS_BODY.has(operation)) await body.discard();
   const ctx: RequestContext = {
@@ -251,10 +264,23 @@ async function dispatch(
   return toResponse(await handler(ctx), req.method === "HEAD");
 }
 
-function failure(err: unknown, req: Request, state: RequestState): Response {
+async function failure(
+  err: unknown,
+  req: Request,
+  state: RequestState,
+  deps: AppDeps,
+): Promise<Response> {
   let s3err: S3Error;
   if (err instanceof S3Error) {
     s3err = err;
+  } else if (isDiskFull(err)) {
+    log("warn", "Disk full: the disk reserve is released for deletes", {
+      requestId: state.requestId,
+      operation: state.operation,
+      error: String(err),
+    });
+    await deps.reserve.release();
+    s3err = new S3Error("InsufficientStorage", "The server has no space left for this request.");
   } else {
     log("error", "Request failed", {
       requestId: state.requestId,
@@ -314,7 +340,7 @@ export async function handleProtocol(
   try {
     response = await dispatch(req, info, deps, state);
   } catch (err) {
-    response = failure(err, req, state);
+    response = await failure(err, req, state, deps);
   }
   // Only requests with an Origin header pay for the rules lookup.
   if (req.headers.has("origin")) await applyCors(req, response, deps, state);

@@ -1,6 +1,8 @@
 // JSON plumbing shared by the administration API and the service API (/api/v1).
+import { BodyStalledError, readAtMost } from "../http/progress.ts";
 import type { SignInLimiter } from "../auth/sign_in_limiter.ts";
 import { log } from "../log.ts";
+import { isDiskFull } from "../storage/disk_errors.ts";
 
 export class ApiError extends Error {
   constructor(
@@ -57,6 +59,12 @@ export function apiErrorResponse(err: unknown, requestId: string): Response {
       "x-request-id": requestId,
     });
   }
+  if (isDiskFull(err)) {
+    log("warn", "Disk full", { requestId, error: String(err) });
+    return jsonResponse(507, {
+      error: { code: "insufficient_storage", message: "The server has no space left." },
+    }, { "x-request-id": requestId });
+  }
   log("error", "API request failed", {
     requestId,
     error: err instanceof Error ? err.stack ?? err.message : String(err),
@@ -68,15 +76,33 @@ export function apiErrorResponse(err: unknown, requestId: string): Response {
 
 const MAX_JSON_BODY = 64 * 1024;
 
-/** Reads a JSON object body; 415 for another content type, 400 for bad JSON or a non-object. */
-export async function readJsonObject(req: Request): Promise<Record<string, unknown>> {
+/**
+ * Reads a JSON object body of at most `limit` bytes; 415 for another content type, 413 as soon
+ * as the body declares or delivers more than the limit (the rest is never read), 408 when it
+ * stops arriving, 400 for bad JSON or a non-object.
+ */
+export async function readJsonObject(
+  req: Request,
+  limit = MAX_JSON_BODY,
+): Promise<Record<string, unknown>> {
   const type = req.headers.get("content-type") ?? "";
   if (!/^application\/json\b/i.test(type)) {
+    await req.body?.cancel().catch(() => {});
     throw new ApiError(415, "unsupported_media_type", "The body must be application/json.");
   }
-  const buf = new Uint8Array(await req.arrayBuffer());
-  if (buf.byteLength > MAX_JSON_BODY) {
-    throw new ApiError(413, "body_too_large", `The body must be at most ${MAX_JSON_BODY} bytes.`);
+  let buf: Uint8Array | null;
+  try {
+    buf = await readAtMost(req.body, req.headers, limit);
+  } catch (err) {
+    if (err instanceof BodyStalledError) {
+      throw new ApiError(408, "request_timeout", err.message, { connection: "close" });
+    }
+    throw new ApiError(400, "incomplete_body", "The request body ended before it was complete.");
+  }
+  if (buf === null) {
+    throw new ApiError(413, "body_too_large", `The body must be at most ${limit} bytes.`, {
+      connection: "close",
+    });
   }
   let value: unknown;
   try {

@@ -27,8 +27,11 @@ function sameText(a: string, b: string): boolean {
   return timingSafeEqual(x, y);
 }
 
+/** A sign-in is two short strings and a number: nobody needs more before being known. */
+const MAX_TOKEN_REQUEST = 4 * 1024;
+
 async function issueToken(req: Request, deps: AppDeps): Promise<Response> {
-  const body = await readJsonObject(req);
+  const body = await readJsonObject(req, MAX_TOKEN_REQUEST);
   const { access_key: accessKey, secret_key: secret, expires_in: expiresIn } = body;
   if (typeof accessKey !== "string" || typeof secret !== "string") {
     throw new ApiError(400, "invalid_field", "access_key and secret_key are required strings.");

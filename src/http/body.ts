@@ -6,6 +6,7 @@ import { STREAMING_UNSIGNED_TRAILER } from "../auth/sigv4.ts";
 import { type ChunkedOptions, decodeChunked } from "./chunked_body.ts";
 import { type Dialect, h } from "./dialect.ts";
 import { S3Error } from "./errors.ts";
+import { BodyStalledError, readWithProgress } from "./progress.ts";
 
 export interface BodyOptions {
   /** Hex SHA-256 the (raw) body must have. */
@@ -54,7 +55,7 @@ export class RequestBody {
       const reader = this.#stream.getReader();
       try {
         while (true) {
-          const { done, value } = await reader.read();
+          const { done, value } = await readWithProgress(reader);
           if (done) break;
           if (value.byteLength === 0) continue;
           hash?.update(value);
@@ -62,6 +63,13 @@ export class RequestBody {
         }
       } catch (err) {
         if (err instanceof S3Error) throw err;
+        if (err instanceof BodyStalledError) {
+          throw new S3Error(
+            "RequestTimeout",
+            "Your socket connection to the server was not read from or written to within the " +
+              "timeout period.",
+          );
+        }
         throw new S3Error("IncompleteBody", "The request body ended before it was complete.");
       } finally {
         reader.releaseLock();

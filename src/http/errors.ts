@@ -59,6 +59,7 @@ const STATUS: Record<string, number> = {
   NotImplemented: 501,
   NotModified: 304,
   PreconditionFailed: 412,
+  RequestTimeout: 400,
   RequestTimeTooSkewed: 403,
   SignatureDoesNotMatch: 403,
   UnexpectedContent: 400,

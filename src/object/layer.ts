@@ -17,7 +17,11 @@ import { ChunkLostError, type ChunkStore } from "../storage/chunk_store.ts";
 import { ChunkIntegrityError } from "../storage/codec.ts";
 import { isDiskFull } from "../storage/disk_errors.ts";
 import { assertDeletable } from "./object_lock.ts";
-import { chunkStream } from "./read_stream.ts";
+import { ReadBudget } from "./read_budget.ts";
+import { chunkStream, type ReadLimits } from "./read_stream.ts";
+
+/** The read budget of a layer built without one (tests): 128 MiB. */
+const DEFAULT_READ_BUFFER = 128 * 1024 * 1024;
 import { versionIdFor } from "./versioning.ts";
 import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
 import { checkWriteCondition, commitGuard, type WriteCondition } from "./write_condition.ts";
@@ -132,12 +136,15 @@ function tooLarge(): S3Error {
 export class ObjectLayer {
   /** Fired after every commit that recorded events (outbox consumers and feeds wait on it). */
   readonly committed = new Signal();
+  readonly #read: ReadLimits;
 
   constructor(
     readonly meta: MetaStore,
     readonly chunks: ChunkStore,
-    readonly limits: { inlineMax: number; chunkSize: number },
-  ) {}
+    readonly limits: { inlineMax: number; chunkSize: number; read?: ReadLimits },
+  ) {
+    this.#read = limits.read ?? { budget: new ReadBudget(DEFAULT_READ_BUFFER), stallMs: 30_000 };
+  }
 
   async requireBucket(name: string): Promise<BucketRecord> {
     const bucket = await this.meta.getBucket(name);
@@ -292,7 +299,8 @@ export class ObjectLayer {
       to: r.offset + r.length,
     });
     try {
-      return { version, body: await chunkStream(this.chunks, chunks, { ...r, key }) };
+      const body = await chunkStream(this.chunks, chunks, { ...r, key, limits: this.#read });
+      return { version, body };
     } catch (err) {
       throw readFailure(err, version);
     }

@@ -1,7 +1,191 @@
-// The read path: the chunks overlapping a byte range, decoded one after another (the next one
-// is fetched while the current one streams out), sliced to the range.
+// The read path: the chunks overlapping a byte range, decoded one after another and sent in
+// small slices, with memory bounded per connection and server-wide:
+// - the stream is pull-based (highWaterMark 0): a slice is cut only when the client took the
+//   last one, and the next chunk is decoded ahead only when the read budget has room at once;
+// - every decoded chunk holds a grant of the server-wide ReadBudget; readers wait in line for
+//   it instead of growing memory;
+// - a reader that takes nothing for 250 ms while others wait gives its decoded chunks back
+//   (they are decoded again when it resumes), and one that takes nothing for `stallMs` is ended
+//   by closing its connection.
+// A client that keeps up gets views of the decoded chunk, growing from 64 KiB to 1 MiB (no
+// copy), while nobody waits for the budget; otherwise 64 KiB copies, so a slow socket pins one
+// small slice, not a whole chunk. Under pressure a client that holds a view for 2 s is let go.
 import type { VersionChunk } from "../meta/store.ts";
 import type { ChunkStore } from "../storage/chunk_store.ts";
+import { connectionCloser } from "../net/connection_context.ts";
+import type { Grant, ReadBudget } from "./read_budget.ts";
+
+export interface ReadLimits {
+  budget: ReadBudget;
+  /** A reader that takes nothing for this long is ended (STORE_BODY_TIMEOUT). */
+  stallMs: number;
+}
+
+/** Bytes handed to the HTTP server per read, at first and for a slow client. */
+const SLICE = 64 * 1024;
+/** The largest slice, for a client that keeps up. */
+const MAX_SLICE = 1024 * 1024;
+/** A client that takes a slice within this many ms of its being offered keeps up. */
+const KEEPING_UP_MS = 20;
+/** While others wait for the budget, a client may hold a view this long before it is let go. */
+const PINNED_MAX_MS = 2000;
+/** An idle reader gives its decoded chunks back after this long when others are waiting. */
+const YIELD_AFTER_MS = 250;
+
+interface Held {
+  plain: Uint8Array;
+  grant: Grant;
+}
+
+class RangeReader {
+  #index = 0;
+  #pos: number;
+  readonly #end: number;
+  #current: Held | undefined;
+  #ahead: { index: number; held: Promise<Held> } | undefined;
+  #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  #stallTimer: ReturnType<typeof setTimeout> | undefined;
+  #yieldTimer: ReturnType<typeof setTimeout> | undefined;
+  #closed = false;
+  #sliceSize = SLICE;
+  #enqueuedAt = 0;
+  /** The grant of a chunk whose last slice is still with the client. */
+  #finished: Grant | undefined;
+  /** The slice with the client is a view of the current chunk (which must stay accounted). */
+  #pinned = false;
+  /** Closes the client's connection: how a stalled response is ended. */
+  readonly #closeConnection = connectionCloser();
+
+  constructor(
+    readonly store: ChunkStore,
+    readonly chunks: VersionChunk[],
+    readonly opts: { offset: number; length: number; key?: CryptoKey; limits: ReadLimits },
+  ) {
+    this.#pos = opts.offset;
+    this.#end = opts.offset + opts.length;
+  }
+
+  /** Decodes the first chunk, so a chunk that cannot be read becomes an error response. */
+  async start(): Promise<void> {
+    if (this.chunks.length > 0) this.#current = await this.#take(0);
+  }
+
+  attach(controller: ReadableStreamDefaultController<Uint8Array>): void {
+    this.#controller = controller;
+    this.#arm();
+  }
+
+  async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    this.#disarm();
+    // The previous slice has been taken: a chunk it was cut from may go now.
+    this.#finished?.release();
+    this.#finished = undefined;
+    this.#pinned = false;
+    if (this.#pos >= this.#end || this.#index >= this.chunks.length) {
+      this.close();
+      controller.close();
+      return;
+    }
+    const chunk = this.chunks[this.#index];
+    this.#current ??= await this.#take(this.#index);
+    const chunkEnd = Math.min(chunk.offset + chunk.size, this.#end);
+    const keepingUp = performance.now() - this.#enqueuedAt < KEEPING_UP_MS &&
+      this.opts.limits.budget.waiting === 0;
+    this.#sliceSize = keepingUp ? Math.min(MAX_SLICE, this.#sliceSize * 2) : SLICE;
+    const to = Math.min(this.#pos + this.#sliceSize, chunkEnd);
+    const [from, until] = [this.#pos - chunk.offset, to - chunk.offset];
+    // A client that keeps up gets views of the decoded chunk (no copy); they pin the chunk,
+    // whose grant is therefore kept until the next pull. A slow one gets copies.
+    this.#pinned = keepingUp;
+    const plain = this.#current.plain;
+    const slice = keepingUp ? plain.subarray(from, until) : plain.slice(from, until);
+    this.#pos = to;
+    if (to >= chunkEnd) {
+      // A copy frees the chunk now; a view keeps it (and its grant) until the next pull.
+      if (keepingUp) this.#finished = this.#current.grant;
+      else this.#current.grant.release();
+      this.#current = undefined;
+      this.#index++;
+    }
+    controller.enqueue(slice);
+    this.#enqueuedAt = performance.now();
+    this.#arm();
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#disarm();
+    this.#giveBack();
+    this.#finished?.release();
+  }
+
+  /** Chunk `i`: the one decoded ahead, or decoded now; then the next is decoded ahead. */
+  async #take(i: number): Promise<Held> {
+    const ahead = this.#ahead;
+    this.#ahead = undefined;
+    const held = ahead?.index === i ? await ahead.held : await this.#decode(i);
+    if (ahead && ahead.index !== i) ahead.held.then((h) => h.grant.release(), () => {});
+    this.#readAhead(i + 1);
+    return held;
+  }
+
+  async #decode(i: number, granted?: Grant): Promise<Held> {
+    const grant = granted ?? await this.opts.limits.budget.acquire(this.chunks[i].size, i);
+    try {
+      if (this.#closed) throw new Error("The read was closed");
+      const plain = await this.store.read(this.chunks[i].chunk, { key: this.opts.key });
+      return { plain, grant };
+    } catch (err) {
+      grant.release();
+      throw err;
+    }
+  }
+
+  /** Starts decoding chunk `i` when it is within the range and the budget has room now. */
+  #readAhead(i: number): void {
+    if (i >= this.chunks.length || this.chunks[i].offset >= this.#end) return;
+    const grant = this.opts.limits.budget.tryAcquire(this.chunks[i].size);
+    if (!grant) return;
+    const held = this.#decode(i, grant);
+    held.catch(() => {});
+    this.#ahead = { index: i, held };
+  }
+
+  #giveBack(): void {
+    this.#current?.grant.release();
+    this.#current = undefined;
+    this.#ahead?.held.then((h) => h.grant.release(), () => {});
+    this.#ahead = undefined;
+  }
+
+  #arm(): void {
+    const { budget, stallMs } = this.opts.limits;
+    this.#stallTimer = setTimeout(() => this.#stop(`took no data for ${stallMs} ms`), stallMs);
+    let waited = 0;
+    const check = () => {
+      waited += YIELD_AFTER_MS;
+      if (budget.waiting > 0 && !this.#pinned) return this.#giveBack();
+      // A view pins its chunk: under pressure, a client that holds one for long is let go.
+      if (budget.waiting > 0 && waited >= PINNED_MAX_MS) return this.#stop("held a view too long");
+      this.#yieldTimer = setTimeout(check, YIELD_AFTER_MS);
+    };
+    this.#yieldTimer = setTimeout(check, YIELD_AFTER_MS);
+  }
+
+  /** Ends a reader that does not take its data: its connection is closed. */
+  #stop(why: string): void {
+    this.close();
+    if (this.#closeConnection) return this.#closeConnection();
+    try {
+      this.#controller?.error(new Error(`The client ${why}`));
+    } catch { /* the stream has ended meanwhile */ }
+  }
+
+  #disarm(): void {
+    clearTimeout(this.#stallTimer);
+    clearTimeout(this.#yieldTimer);
+  }
+}
 
 /**
  * The stream of a range. The first chunk is read before the stream is returned, so a chunk that
@@ -10,30 +194,13 @@ import type { ChunkStore } from "../storage/chunk_store.ts";
 export async function chunkStream(
   store: ChunkStore,
   chunks: VersionChunk[],
-  opts: { offset: number; length: number; key?: CryptoKey },
+  opts: { offset: number; length: number; key?: CryptoKey; limits: ReadLimits },
 ): Promise<ReadableStream<Uint8Array>> {
-  const end = opts.offset + opts.length;
-  let index = 0;
-  const fetchAt = (i: number) => {
-    const p = store.read(chunks[i].chunk, { key: opts.key });
-    p.catch(() => {});
-    return p;
-  };
-  let next: Promise<Uint8Array> | undefined = chunks.length > 0 ? fetchAt(0) : undefined;
-  if (next) await next;
+  const reader = new RangeReader(store, chunks, opts);
+  await reader.start();
   return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (!next) {
-        controller.close();
-        return;
-      }
-      const current = chunks[index];
-      const plain = await next;
-      index++;
-      next = index < chunks.length ? fetchAt(index) : undefined;
-      const from = Math.max(0, opts.offset - current.offset);
-      const to = Math.min(current.size, end - current.offset);
-      controller.enqueue(from === 0 && to === plain.byteLength ? plain : plain.subarray(from, to));
-    },
-  });
+    start: (controller) => reader.attach(controller),
+    pull: (controller) => reader.pull(controller),
+    cancel: () => reader.close(),
+  }, { highWaterMark: 0 });
 }

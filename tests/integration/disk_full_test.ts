@@ -2,7 +2,7 @@
 // so this runs only where the test may mount one (Linux, root, CAP_SYS_ADMIN); elsewhere it is
 // ignored.
 import { assert, assertEquals } from "./assert.ts";
-import { randomBytes, startServer } from "./server.ts";
+import { ADMIN_PASSWORD, ADMIN_USER, randomBytes, startServer } from "./server.ts";
 import { objectPath, presign, signedFetch, xmlValues } from "./signer.ts";
 
 const KiB = 1024;
@@ -44,7 +44,7 @@ Deno.test({
     const disk = mountSmallDisk();
     assert(disk, "Mounting a tmpfs failed");
     const dataDir = `${disk}/data`;
-    const server = await startServer({ dataDir });
+    const server = await startServer({ dataDir, env: { STORE_DISK_RESERVE: String(256 * KiB) } });
     try {
       const res = await signedFetch(server, { method: "PUT", path: objectPath("full-bucket") });
       assertEquals(res.status, 200, `CreateBucket: ${await res.text()}`);
@@ -95,6 +95,96 @@ Deno.test({
       const tmp: string[] = [];
       for await (const e of Deno.readDir(`${dataDir}/tmp`)) tmp.push(e.name);
       assertEquals(tmp, [], "temp files left by the failed upload");
+    } finally {
+      await server.kill();
+      unmount(disk);
+    }
+  },
+});
+
+/** Writes a file until the disk is full. */
+async function fillDisk(path: string): Promise<void> {
+  const file = await Deno.open(path, { write: true, create: true });
+  const block = new Uint8Array(16 * KiB);
+  try {
+    while (true) await file.write(block);
+  } catch {
+    /* no space left */
+  } finally {
+    file.close();
+  }
+}
+
+Deno.test({
+  name: "disk full: writes answer 507, never 500, and DELETE still frees space",
+  ignore: !canMount(),
+  fn: async () => {
+    const disk = mountSmallDisk();
+    assert(disk, "Mounting a tmpfs failed");
+    const dataDir = `${disk}/data`;
+    const server = await startServer({ dataDir, env: { STORE_DISK_RESERVE: String(512 * KiB) } });
+    const put = (key: string, size: number) =>
+      signedFetch(server, {
+        method: "PUT",
+        path: objectPath("full", key),
+        body: randomBytes(size),
+      });
+    try {
+      assertEquals(
+        (await signedFetch(server, { method: "PUT", path: objectPath("full") })).status,
+        200,
+      );
+      for (const key of ["a", "b", "c"]) assertEquals((await put(key, 32 * KiB)).status, 200);
+      await fillDisk(`${disk}/filler`);
+
+      const statuses: Record<string, number> = {};
+      const small = await put("small", KiB);
+      statuses.put = small.status;
+      await small.body?.cancel();
+      const mpu = await signedFetch(server, {
+        method: "POST",
+        path: objectPath("full", "mpu"),
+        query: [["uploads", ""]],
+      });
+      statuses.createMultipartUpload = mpu.status;
+      await mpu.body?.cancel();
+      const user = await fetch(`${server.url}/admin/users`, {
+        method: "POST",
+        headers: {
+          authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`),
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ name: "newbie" }),
+      });
+      statuses.createUser = user.status;
+      await user.body?.cancel();
+      const token = await fetch(`${server.url}/api/v1/tokens`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ access_key: ADMIN_USER, secret_key: ADMIN_PASSWORD }),
+      });
+      statuses.token = token.status;
+      await token.body?.cancel();
+      assertEquals(statuses, { put: 507, createMultipartUpload: 507, createUser: 507, token: 507 });
+
+      // Deletes work on the full disk and free space.
+      for (const key of ["a", "b"]) {
+        const del = await signedFetch(server, { method: "DELETE", path: objectPath("full", key) });
+        assertEquals(del.status, 204, `DELETE ${key} on a full disk: ${await del.text()}`);
+      }
+      const list = await signedFetch(server, {
+        method: "GET",
+        path: objectPath("full"),
+        query: [["list-type", "2"]],
+      });
+      assertEquals(xmlValues(await list.text(), "Key"), ["c"], "keys after the deletes");
+
+      // Once space is back, writes work again (the reserve is retried at most once a second).
+      await Deno.remove(`${disk}/filler`);
+      await new Promise((r) => setTimeout(r, 1100));
+      const again = await put("again", KiB);
+      assertEquals(again.status, 200, `PUT after space came back: ${await again.text()}`);
+      assert(!server.logs().includes('"level":"error"'), server.logs().slice(-3000));
     } finally {
       await server.kill();
       unmount(disk);

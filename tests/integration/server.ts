@@ -13,6 +13,8 @@ export interface TestServer {
   url: string;
   port: number;
   dataDir: string;
+  /** Process id of the server (of the `prefix` command when one is given). */
+  pid: number;
   /** Everything the server wrote to stderr so far. */
   logs(): string;
   /** SIGTERM and wait for exit. */
@@ -27,6 +29,8 @@ export interface StartOptions {
   dataDir?: string;
   /** Start without STORE_ADMIN_* so credentials are generated. */
   generatedAdmin?: boolean;
+  /** A command that execs the server, e.g. ["prlimit", "--nofile=512", "--"]. */
+  prefix?: string[];
 }
 
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
@@ -36,13 +40,16 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     STORE_PORT: "0",
     STORE_DATA_DIR: dataDir,
     STORE_REGION: REGION,
+    // A small disk reserve keeps start-up cheap for the many test servers.
+    STORE_DISK_RESERVE: String(1024 * 1024),
     ...(opts.generatedAdmin
       ? {}
       : { STORE_ADMIN_USER: ADMIN_USER, STORE_ADMIN_PASSWORD: ADMIN_PASSWORD }),
     ...opts.env,
   };
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN],
+  const [program, ...prefixArgs] = [...(opts.prefix ?? []), Deno.execPath()];
+  const child = new Deno.Command(program, {
+    args: [...prefixArgs, "run", "-A", MAIN],
     env,
     stdout: "piped",
     stderr: "piped",
@@ -75,6 +82,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     url: `http://127.0.0.1:${port}`,
     port,
     dataDir,
+    pid: child.pid,
     logs: () => stdout + stderr,
     async stop() {
       try {
@@ -155,4 +163,11 @@ export async function shardFileCount(dataDir: string): Promise<number> {
   };
   await walk(join(dataDir, "chunks")).catch(() => {});
   return n;
+}
+
+/** A process's resident memory from /proc: now (VmRSS) and at its peak (VmHWM), in bytes. */
+export async function memoryOf(pid: number): Promise<{ rss: number; peak: number }> {
+  const status = await Deno.readTextFile(`/proc/${pid}/status`);
+  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1]);
+  return { rss: kb("VmRSS") * 1024, peak: kb("VmHWM") * 1024 };
 }

@@ -1,0 +1,255 @@
+// The HTTP front door: an own accept loop that counts connections and times them, handing each
+// accepted socket to Deno's HTTP server (the same hyper-based engine as Deno.serve).
+//
+// Deno.serve has no header-read or idle timeout and no connection cap, and an accept error
+// there rejects `server.finished`. Here:
+// - a new connection must deliver a request's headers within `headerTimeoutMs`;
+// - after a response has been sent, the next request's headers must arrive within
+//   `idleTimeoutMs`, or the connection is closed;
+// - at `maxConnections` open connections, a new connection takes the place of the one that has
+//   waited longest for a request; when all are busy with requests, it gets a 503 and is closed;
+// - an accept error (out of descriptors, ...) is logged and retried with a back-off, never
+//   thrown.
+// Stalled request and response bodies are bounded where they are read and written
+// (src/http/progress.ts, src/object/read_stream.ts).
+
+import { withConnection } from "./connection_context.ts";
+
+/** Serves HTTP on one accepted connection (internal to Deno: what Deno.serve uses per socket). */
+type ServeOnConnection = (
+  conn: Deno.Conn,
+  signal: AbortSignal,
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+  onError: (error: unknown) => Response | Promise<Response>,
+  onListen: (scheme: string) => void,
+) => { finished: Promise<void>; shutdown(): Promise<void> };
+
+function serveOnConnection(): ServeOnConnection {
+  const internals = (Deno as unknown as Record<symbol, Record<string, unknown>>)[
+    (Deno as unknown as { internal: symbol }).internal
+  ];
+  const fn = internals?.serveHttpOnConnection;
+  if (typeof fn !== "function") {
+    throw new Error(`This Deno (${Deno.version.deno}) cannot serve HTTP on an accepted socket`);
+  }
+  return fn as ServeOnConnection;
+}
+
+export interface ConnectionLimits {
+  headerTimeoutMs: number;
+  idleTimeoutMs: number;
+  maxConnections: number;
+}
+
+export interface ListenOptions {
+  hostname: string;
+  port: number;
+  limits: ConnectionLimits;
+  onListen?: (addr: Deno.NetAddr) => void;
+  onError: (error: unknown) => Response | Promise<Response>;
+  warn: (message: string, fields: Record<string, unknown>) => void;
+}
+
+export interface ConnectionServer {
+  readonly addr: Deno.NetAddr;
+  /** Open connections right now. */
+  readonly open: number;
+  /** Settles (never rejects) once the listener is closed and every connection has ended. */
+  readonly finished: Promise<void>;
+  /** Stops accepting; running responses finish, idle connections close. */
+  shutdown(): Promise<void>;
+}
+
+const REFUSAL = new TextEncoder().encode(
+  "HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\nretry-after: 1\r\n" +
+    "content-length: 0\r\n\r\n",
+);
+/** Longest pause between accept attempts after errors. */
+const MAX_BACKOFF_MS = 1000;
+/** At most one accept-error log line per this many milliseconds. */
+const LOG_EVERY_MS = 10_000;
+
+/**
+ * One accepted connection: its HTTP server and the timer that closes it when it waits too long.
+ * "Waiting" means waiting for a request's headers (a new or an idle keep-alive connection).
+ */
+class Connection {
+  readonly #abort = new AbortController();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #active = 0;
+  /** Settles once the connection's server has ended. */
+  closed: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly limits: ConnectionLimits,
+    readonly waiting: Set<Connection>,
+  ) {
+    this.#wait(limits.headerTimeoutMs);
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  /** A request's headers arrived: no timer runs until its response has been sent. */
+  onRequest(completed: Promise<void>): void {
+    this.#active++;
+    clearTimeout(this.#timer);
+    this.waiting.delete(this);
+    const done = () => {
+      if (--this.#active === 0) this.#wait(this.limits.idleTimeoutMs);
+    };
+    completed.then(done, done);
+  }
+
+  /** Closes the connection (a waiting one, to make room for a new one). */
+  close(): void {
+    this.ended();
+    if (this.#abort.signal.aborted) return;
+    try {
+      this.#abort.abort();
+    } catch {
+      // Deno's listener throws BadResource when the connection has already gone away.
+    }
+  }
+
+  ended(): void {
+    clearTimeout(this.#timer);
+    this.waiting.delete(this);
+  }
+
+  #wait(ms: number): void {
+    if (this.#abort.signal.aborted) return;
+    clearTimeout(this.#timer);
+    this.waiting.add(this);
+    this.#timer = setTimeout(() => this.close(), ms);
+  }
+}
+
+export function serveConnections(
+  opts: ListenOptions,
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+): ConnectionServer {
+  const serveOn = serveOnConnection();
+  const listener = Deno.listen({ hostname: opts.hostname, port: opts.port });
+  const servers = new Set<{ shutdown(): Promise<void>; finished: Promise<void> }>();
+  /** Connections waiting for a request's headers, oldest first: the first to give way. */
+  const waiting = new Set<Connection>();
+  /** Connections closed to make room whose sockets may not have been released yet. */
+  let evicting = 0;
+  let closed = false;
+  let lastLog = 0;
+  let suppressed = 0;
+
+  const warnThrottled = (message: string, error: unknown) => {
+    const now = Date.now();
+    if (now - lastLog < LOG_EVERY_MS) {
+      suppressed++;
+      return;
+    }
+    opts.warn(message, { error: String(error), suppressed });
+    lastLog = now;
+    suppressed = 0;
+  };
+
+  const refuse = (conn: Deno.Conn) => {
+    conn.write(REFUSAL).catch(() => {}).finally(() => {
+      try {
+        conn.close();
+      } catch { /* already closed */ }
+    });
+  };
+
+  /**
+   * At the cap, a new connection takes the place of the one that has waited longest for a
+   * request (slow or idle clients give way to new ones); false when every connection is busy.
+   */
+  const evictWaiting = (): boolean => {
+    const oldest = waiting.values().next().value;
+    if (!oldest) return false;
+    oldest.close();
+    evicting++;
+    oldest.closed.finally(() => evicting--);
+    return true;
+  };
+
+  const track = (conn: Deno.TcpConn) => {
+    // Responses are written in pieces: without this, Nagle's algorithm and delayed ACKs add
+    // up to 40 ms to a response that ends in a small piece.
+    conn.setNoDelay(true);
+    const c = new Connection(opts.limits, waiting);
+    const close = () => c.close();
+    const server = serveOn(
+      conn,
+      c.signal,
+      (req, info) => {
+        c.onRequest(info.completed);
+        return withConnection(close, () => handler(req, info));
+      },
+      opts.onError,
+      () => {},
+    );
+    servers.add(server);
+    c.closed = server.finished.catch((err) => {
+      warnThrottled("A connection ended with an error", err);
+    }).finally(() => {
+      c.ended();
+      servers.delete(server);
+    });
+  };
+
+  const acceptLoop = async () => {
+    let backoff = 0;
+    while (!closed) {
+      let conn: Deno.TcpConn;
+      try {
+        conn = await listener.accept();
+        backoff = 0;
+      } catch (err) {
+        if (closed) break;
+        warnThrottled("Accepting a connection failed", err);
+        backoff = Math.min(MAX_BACKOFF_MS, backoff === 0 ? 10 : backoff * 2);
+        await new Promise((r) => setTimeout(r, backoff));
+        continue;
+      }
+      try {
+        if (servers.size - evicting >= opts.limits.maxConnections && !evictWaiting()) refuse(conn);
+        else track(conn);
+      } catch (err) {
+        // The socket failed between accept and serve (the client reset it): drop it, go on.
+        warnThrottled("Serving a connection failed", err);
+        try {
+          conn.close();
+        } catch { /* already closed */ }
+      }
+    }
+  };
+
+  const addr = listener.addr as Deno.NetAddr;
+  opts.onListen?.(addr);
+  // The loop handles its own errors; should it still end while open, it is started again.
+  const keepAccepting = (): Promise<void> =>
+    acceptLoop().catch((err) => opts.warn("Accept loop failed", { error: `${err}` }))
+      .then(() => closed ? undefined : new Promise((r) => setTimeout(r, 100)).then(keepAccepting));
+  const accepting = keepAccepting();
+  let shutdownDone: Promise<void> | undefined;
+  const settled = (p: Promise<void>) => p.then(() => {}, () => {});
+  return {
+    addr,
+    get open() {
+      return servers.size;
+    },
+    get finished() {
+      return accepting.then(() => shutdownDone ?? Promise.resolve());
+    },
+    shutdown() {
+      if (shutdownDone) return shutdownDone;
+      closed = true;
+      try {
+        listener.close();
+      } catch { /* already closed */ }
+      shutdownDone = Promise.all([...servers].map((s) => settled(s.shutdown()))).then(() => {});
+      return shutdownDone;
+    },
+  };
+}

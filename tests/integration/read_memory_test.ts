@@ -1,0 +1,82 @@
+// Memory with slow and stalled readers: GETs are sent in small slices under a server-wide read
+// budget, so 500 stalled downloads and 2,000 concurrent range reads stay within a stated RSS.
+import { assert, assertBytesEqual, assertEquals } from "./assert.ts";
+import { connect, readUntilClosed, send } from "./raw_conn.ts";
+import { memoryOf, randomBytes, startServer, type TestServer } from "./server.ts";
+import { objectPath, presign, signedFetch } from "./signer.ts";
+
+const MiB = 1024 * 1024;
+/** The stated bound: the server's peak RSS under these loads. */
+const RSS_BOUND = 1024 * MiB;
+
+/** Sends a GET for a presigned URL on a raw socket and reads nothing. */
+async function stalledGet(server: TestServer, url: string): Promise<Deno.TcpConn> {
+  const conn = await connect(server.port);
+  const u = new URL(url);
+  await send(conn, `GET ${u.pathname}${u.search} HTTP/1.1\r\nhost: ${u.host}\r\n\r\n`);
+  return conn;
+}
+
+Deno.test({
+  name: "500 stalled GETs and 2,000 concurrent range GETs stay within the stated RSS",
+  fn: async () => {
+    const server = await startServer({
+      env: { STORE_READ_BUFFER_MAX: String(64 * MiB), STORE_BODY_TIMEOUT: "1" },
+    });
+    const stalled: Deno.TcpConn[] = [];
+    try {
+      assertEquals(
+        (await signedFetch(server, { method: "PUT", path: objectPath("mem") })).status,
+        200,
+      );
+      const data = randomBytes(32 * MiB);
+      const path = objectPath("mem", "big");
+      const put = await signedFetch(server, { method: "PUT", path, body: data });
+      assertEquals(put.status, 200, await put.text());
+      const url = await presign(server, { method: "GET", path, expires: 600 });
+
+      for (let i = 0; i < 500; i++) stalled.push(await stalledGet(server, url));
+      await new Promise((r) => setTimeout(r, 2000));
+      const whileStalled = await memoryOf(server.pid);
+      assert(whileStalled.peak < RSS_BOUND, `peak RSS with 500 stalled GETs: ${whileStalled.peak}`);
+
+      // A well-behaved reader still gets the whole object while the 500 hold their sockets.
+      const t0 = performance.now();
+      const whole = await fetch(url);
+      assertEquals(whole.status, 200);
+      assertBytesEqual(new Uint8Array(await whole.arrayBuffer()), data, "the object's bytes");
+      const fullGetMs = performance.now() - t0;
+      assert(fullGetMs < 60_000, `a full GET took ${fullGetMs} ms`);
+
+      // The stalled readers are ended after STORE_BODY_TIMEOUT.
+      const ends = await Promise.all(stalled.map((c) => readUntilClosed(c, 15_000)));
+      stalled.length = 0;
+      const open = ends.filter((e) => e.closedAfterMs === undefined).length;
+      assertEquals(open, 0, "stalled readers still connected after the body timeout");
+
+      const ranges = await Promise.all(Array.from({ length: 2000 }, async (_, i) => {
+        const offset = (i * 7919 * 1024) % (data.byteLength - 64 * 1024);
+        const res = await fetch(url, { headers: { range: `bytes=${offset}-${offset + 65535}` } });
+        const got = new Uint8Array(await res.arrayBuffer());
+        return res.status === 206 && got.byteLength === 65536 &&
+          got.every((b, j) => b === data[offset + j]);
+      }));
+      assertEquals(ranges.filter((ok) => !ok).length, 0, "range GETs with wrong answers");
+      const after = await memoryOf(server.pid);
+      assert(after.peak < RSS_BOUND, `peak RSS after 2,000 range GETs: ${after.peak}`);
+      console.log(
+        `server RSS: ${(whileStalled.peak / MiB).toFixed(0)} MiB peak with 500 stalled GETs ` +
+          `(a full GET meanwhile: ${fullGetMs.toFixed(0)} ms), ` +
+          `${(after.peak / MiB).toFixed(0)} MiB peak after 2,000 range GETs`,
+      );
+    } finally {
+      for (const c of stalled) {
+        try {
+          c.close();
+        } catch { /* closed */ }
+      }
+      await server.stop();
+      await Deno.remove(server.dataDir, { recursive: true }).catch(() => {});
+    }
+  },
+});
