@@ -45,7 +45,7 @@ export class SqliteUsers {
     if (byKey && byKey.id !== user.id) throw new DuplicateError("access_key");
   }
 
-  create(user: UserRecord): Promise<void> {
+  create(user: UserRecord): void {
     this.tx(() => {
       this.#checkUnique(user);
       this.stmt(
@@ -64,7 +64,6 @@ export class SqliteUsers {
         JSON.stringify(user.bucketAccess),
       );
     });
-    return Promise.resolve();
   }
 
   get(
@@ -85,8 +84,8 @@ export class SqliteUsers {
     );
   }
 
-  update(user: UserRecord): Promise<boolean> {
-    return Promise.resolve(this.tx(() => {
+  update(user: UserRecord): boolean {
+    return this.tx(() => {
       this.#checkUnique(user);
       const result = this.stmt(
         "UPDATE users SET name = ?, description = ?, email = ?, access_key = ?, sealed_secret = ?, " +
@@ -103,14 +102,14 @@ export class SqliteUsers {
         user.id,
       );
       return result.changes === 1;
-    }));
+    });
   }
 
-  delete(id: string): Promise<boolean> {
-    return Promise.resolve(this.tx(() => {
+  delete(id: string): boolean {
+    return this.tx(() => {
       this.stmt("DELETE FROM tokens WHERE user_id = ?").run(id);
       return this.stmt("DELETE FROM users WHERE id = ?").run(id).changes === 1;
-    }));
+    });
   }
 
   createToken(token: TokenRecord): Promise<void> {

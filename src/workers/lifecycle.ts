@@ -71,6 +71,7 @@ async function runLifecycle(
       } catch (err) {
         totals.errors++;
         log("error", "Lifecycle failed for a bucket", {
+          source: "lifecycle",
           bucket,
           error: err instanceof Error ? err.message : String(err),
         });
