@@ -149,6 +149,10 @@ async function main(): Promise<void> {
       maxFailures: config.signInLimit,
       windowMs: config.signInWindow * 1000,
     }),
+    sharePasswords: new SignInLimiter({
+      maxFailures: config.signInLimit,
+      windowMs: config.signInWindow * 1000,
+    }),
   });
 
   setBodyTimeout(config.bodyTimeout * 1000);

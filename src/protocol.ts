@@ -43,6 +43,8 @@ export interface AppDeps {
   sseKeys: SseKeys;
   notifier: Notifier;
   signIns: SignInLimiter;
+  /** Wrong share passwords, per share and address (src/share/public.ts). */
+  sharePasswords: SignInLimiter;
   /** Space kept back so deletes work on a full disk. */
   reserve: DiskReserve;
   /** Writes the request-level audit entries (src/audit/recorder.ts). */

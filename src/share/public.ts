@@ -92,8 +92,11 @@ function parsePath(url: string): { token: string; rest: string } {
 function checkSharePassword(use: Use): void {
   const stored = use.share.passwordHash;
   if (stored === undefined) return;
-  const signIns = use.deps.signIns;
-  const wait = signIns.retryAfter(use.client);
+  // Counted per share and address: guessing one share's password locks neither other shares
+  // nor the address's sign-ins.
+  const signIns = use.deps.sharePasswords;
+  const who = `${use.share.id} ${use.client}`;
+  const wait = signIns.retryAfter(who);
   if (wait > 0) {
     throw new ShareRefusal(429, "too_many_attempts", "Too many wrong passwords; try later.", {
       "retry-after": String(wait),
@@ -103,10 +106,10 @@ function checkSharePassword(use: Use): void {
     throw new ShareRefusal(401, "password_required", "This share needs its password.");
   }
   if (!checkPassword(use.password, stored)) {
-    signIns.failed(use.client);
+    signIns.failed(who);
     throw new ShareRefusal(401, "wrong_password", "The password is wrong.");
   }
-  signIns.succeeded(use.client);
+  signIns.succeeded(who);
 }
 
 function require(share: ShareRecord, permission: SharePermission): void {
