@@ -1,12 +1,13 @@
 // The HTML of a share's listing, in the style of the /browse pages (no scripts; styles by hash).
 import { formatDate, formatSize, markup } from "../web/html.ts";
-import { PAGE_CSS } from "../web/browse_page.ts";
+import { ICON_PATH, PAGE_CSS } from "../web/browse_page.ts";
 import type { ListEntry } from "../meta/store.ts";
 
 function documentStart(title: string): string {
   return '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">' +
     '<meta name="viewport" content="width=device-width, initial-scale=1">' +
-    markup`<title>${title}</title>` + `<style>${PAGE_CSS}</style></head><body><main>`;
+    markup`<title>${title}</title>` + `<link rel="icon" href="${ICON_PATH}" type="image/svg+xml">` +
+    `<style>${PAGE_CSS}</style></head><body><main>`;
 }
 
 const documentEnd = "</main></body></html>\n";
