@@ -1,6 +1,11 @@
 // The audit log end to end: what is recorded, verification, tampering with the SQLite file
 // (changed, deleted, inserted, reordered entries), concurrent writers, pruning, export.
-import { CreateBucketCommand, DeleteObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  PutBucketLifecycleConfigurationCommand,
+  PutObjectCommand,
+} from "@aws-sdk/client-s3";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { adminApi, createUser } from "./access_helpers.ts";
@@ -307,4 +312,37 @@ Deno.test("audit log: pruning through a checkpoint, export and file verification
     const badPrune = await adminApi(server, "POST", "/audit/prune", { older_than: "soon" });
     assertEquals(badPrune.status, 400);
   });
+});
+
+Deno.test("audit log: lifecycle expirations are recorded as the lifecycle's", async () => {
+  await withServer(async (server) => {
+    const admin = s3Client(server);
+    await admin.send(new CreateBucketCommand({ Bucket: "expiring" }));
+    await admin.send(new PutObjectCommand({ Bucket: "expiring", Key: "old/x", Body: "x" }));
+    await admin.send(
+      new PutBucketLifecycleConfigurationCommand({
+        Bucket: "expiring",
+        LifecycleConfiguration: {
+          Rules: [{
+            ID: "r",
+            Status: "Enabled",
+            Filter: { Prefix: "old/" },
+            Expiration: { Days: 1 },
+          }],
+        },
+      }),
+    );
+    let expired: Entry[] = [];
+    for (let i = 0; i < 40 && expired.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      expired = await entries(server, "principal=system:lifecycle");
+    }
+    assertEquals(expired.length, 1, JSON.stringify(expired));
+    assertEquals([expired[0].operation, expired[0].bucket, expired[0].key], [
+      "Lifecycle",
+      "expiring",
+      "old/x",
+    ]);
+    assert((await verify(server)).ok);
+  }, { env: { STORE_LIFECYCLE_DAY: "1", STORE_LIFECYCLE_INTERVAL: "1" } });
 });
