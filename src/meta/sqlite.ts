@@ -611,7 +611,7 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   createToken(token: TokenRecord): Promise<void> {
-    return this.#users.createToken(token);
+    return this.#change(() => this.#users.createToken(token));
   }
 
   getToken(hash: string): Promise<TokenRecord | undefined> {
@@ -619,11 +619,11 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   deleteToken(hash: string): Promise<boolean> {
-    return this.#users.deleteToken(hash);
+    return this.#change(() => this.#users.deleteToken(hash), (r) => r ? {} : undefined);
   }
 
   deleteUserTokens(userId: string): Promise<void> {
-    return this.#users.deleteUserTokens(userId);
+    return this.#change(() => this.#users.deleteUserTokens(userId));
   }
 
   createUpload(upload: UploadRecord): Promise<void> {

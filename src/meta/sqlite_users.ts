@@ -112,11 +112,10 @@ export class SqliteUsers {
     });
   }
 
-  createToken(token: TokenRecord): Promise<void> {
+  createToken(token: TokenRecord): void {
     this.stmt("DELETE FROM tokens WHERE expires_at < ?").run(Date.now());
     this.stmt("INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
       .run(token.hash, token.userId, token.createdAt, token.expiresAt);
-    return Promise.resolve();
   }
 
   getToken(hash: string): Promise<TokenRecord | undefined> {
@@ -124,12 +123,11 @@ export class SqliteUsers {
     return Promise.resolve(row ? toToken(row) : undefined);
   }
 
-  deleteToken(hash: string): Promise<boolean> {
-    return Promise.resolve(this.stmt("DELETE FROM tokens WHERE hash = ?").run(hash).changes === 1);
+  deleteToken(hash: string): boolean {
+    return this.stmt("DELETE FROM tokens WHERE hash = ?").run(hash).changes === 1;
   }
 
-  deleteUserTokens(userId: string): Promise<void> {
+  deleteUserTokens(userId: string): void {
     this.stmt("DELETE FROM tokens WHERE user_id = ?").run(userId);
-    return Promise.resolve();
   }
 }
