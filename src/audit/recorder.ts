@@ -4,6 +4,7 @@
 // administration and share request, and the failure of a request whose change had committed.
 import type { Principal } from "../auth/principal.ts";
 import { log } from "../log.ts";
+import { isDiskFull } from "../storage/disk_errors.ts";
 import type { RecordStore } from "../meta/store.ts";
 import type { AuditScope } from "./scope.ts";
 
@@ -47,7 +48,8 @@ export class AuditRecorder {
         detail: scope.detail ? JSON.stringify(scope.detail) : "",
       });
     } catch (err) {
-      log("error", "An audit entry could not be written", {
+      // On a full disk the request was refused anyway (507); anything else is a real failure.
+      log(isDiskFull(err) ? "warn" : "error", "An audit entry could not be written", {
         source: "audit",
         requestId: scope.requestId,
         operation: scope.operation,

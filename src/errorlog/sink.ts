@@ -34,9 +34,13 @@ export function errorRecord(
 export function errorLogSink(meta: RecordStore, max: number) {
   return (level: "warn" | "error", message: string, fields: Record<string, unknown>) => {
     meta.appendError(errorRecord(level, message, fields), max).catch((err) => {
-      console.error(
-        JSON.stringify({ level: "error", message: "Error log write failed", error: `${err}` }),
-      );
+      // A warning: the row is lost (typically on a full disk), the server is fine.
+      console.error(JSON.stringify({
+        time: new Date().toISOString(),
+        level: "warn",
+        message: "Error log write failed",
+        error: String(err),
+      }));
     });
   };
 }
