@@ -6,7 +6,7 @@ import { jsonResponse } from "./api/json.ts";
 import { handleServiceApi } from "./api/service.ts";
 import { handleFeed } from "./api/feed.ts";
 import { type AppDeps, handleProtocol, newRequestId } from "./protocol.ts";
-import { newScope, runAudited } from "./audit/scope.ts";
+import { currentAudit, newScope, runAudited } from "./audit/scope.ts";
 import { handleShare } from "./share/public.ts";
 import { handleBrowse } from "./web/browse.ts";
 
@@ -78,7 +78,12 @@ async function dispatch(
     if (res.status === 507) await deps.reserve.release();
     return res;
   }
-  if (isUnder(req.url, "/feed")) return await handleFeed(req, info, deps);
+  const scope = currentAudit();
+  if (isUnder(req.url, "/feed")) {
+    // Recorded when refused (401/403): the feed's own principal is not known here.
+    if (scope) scope.operation = "Feed";
+    return await handleFeed(req, info, deps);
+  }
   if (isUnder(req.url, "/browse")) return await handleBrowse(req, info, deps);
   if (isUnder(req.url, "/share")) return await handleShare(req, info, deps, client);
   return await handleProtocol(req, info, deps);
