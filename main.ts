@@ -12,7 +12,10 @@ import { ConfigError, loadConfig } from "./src/config.ts";
 import { InFlight } from "./src/http/in_flight.ts";
 import { setBodyTimeout } from "./src/http/progress.ts";
 import { serveConnections } from "./src/net/listener.ts";
-import { log, setLogLevel } from "./src/log.ts";
+import { log, setLogLevel, setLogSink } from "./src/log.ts";
+import { AuditRecorder } from "./src/audit/recorder.ts";
+import { startAuditRetention } from "./src/audit/retention.ts";
+import { errorLogSink } from "./src/errorlog/sink.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
 import { ReadBudget } from "./src/object/read_budget.ts";
@@ -73,7 +76,10 @@ async function main(): Promise<void> {
     console.log(`  access key / user:     ${admin.user}`);
     console.log(`  secret key / password: ${admin.password}`);
   }
-  const meta = new SqliteMetaStore(join(config.dataDir, "meta.db"));
+  const meta = new SqliteMetaStore(join(config.dataDir, "meta.db"), { audit: config.audit });
+  // Warnings and errors from here on are also kept in the queryable error log.
+  setLogSink(errorLogSink(meta, config.errorLogMax));
+  const auditRetention = startAuditRetention(meta, config.audit ? config.auditRetentionDays : 0);
   const drives = await openDrives(
     config.dataDirs,
     { register: (uuid, path) => meta.driveId(uuid, path), knownAt: (path) => meta.driveAt(path) },
@@ -138,7 +144,12 @@ async function main(): Promise<void> {
     sseKeys: new SseKeys(masterKey),
     notifier,
     reserve,
+    audit: new AuditRecorder(meta, config.audit),
     signIns: new SignInLimiter({
+      maxFailures: config.signInLimit,
+      windowMs: config.signInWindow * 1000,
+    }),
+    sharePasswords: new SignInLimiter({
       maxFailures: config.signInLimit,
       windowMs: config.signInWindow * 1000,
     }),
@@ -183,9 +194,11 @@ async function main(): Promise<void> {
     await Promise.race([server.shutdown(), new Promise((r) => setTimeout(r, SHUTDOWN_CLOSE_MS))]);
     await scrubber.stop();
     await lifecycle.stop();
+    auditRetention.stop();
     await notifier.stop();
     await sweep;
     await tightening;
+    setLogSink(undefined);
     await meta.close();
     cpu.close();
     log("info", "Stopped");

@@ -5,7 +5,9 @@ import { handleAdmin } from "./api/admin.ts";
 import { jsonResponse } from "./api/json.ts";
 import { handleServiceApi } from "./api/service.ts";
 import { handleFeed } from "./api/feed.ts";
-import { type AppDeps, handleProtocol } from "./protocol.ts";
+import { type AppDeps, handleProtocol, newRequestId } from "./protocol.ts";
+import { currentAudit, newScope, runAudited } from "./audit/scope.ts";
+import { handleShare } from "./share/public.ts";
 import { handleBrowse } from "./web/browse.ts";
 
 export type { AppDeps };
@@ -45,20 +47,44 @@ export function createHandler(
     deps.inFlight.enter();
     try {
       const client = (info.remoteAddr as Deno.NetAddr).hostname ?? "";
-      const admin = isUnder(req.url, "/admin");
-      if (admin || isUnder(req.url, "/api/v1")) {
-        if (!(await roomFor(req.method, deps))) return diskFull(req);
-        const res = admin
-          ? await handleAdmin(req, deps, client)
-          : await handleServiceApi(req, deps, client);
-        if (res.status === 507) await deps.reserve.release();
-        return res;
-      }
-      if (isUnder(req.url, "/feed")) return await handleFeed(req, info, deps);
-      if (isUnder(req.url, "/browse")) return await handleBrowse(req, info, deps);
-      return await handleProtocol(req, info, deps);
+      // Every request runs in an audit scope: its changes write their entries in their own
+      // transactions; what else must be recorded is written when it ends.
+      const scope = newScope({ requestId: newRequestId(), source: client });
+      const res = await runAudited(scope, () => dispatch(req, info, deps, client));
+      await deps.audit.finish(scope, {
+        method: req.method,
+        status: res.status,
+        bytes: Number(req.headers.get("content-length")) || 0,
+      });
+      return res;
     } finally {
       deps.inFlight.exit();
     }
   };
+}
+
+async function dispatch(
+  req: Request,
+  info: Deno.ServeHandlerInfo,
+  deps: AppDeps,
+  client: string,
+): Promise<Response> {
+  const admin = isUnder(req.url, "/admin");
+  if (admin || isUnder(req.url, "/api/v1")) {
+    if (!(await roomFor(req.method, deps))) return diskFull(req);
+    const res = admin
+      ? await handleAdmin(req, deps, client)
+      : await handleServiceApi(req, deps, client);
+    if (res.status === 507) await deps.reserve.release();
+    return res;
+  }
+  const scope = currentAudit();
+  if (isUnder(req.url, "/feed")) {
+    // Recorded when refused (401/403): the feed's own principal is not known here.
+    if (scope) scope.operation = "Feed";
+    return await handleFeed(req, info, deps);
+  }
+  if (isUnder(req.url, "/browse")) return await handleBrowse(req, info, deps);
+  if (isUnder(req.url, "/share")) return await handleShare(req, info, deps, client);
+  return await handleProtocol(req, info, deps);
 }

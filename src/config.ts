@@ -73,6 +73,12 @@ export interface Config {
   signInWindow: number;
   /** Signature Version 2 (header, query and form) accepted (STORE_SIGV2, default on). */
   sigV2: boolean;
+  /** Requests and changes recorded in the audit chain (STORE_AUDIT, default on). */
+  audit: boolean;
+  /** Days audit entries are kept; 0 keeps them all (STORE_AUDIT_RETENTION_DAYS). */
+  auditRetentionDays: number;
+  /** Rows the error log keeps; the oldest go first (STORE_ERROR_LOG_MAX). */
+  errorLogMax: number;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -211,6 +217,9 @@ export function loadConfig(
     signInLimit: intSetting(env, "STORE_SIGNIN_LIMIT", 10, 1, 10_000),
     signInWindow: intSetting(env, "STORE_SIGNIN_WINDOW", 300, 1, 24 * 3600),
     sigV2: choiceSetting(env, "STORE_SIGV2", ["on", "off"], "on") === "on",
+    audit: choiceSetting(env, "STORE_AUDIT", ["on", "off"], "on") === "on",
+    auditRetentionDays: intSetting(env, "STORE_AUDIT_RETENTION_DAYS", 0, 0, 36500),
+    errorLogMax: intSetting(env, "STORE_ERROR_LOG_MAX", 10_000, 1, 10_000_000),
   };
 }
 

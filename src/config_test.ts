@@ -50,6 +50,21 @@ Deno.test("STORE_SIGV2: on by default, off, nothing else", () => {
   rejects({ STORE_SIGV2: "yes" }, /STORE_SIGV2 must be one of on, off/);
 });
 
+Deno.test("audit and error log settings: defaults, values, bounds", () => {
+  const d = load({});
+  assertEquals([d.audit, d.auditRetentionDays, d.errorLogMax], [true, 0, 10_000]);
+  const set = load({
+    STORE_AUDIT: "off",
+    STORE_AUDIT_RETENTION_DAYS: "90",
+    STORE_ERROR_LOG_MAX: "500",
+  });
+  assertEquals([set.audit, set.auditRetentionDays, set.errorLogMax], [false, 90, 500]);
+  rejects({ STORE_AUDIT: "no" }, /STORE_AUDIT must be one of on, off/);
+  rejects({ STORE_AUDIT_RETENTION_DAYS: "-1" }, /STORE_AUDIT_RETENTION_DAYS/);
+  rejects({ STORE_AUDIT_RETENTION_DAYS: "1.5" }, /STORE_AUDIT_RETENTION_DAYS/);
+  rejects({ STORE_ERROR_LOG_MAX: "0" }, /STORE_ERROR_LOG_MAX/);
+});
+
 Deno.test("connection limits and timeouts: defaults follow the descriptor limit", () => {
   const c = loadConfig(() => undefined, 1024);
   assertEquals(

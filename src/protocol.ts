@@ -28,6 +28,8 @@ import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
 import { toHex } from "./http/hex.ts";
 import { checkExpectedOwner } from "./api/expected_owner.ts";
 import { conditionFacts } from "./api/condition_facts.ts";
+import { currentAudit } from "./audit/scope.ts";
+import { type AuditRecorder, principalName } from "./audit/recorder.ts";
 
 export interface AppDeps {
   config: Config;
@@ -41,8 +43,12 @@ export interface AppDeps {
   sseKeys: SseKeys;
   notifier: Notifier;
   signIns: SignInLimiter;
+  /** Wrong share passwords, per share and address (src/share/public.ts). */
+  sharePasswords: SignInLimiter;
   /** Space kept back so deletes work on a full disk. */
   reserve: DiskReserve;
+  /** Writes the request-level audit entries (src/audit/recorder.ts). */
+  audit: AuditRecorder;
 }
 
 /** Served while the disk reserve is released (the disk is full): they read or free space. */
@@ -210,6 +216,12 @@ async function dispatch(
   const found = route(req.method, target.path, target.query, copySource);
   if (!found) throw methodNotAllowed();
   state.operation = found.operation;
+  const scope = currentAudit();
+  if (scope) {
+    scope.operation = found.operation;
+    scope.bucket = found.bucket ?? "";
+    scope.key = found.key ?? "";
+  }
   if (found.operation === "OptionsObject") {
     // Preflights are never signed: the answer depends only on the bucket's CORS rules.
     req.body?.cancel().catch(() => {});
@@ -222,6 +234,7 @@ async function dispatch(
   }
   const operation = found.operation;
   const { principal, signed } = await authenticate(req, target, dialect, deps);
+  if (scope) scope.principal = principalName(principal);
   const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
   checkExpectedOwner(req.headers, dialect, "expected-bucket-owner", bucket);
   const facts = requestFacts(info, target, { headers: req.headers, dialect });
@@ -285,10 +298,14 @@ async function failure(
     log("error", "Request failed", {
       requestId: state.requestId,
       operation: state.operation,
+      bucket: state.corsBucket,
+      code: "InternalError",
       error: err instanceof Error ? err.stack ?? err.message : String(err),
     });
     s3err = new S3Error("InternalError", "We encountered an internal error. Please try again.");
   }
+  const scope = currentAudit();
+  if (scope) scope.errorCode = s3err.code;
   const response = errorResponse(s3err, {
     dialect: state.dialect,
     requestId: state.requestId,
@@ -330,7 +347,7 @@ export async function handleProtocol(
 ): Promise<Response> {
   const started = performance.now();
   const state: RequestState = {
-    requestId: newRequestId(),
+    requestId: currentAudit()?.requestId ?? newRequestId(),
     dialect: DIALECTS[deps.config.dialect],
     resource: "/",
     operation: "Unknown",

@@ -7,6 +7,10 @@ import { DuplicateError, type UserRecord } from "../meta/store.ts";
 import type { AppDeps } from "../protocol.ts";
 import { parseUserInput, validateBucketAccess } from "./admin_input.ts";
 import { uploadsRoute } from "./admin_uploads.ts";
+import { auditRoute } from "../audit/admin.ts";
+import { currentAudit } from "../audit/scope.ts";
+import { errorsRoute } from "../errorlog/admin.ts";
+import { adminSharesRoute } from "../share/api.ts";
 import {
   ApiError,
   apiErrorResponse,
@@ -161,6 +165,11 @@ async function route(req: Request, deps: AppDeps): Promise<Response> {
   if (resource === "lifecycle" && accessKey === undefined) {
     return await lifecycleRoute(req, deps);
   }
+  if (resource === "audit") return await auditRoute(req, deps, accessKey, action);
+  if (resource === "errors" && accessKey === undefined) return await errorsRoute(req, deps);
+  if (resource === "shares" && action === undefined) {
+    return await adminSharesRoute(req, deps, accessKey);
+  }
   if (resource === "uploads") {
     return await uploadsRoute(req, deps, pathSegments(req.url, "/admin/uploads"));
   }
@@ -221,10 +230,21 @@ export async function handleAdmin(
   deps: AppDeps,
   client: string,
 ): Promise<Response> {
-  const requestId = crypto.randomUUID();
+  const scope = currentAudit();
+  const requestId = scope?.requestId ?? crypto.randomUUID();
   try {
+    if (scope) {
+      // Every administration request is a sign-in with the administrator's credentials.
+      scope.always = true;
+      const [resource, target, action] = pathSegments(req.url, "/admin");
+      scope.operation = `Admin:${req.method} ${[resource, action].filter(Boolean).join("/")}`;
+      scope.key = target ?? "";
+    }
     await limitedSignIn(deps.signIns, client, () => checkBasicAuth(req, deps));
-    return await route(req, deps);
+    if (scope) scope.principal = `admin:${deps.credentials.admin.user}`;
+    const res = await route(req, deps);
+    res.headers.set("x-request-id", requestId);
+    return res;
   } catch (err) {
     return apiErrorResponse(err, requestId);
   }

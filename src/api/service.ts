@@ -13,6 +13,9 @@ import { MAX_PRESIGN_EXPIRES_S } from "../auth/sigv4.ts";
 import { DIALECTS } from "../http/dialect.ts";
 import type { AppDeps } from "../protocol.ts";
 import { ApiError, apiErrorResponse, jsonResponse, limitedSignIn, readJsonObject } from "./json.ts";
+import { currentAudit } from "../audit/scope.ts";
+import { principalName } from "../audit/recorder.ts";
+import { sharesRoute } from "../share/api.ts";
 
 const TOKEN_PREFIX = "stt_";
 const DEFAULT_EXPIRES_S = 3600;
@@ -44,8 +47,11 @@ async function issueToken(req: Request, deps: AppDeps): Promise<Response> {
       `expires_in must be 1 to ${deps.config.tokenTtl} seconds.`,
     );
   }
+  const scope = currentAudit();
+  if (scope) scope.principal = `key:${accessKey.slice(0, 128)}`;
   const found = await deps.credentials.lookup(accessKey);
   const principal = found?.principal;
+  if (scope && principal) scope.principal = principalName(principal);
   if (!found || !principal || !sameText(found.secret, secret)) {
     throw new ApiError(401, "invalid_credentials", "The access key or secret key is wrong.");
   }
@@ -91,11 +97,18 @@ export async function tokenPrincipal(
     "www-authenticate": 'Bearer realm="store", error="invalid_token"',
   });
   if (!record || record.expiresAt <= Date.now()) throw invalid;
-  if (record.userId === ADMIN_ID) return { principal: deps.credentials.adminPrincipal(), hash };
+  const scope = currentAudit();
+  if (record.userId === ADMIN_ID) {
+    const principal = deps.credentials.adminPrincipal();
+    if (scope) scope.principal = principalName(principal);
+    return { principal, hash };
+  }
   const user = await deps.layer.meta.getUser({ id: record.userId });
   if (!user) throw invalid;
+  const principal = userPrincipal(user);
+  if (scope) scope.principal = principalName(principal);
   if (!user.enabled) throw new ApiError(403, "user_disabled", "The user is disabled.");
-  return { principal: userPrincipal(user), hash };
+  return { principal, hash };
 }
 
 const KINDS: Record<string, string> = {
@@ -200,7 +213,13 @@ async function presign(req: Request, deps: AppDeps, rest: string): Promise<Respo
 async function route(req: Request, deps: AppDeps, client: string): Promise<Response> {
   const url = req.url;
   const path = url.slice(url.indexOf("/", url.indexOf("//") + 2)).split("?")[0];
+  const scope = currentAudit();
   if (path === "/api/v1/tokens") {
+    if (scope) {
+      // Token issuance is a sign-in; revocation a change of the caller's own.
+      scope.always = true;
+      scope.operation = req.method === "POST" ? "IssueToken" : "RevokeToken";
+    }
     if (req.method === "POST") {
       return await limitedSignIn(deps.signIns, client, () => issueToken(req, deps));
     }
@@ -216,7 +235,13 @@ async function route(req: Request, deps: AppDeps, client: string): Promise<Respo
     );
   }
   const prefix = "/api/v1/presigned/";
-  if (path.startsWith(prefix)) return await presign(req, deps, path.slice(prefix.length));
+  if (path.startsWith(prefix)) {
+    if (scope) scope.operation = "Presign";
+    return await presign(req, deps, path.slice(prefix.length));
+  }
+  if (path === "/api/v1/shares" || path.startsWith("/api/v1/shares/")) {
+    return await sharesRoute(req, deps, path.slice("/api/v1/shares".length));
+  }
   throw new ApiError(404, "not_found", "No such API resource.");
 }
 
@@ -228,6 +253,6 @@ export async function handleServiceApi(
   try {
     return await route(req, deps, client);
   } catch (err) {
-    return apiErrorResponse(err, crypto.randomUUID());
+    return apiErrorResponse(err, currentAudit()?.requestId ?? crypto.randomUUID());
   }
 }

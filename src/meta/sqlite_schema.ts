@@ -206,4 +206,66 @@ export const MIGRATIONS: string[] = [
     seq INTEGER NOT NULL
   );
   `,
+  `
+  -- Audit log (issue 16): a hash chain, one row per recorded request or change, written in the
+  -- transaction of the change it records (src/audit/chain.ts). The anchor is the last entry
+  -- retention removed: what remains verifies from it.
+  CREATE TABLE audit_log (
+    seq INTEGER PRIMARY KEY,
+    at INTEGER NOT NULL,
+    request_id TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    source TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    version_id TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    error_code TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    detail TEXT NOT NULL,
+    hash TEXT NOT NULL
+  );
+  CREATE TABLE audit_anchor (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL
+  );
+  `,
+  `
+  -- Error log (issue 16): warnings and errors of requests and background work, capped in rows.
+  CREATE TABLE error_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    level TEXT NOT NULL,
+    source TEXT NOT NULL,
+    code TEXT NOT NULL,
+    bucket TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    message TEXT NOT NULL,
+    detail TEXT NOT NULL
+  );
+  CREATE INDEX error_log_by_time ON error_log(at);
+  `,
+  `
+  -- Bucket shares (issue 16): token-based temporary access to a bucket or prefix; only the
+  -- token's SHA-256 is kept.
+  CREATE TABLE shares (
+    id TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL UNIQUE,
+    creator TEXT NOT NULL,
+    bucket TEXT NOT NULL,
+    prefix TEXT NOT NULL,
+    permissions TEXT NOT NULL,
+    password_hash TEXT,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    max_downloads INTEGER,
+    downloads INTEGER NOT NULL,
+    uploads INTEGER NOT NULL,
+    revoked_at INTEGER
+  );
+  CREATE INDEX shares_by_creator ON shares(creator, created_at);
+  `,
 ];

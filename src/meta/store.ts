@@ -1,4 +1,5 @@
 // The MetaStore interface: a narrow, async view of ordered metadata records.
+import type { AuditAnchor, AuditEntry, AuditFacts } from "../audit/chain.ts";
 
 export interface BucketRecord {
   name: string;
@@ -306,7 +307,95 @@ export interface PutResult {
  */
 export type CurrentGuard = (current: ObjectVersion | undefined) => void;
 
-export interface MetaStore extends EventLog {
+/** Audit entries matching every given filter, after `afterSeq` in order. */
+export interface AuditQuery {
+  afterSeq: number;
+  limit: number;
+  since?: number;
+  until?: number;
+  bucket?: string;
+  principal?: string;
+  operation?: string;
+  status?: number;
+  keyPrefix?: string;
+}
+
+export interface ErrorRecord {
+  id: number;
+  at: number;
+  level: "warn" | "error";
+  /** Where it happened: request, lifecycle, scrub, notify, server... */
+  source: string;
+  code: string;
+  bucket: string;
+  requestId: string;
+  operation: string;
+  message: string;
+  /** The log line's other fields as JSON. */
+  detail: string;
+}
+
+export interface ErrorQuery {
+  afterId: number;
+  limit: number;
+  since?: number;
+  until?: number;
+  level?: string;
+  bucket?: string;
+  code?: string;
+  source?: string;
+}
+
+export type SharePermission = "read" | "write" | "list";
+
+export interface ShareRecord {
+  id: string;
+  tokenHash: string;
+  /** The creating principal's id: the share acts with that principal's access, checked at use. */
+  creator: string;
+  bucket: string;
+  prefix: string;
+  permissions: SharePermission[];
+  /** scrypt hash of the optional password (src/share/password.ts). */
+  passwordHash?: string;
+  createdAt: number;
+  expiresAt: number;
+  maxDownloads?: number;
+  downloads: number;
+  uploads: number;
+  revokedAt?: number;
+}
+
+/** The audit chain, the error log and shares (issue 16). */
+export interface RecordStore {
+  /** Appends an entry in its own transaction (requests that changed nothing). */
+  appendAudit(facts: AuditFacts): Promise<AuditEntry>;
+  queryAudit(query: AuditQuery): Promise<AuditEntry[]>;
+  /** Entries after `afterSeq` in order, at most `limit` (verification, export). */
+  auditPage(afterSeq: number, limit: number): Promise<AuditEntry[]>;
+  auditAnchor(): Promise<AuditAnchor>;
+  auditHead(): Promise<AuditAnchor>;
+  /**
+   * Removes entries older than `before` and appends the checkpoint entry `checkpoint` builds in
+   * the same transaction; undefined when nothing was old enough.
+   */
+  pruneAudit(
+    before: number,
+    checkpoint: (anchor: AuditAnchor, pruned: number) => AuditFacts,
+  ): Promise<{ anchor: AuditAnchor; pruned: number } | undefined>;
+  appendError(record: Omit<ErrorRecord, "id">, max: number): Promise<void>;
+  queryErrors(query: ErrorQuery): Promise<ErrorRecord[]>;
+  clearErrors(before?: number): Promise<number>;
+  createShare(share: ShareRecord): Promise<void>;
+  getShare(by: { id: string } | { tokenHash: string }): Promise<ShareRecord | undefined>;
+  listShares(creator?: string): Promise<ShareRecord[]>;
+  revokeShare(id: string): Promise<boolean>;
+  /** Counts a download against the share's limit; false when the limit is reached. */
+  countShareDownload(id: string): Promise<boolean>;
+  countShareUpload(id: string): Promise<void>;
+}
+
+export interface MetaStore extends EventLog, RecordStore {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
   /** The owner's buckets in name order: names starting with `prefix`, after `after`. */

@@ -17,7 +17,7 @@ export function startScrubber(store: ChunkStore, intervalSeconds: number): Scrub
     running ??= scrub(store).then((report) => {
       lastReport = report;
       const level = report.lostChunks.length > 0 ? "error" : report.badShards > 0 ? "warn" : "info";
-      log(level, "Scrub finished", { ...report });
+      log(level, "Scrub finished", { source: "scrub", ...report });
       return report;
     }).finally(() => (running = undefined));
     return running;
