@@ -1,6 +1,7 @@
 // Environment variables -> typed, validated configuration.
 import { decodeMasterKey } from "./auth/master_key.ts";
 import type { DialectName } from "./http/dialect.ts";
+import { type LdapConfig, LdapConfigError, loadLdapConfig } from "./auth/ldap/config.ts";
 import { parseAllowList, type WebhookAllowList } from "./events/webhook_allow.ts";
 import {
   defaultMaxConnections,
@@ -73,6 +74,8 @@ export interface Config {
   signInWindow: number;
   /** Signature Version 2 (header, query and form) accepted (STORE_SIGV2, default on). */
   sigV2: boolean;
+  /** Directory sign-in (STORE_LDAP_*). */
+  ldap: LdapConfig;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -211,7 +214,17 @@ export function loadConfig(
     signInLimit: intSetting(env, "STORE_SIGNIN_LIMIT", 10, 1, 10_000),
     signInWindow: intSetting(env, "STORE_SIGNIN_WINDOW", 300, 1, 24 * 3600),
     sigV2: choiceSetting(env, "STORE_SIGV2", ["on", "off"], "on") === "on",
+    ldap: ldapSetting(env),
   };
+}
+
+function ldapSetting(env: Env): LdapConfig {
+  try {
+    return loadLdapConfig(env);
+  } catch (err) {
+    if (err instanceof LdapConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
 }
 
 function webhookAllowSetting(raw: string | undefined): WebhookAllowList {

@@ -7,6 +7,7 @@ import { DuplicateError, type UserRecord } from "../meta/store.ts";
 import type { AppDeps } from "../protocol.ts";
 import { parseUserInput, validateBucketAccess } from "./admin_input.ts";
 import { uploadsRoute } from "./admin_uploads.ts";
+import { ldapRoute } from "./admin_ldap.ts";
 import {
   ApiError,
   apiErrorResponse,
@@ -160,6 +161,9 @@ async function route(req: Request, deps: AppDeps): Promise<Response> {
   }
   if (resource === "lifecycle" && accessKey === undefined) {
     return await lifecycleRoute(req, deps);
+  }
+  if (resource === "ldap") {
+    return await ldapRoute(req, deps, pathSegments(req.url, "/admin/ldap"));
   }
   if (resource === "uploads") {
     return await uploadsRoute(req, deps, pathSegments(req.url, "/admin/uploads"));

@@ -8,6 +8,7 @@ import { SqliteChunks } from "./sqlite_chunks.ts";
 import { SqliteEvents } from "./sqlite_events.ts";
 import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
+import { SqliteSts } from "./sqlite_sts.ts";
 import type {
   BucketConfigKind,
   BucketListQuery,
@@ -16,6 +17,7 @@ import type {
   CompletedUpload,
   CurrentGuard,
   DataRef,
+  LdapMapping,
   ListPage,
   ListQuery,
   MetaStore,
@@ -24,6 +26,7 @@ import type {
   PartRecord,
   PutResult,
   Retention,
+  SessionRecord,
   StoredEvent,
   TagSet,
   TokenRecord,
@@ -102,6 +105,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #uploads: SqliteUploads;
   readonly #batch: GroupCommit;
   readonly #events: SqliteEvents;
+  readonly #sts: SqliteSts;
 
   constructor(path: string) {
     this.#db = new DatabaseSync(path);
@@ -116,6 +120,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#chunks = new SqliteChunks((sql) => this.#stmt(sql));
     this.#uploads = new SqliteUploads((sql) => this.#stmt(sql), this.#chunks);
     this.#events = new SqliteEvents((sql) => this.#stmt(sql));
+    this.#sts = new SqliteSts((sql) => this.#stmt(sql));
   }
 
   #migrate(): void {
@@ -550,6 +555,26 @@ export class SqliteMetaStore implements MetaStore {
 
   deleteUserTokens(userId: string): Promise<void> {
     return this.#users.deleteUserTokens(userId);
+  }
+
+  createSession(session: SessionRecord): Promise<void> {
+    return Promise.resolve(this.#sts.createSession(session));
+  }
+
+  getSession(accessKey: string): Promise<SessionRecord | undefined> {
+    return Promise.resolve(this.#sts.getSession(accessKey));
+  }
+
+  putLdapMapping(mapping: LdapMapping): Promise<void> {
+    return Promise.resolve(this.#sts.putMapping(mapping));
+  }
+
+  deleteLdapMapping(kind: LdapMapping["kind"], name: string): Promise<boolean> {
+    return Promise.resolve(this.#sts.deleteMapping(kind, name));
+  }
+
+  listLdapMappings(): Promise<LdapMapping[]> {
+    return Promise.resolve(this.#sts.listMappings());
   }
 
   createUpload(upload: UploadRecord): Promise<void> {
