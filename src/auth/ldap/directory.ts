@@ -54,7 +54,14 @@ export class Directory {
     const ms = this.config.timeout * 1000;
     let last: unknown;
     for (const url of this.config.urls) {
-      const client = new Client({ url, timeout: ms, connectTimeout: ms, tlsOptions: this.#tls });
+      // tlsOptions make ldapts connect with TLS: only for ldaps:// (STARTTLS upgrades later).
+      const secure = /^ldaps:/i.test(url);
+      const client = new Client({
+        url,
+        timeout: ms,
+        connectTimeout: ms,
+        ...(secure ? { tlsOptions: this.#tls } : {}),
+      });
       try {
         if (this.config.startTls) await client.startTLS(this.#tls);
         if (this.config.bindDn) await client.bind(this.config.bindDn, this.config.bindPassword);
