@@ -14,14 +14,7 @@ import { join } from "node:path";
 import { createSlapd, READER_PASSWORD, SUFFIXES, userDn } from "../services/slapd.ts";
 import { adminApi } from "./access_helpers.ts";
 import { assert, assertEquals, assertMatch, assertRejectsCode } from "./assert.ts";
-import {
-  changeMembership,
-  credentialsOf,
-  errorCode,
-  ldapSignIn,
-  sessionClient,
-  sts,
-} from "./ldap_helpers.ts";
+import { changeMembership, errorCode, ldapSignIn, sessionClient, sts } from "./ldap_helpers.ts";
 import { freePort } from "../services/process.ts";
 import { s3Client, startServer } from "./server.ts";
 import { objectPath, signedFetch } from "./signer.ts";
