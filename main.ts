@@ -50,7 +50,15 @@ function tightenInBackground(roots: string[]): Promise<void> {
 
 /** Directory sign-in: an unreachable directory is logged, and local users keep working. */
 async function startLdap(config: Config, meta: SqliteMetaStore): Promise<LdapService> {
-  const caPem = config.ldap.caFile ? await Deno.readTextFile(config.ldap.caFile) : undefined;
+  let caPem: string | undefined;
+  if (config.ldap.caFile) {
+    try {
+      caPem = await Deno.readTextFile(config.ldap.caFile);
+    } catch (err) {
+      console.error(`Configuration error: STORE_LDAP_TLS_CA_FILE cannot be read: ${err}`);
+      Deno.exit(2);
+    }
+  }
   const directory = new Directory(config.ldap, caPem);
   directory.check().then(
     () => log("info", "LDAP directory reachable", { urls: config.ldap.urls }),

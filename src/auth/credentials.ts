@@ -38,7 +38,9 @@ export class Credentials {
     if (record.parentKind === "user") {
       if (record.parentId === ADMIN_ID) return this.adminPrincipal();
       const user = await this.meta.getUser({ id: record.parentId });
-      return user && userPrincipal(user);
+      // Rotating a user's keys also ends the sessions those keys issued.
+      if (!user || user.keyCreatedAt > record.createdAt) return undefined;
+      return userPrincipal(user);
     }
     if (!this.ldap) return undefined;
     const known = record.ldapDn !== undefined

@@ -229,6 +229,14 @@ Deno.test("ldap over TLS: STARTTLS and 389 layout, ldaps and AD layout, rate lim
         assertEquals(disabled.status, 200);
         const after = await aws(server, session, "s3api", "list-objects-v2", "--bucket", "eng");
         assert(!after.ok && /AccessDenied/.test(after.stderr), after.stderr);
+        // Enabled again, the session works again; rotating the user's keys ends it.
+        const enabled = await adminApi(server, "POST", `/users/${user.accessKey}/enable`);
+        assertEquals(enabled.status, 200);
+        assert((await aws(server, session, "s3api", "list-objects-v2", "--bucket", "eng")).ok);
+        const rotate = await adminApi(server, "POST", `/users/${user.accessKey}/keys`);
+        assertEquals(rotate.status, 200);
+        const rotated = await aws(server, session, "s3api", "list-objects-v2", "--bucket", "eng");
+        assert(!rotated.ok && /InvalidAccessKeyId/.test(rotated.stderr), rotated.stderr);
       },
     );
   } finally {
