@@ -310,6 +310,25 @@ Deno.test("ldap: sign-in, temporary credentials and group mappings against a rea
       },
     );
 
+    await t.step("a directory that accepts connections but never answers: timeouts", async () => {
+      await slapd.freeze(true);
+      try {
+        const started = Date.now();
+        const res = await sts(server, {
+          Action: "AssumeRoleWithLDAPIdentity",
+          LDAPUsername: "carol",
+          LDAPPassword: "carol-pw",
+        });
+        const ms = Date.now() - started;
+        assertEquals([res.status, errorCode(res.text)], [503, "ServiceUnavailable"]);
+        // STORE_LDAP_TIMEOUT is 2 s.
+        assert(ms >= 1500 && ms < 6000, `answered after ${ms} ms`);
+      } finally {
+        await slapd.freeze(false);
+      }
+      await ldapSignIn(server, "carol", "carol-pw");
+    });
+
     await t.step(
       "POST /api/v1/tokens signs a directory user in; its presigned URLs work",
       async () => {
