@@ -1,7 +1,7 @@
 // LDAP sign-in against a real slapd (OpenLDAP layout, plain ldap://): the token service's
 // AssumeRoleWithLDAPIdentity, the S3 SDK with the temporary credentials, group mappings through
 // /admin/ldap, session policies, bad sign-ins, tokens (missing, tampered, expired), removal from a
-// group within the cache TTL, and the directory stopped mid-test.
+// group within the cache TTL, the directory stopped and frozen mid-test, boto3 and mc.
 import {
   CreateBucketCommand,
   GetObjectCommand,
@@ -20,6 +20,7 @@ import { s3Client, startServer } from "./server.ts";
 import { objectPath, signedFetch } from "./signer.ts";
 
 const BASE = SUFFIXES.openldap;
+const MC = new URL("../../.tools/bin/mc", import.meta.url).pathname;
 const TTL_S = 2;
 
 Deno.test("ldap: sign-in, temporary credentials and group mappings against a real slapd", async (t) => {
@@ -327,6 +328,49 @@ Deno.test("ldap: sign-in, temporary credentials and group mappings against a rea
         await slapd.freeze(false);
       }
       await ldapSignIn(server, "carol", "carol-pw");
+    });
+
+    await t.step("boto3 and mc use the temporary credentials", async () => {
+      const creds = await ldapSignIn(server, "alice", "alice-pw");
+      const script = [
+        "import boto3, sys",
+        "s3 = boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1',",
+        "  aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3],",
+        "  aws_session_token=sys.argv[4])",
+        "s3.put_object(Bucket='eng-data', Key='boto3.txt', Body=b'from boto3')",
+        "print(s3.get_object(Bucket='eng-data', Key='a.txt')['Body'].read().decode())",
+      ].join("\n");
+      const py = await new Deno.Command("/usr/bin/python3", {
+        args: [
+          "-c",
+          script,
+          server.url,
+          creds.accessKeyId,
+          creds.secretAccessKey,
+          creds.sessionToken,
+        ],
+        env: { HOME: server.dataDir, AWS_CONFIG_FILE: "/dev/null" },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert(py.success, new TextDecoder().decode(py.stderr));
+      assertEquals(new TextDecoder().decode(py.stdout).trim(), "from alice");
+      const configDir = await Deno.makeTempDir({ prefix: "mc-config-" });
+      try {
+        const mc = await new Deno.Command(MC, {
+          args: ["--config-dir", configDir, "cat", "ldap/eng-data/boto3.txt"],
+          env: {
+            MC_HOST_ldap: `http://${creds.accessKeyId}:${creds.secretAccessKey}:` +
+              `${creds.sessionToken}@127.0.0.1:${server.port}`,
+          },
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        assert(mc.success, new TextDecoder().decode(mc.stderr));
+        assertEquals(new TextDecoder().decode(mc.stdout), "from boto3");
+      } finally {
+        await Deno.remove(configDir, { recursive: true });
+      }
     });
 
     await t.step(
