@@ -53,7 +53,7 @@ function servedWhenFull(method: string, operation: string): boolean {
     operation === "DeleteObjects";
 }
 
-interface Target {
+export interface Target {
   rawPath: string;
   rawQuery: string;
   path: string;

@@ -13,7 +13,7 @@ import { BodyStalledError, readAtMost } from "../http/progress.ts";
 import { el, escapeXml, text, xmlDocument } from "../http/xml.ts";
 import { log } from "../log.ts";
 import type { SessionRecord } from "../meta/store.ts";
-import { type AppDeps, authenticate, type parseTarget } from "../protocol.ts";
+import { type AppDeps, authenticate, type Target } from "../protocol.ts";
 
 export const STS_VERSION = "2011-06-15";
 /** A form of names, a password and a policy of at most 2 KiB (packed) fits easily. */
@@ -190,7 +190,7 @@ async function assumeRole(
   deps: AppDeps,
   params: URLSearchParams,
   ctx: {
-    target: ReturnType<typeof parseTarget>;
+    target: Target;
     dialect: Dialect;
     requestId: string;
     sha256: string;
@@ -255,7 +255,7 @@ export async function handleSts(
   deps: AppDeps,
   ctx: {
     client: string;
-    target: ReturnType<typeof parseTarget>;
+    target: Target;
     dialect: Dialect;
     requestId: string;
   },
