@@ -181,7 +181,7 @@ async function assumeRoleWithLdap(
     "AssumeRoleWithLDAPIdentity",
     ctx.dialect,
     ctx.requestId,
-    credentialsXml(issued) + text("SubjectFromToken", identity.dn),
+    credentialsXml(issued),
   );
 }
 
