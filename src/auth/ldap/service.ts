@@ -1,7 +1,7 @@
 // Directory users as principals: sign-in (cached for the TTL as a salted hash, never the
 // password), each user's groups (refreshed after the TTL, kept while the directory is down), and
 // the access mapped to groups and users through /admin/ldap.
-import { pbkdf2Sync, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
 import { log } from "../../log.ts";
 import type { BucketAccess, BucketPermission, LdapMapping, MetaStore } from "../../meta/store.ts";
 import type { Principal } from "../principal.ts";
@@ -30,8 +30,26 @@ const RETRY_MS = 30_000;
 /** Directory users own buckets and objects by this prefix and their user name. */
 export const LDAP_ID_PREFIX = "ldap:";
 
-function hashPassword(password: string, salt: Uint8Array): Uint8Array {
-  return pbkdf2Sync(password, salt, HASH_ITERATIONS, 32, "sha256");
+/** PBKDF2 through WebCrypto: it runs off the event loop (node:crypto's pbkdf2Sync would block). */
+async function hashPassword(password: string, salt: Uint8Array): Promise<Uint8Array> {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(password),
+    "PBKDF2",
+    false,
+    ["deriveBits"],
+  );
+  const bits = await crypto.subtle.deriveBits(
+    {
+      name: "PBKDF2",
+      hash: "SHA-256",
+      salt: salt as Uint8Array<ArrayBuffer>,
+      iterations: HASH_ITERATIONS,
+    },
+    key,
+    256,
+  );
+  return new Uint8Array(bits);
 }
 
 function remember<V>(map: Map<string, V>, key: string, value: V): void {
@@ -95,12 +113,12 @@ export class LdapService {
     if (
       cached && identity && now - cached.at < this.#ttlMs && now - identity.fetchedAt < this.#ttlMs
     ) {
-      if (timingSafeEqual(hashPassword(password, cached.salt), cached.hash)) return identity;
+      if (timingSafeEqual(await hashPassword(password, cached.salt), cached.hash)) return identity;
     }
     const user = await this.directory.signIn(rawName, password);
     const fresh: LdapIdentity = { ...user, username, fetchedAt: now };
     const salt = crypto.getRandomValues(new Uint8Array(16));
-    remember(this.#signIns, username, { salt, hash: hashPassword(password, salt), at: now });
+    remember(this.#signIns, username, { salt, hash: await hashPassword(password, salt), at: now });
     remember(this.#identities, username, fresh);
     return fresh;
   }
