@@ -8,7 +8,9 @@ import { loadMasterKey } from "./src/auth/master_key.ts";
 import { SecretSealer } from "./src/auth/secrets.ts";
 import { SignInLimiter } from "./src/auth/sign_in_limiter.ts";
 import { SseKeys } from "./src/object/sse.ts";
-import { ConfigError, loadConfig } from "./src/config.ts";
+import { type Config, ConfigError, loadConfig } from "./src/config.ts";
+import { Directory } from "./src/auth/ldap/directory.ts";
+import { LdapService } from "./src/auth/ldap/service.ts";
 import { InFlight } from "./src/http/in_flight.ts";
 import { setBodyTimeout } from "./src/http/progress.ts";
 import { serveConnections } from "./src/net/listener.ts";
@@ -47,6 +49,32 @@ function tightenInBackground(roots: string[]): Promise<void> {
       }),
     (err) => log("warn", "Tightening data directory modes failed", { error: String(err) }),
   );
+}
+
+/** Directory sign-in: an unreachable directory is logged, and local users keep working. */
+async function startLdap(config: Config, meta: SqliteMetaStore): Promise<LdapService> {
+  let caPem: string | undefined;
+  if (config.ldap.caFile) {
+    try {
+      caPem = await Deno.readTextFile(config.ldap.caFile);
+    } catch (err) {
+      console.error(`Configuration error: STORE_LDAP_TLS_CA_FILE cannot be read: ${err}`);
+      Deno.exit(2);
+    }
+  }
+  const directory = new Directory(config.ldap, caPem);
+  directory.check().then(
+    () => log("info", "LDAP directory reachable", { urls: config.ldap.urls }),
+    (err) =>
+      log("error", "LDAP directory unreachable: directory sign-ins fail until it answers", {
+        urls: config.ldap.urls,
+        error: err instanceof Error ? err.message : String(err),
+      }),
+  );
+  return new LdapService(config.ldap, directory, meta, {
+    maxFailures: config.signInLimit,
+    windowMs: config.signInWindow * 1000,
+  });
 }
 
 async function main(): Promise<void> {
@@ -132,10 +160,15 @@ async function main(): Promise<void> {
   });
   await notifier.start();
   log("info", "Notification targets", { targets: targets.map((t) => `${t.kind}:${t.id}`) });
+  const signIns = new SignInLimiter({
+    maxFailures: config.signInLimit,
+    windowMs: config.signInWindow * 1000,
+  });
+  const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
   const handler = createHandler({
     config,
     layer,
-    credentials: new Credentials(admin, meta, sealer),
+    credentials: new Credentials(admin, meta, sealer, ldap),
     access: new AccessControl(meta),
     sealer,
     inFlight,
@@ -145,10 +178,7 @@ async function main(): Promise<void> {
     notifier,
     reserve,
     audit: new AuditRecorder(meta, config.audit),
-    signIns: new SignInLimiter({
-      maxFailures: config.signInLimit,
-      windowMs: config.signInWindow * 1000,
-    }),
+    signIns,
     sharePasswords: new SignInLimiter({
       maxFailures: config.signInLimit,
       windowMs: config.signInWindow * 1000,

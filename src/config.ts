@@ -1,6 +1,7 @@
 // Environment variables -> typed, validated configuration.
 import { decodeMasterKey } from "./auth/master_key.ts";
 import type { DialectName } from "./http/dialect.ts";
+import { type LdapConfig, LdapConfigError, loadLdapConfig } from "./auth/ldap/config.ts";
 import { parseAllowList, type WebhookAllowList } from "./events/webhook_allow.ts";
 import {
   defaultMaxConnections,
@@ -79,6 +80,8 @@ export interface Config {
   auditRetentionDays: number;
   /** Rows the error log keeps; the oldest go first (STORE_ERROR_LOG_MAX). */
   errorLogMax: number;
+  /** Directory sign-in (STORE_LDAP_*). */
+  ldap: LdapConfig;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -220,7 +223,17 @@ export function loadConfig(
     audit: choiceSetting(env, "STORE_AUDIT", ["on", "off"], "on") === "on",
     auditRetentionDays: intSetting(env, "STORE_AUDIT_RETENTION_DAYS", 0, 0, 36500),
     errorLogMax: intSetting(env, "STORE_ERROR_LOG_MAX", 10_000, 1, 10_000_000),
+    ldap: ldapSetting(env),
   };
+}
+
+function ldapSetting(env: Env): LdapConfig {
+  try {
+    return loadLdapConfig(env);
+  } catch (err) {
+    if (err instanceof LdapConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
 }
 
 function webhookAllowSetting(raw: string | undefined): WebhookAllowList {

@@ -86,3 +86,53 @@ Deno.test("connection limits and timeouts: defaults follow the descriptor limit"
   rejects({ STORE_HEADER_TIMEOUT: "0" }, /STORE_HEADER_TIMEOUT must be between/);
   rejects({ STORE_READ_BUFFER_MAX: "1000" }, /STORE_READ_BUFFER_MAX must be between/);
 });
+
+Deno.test("STORE_LDAP_*: off by default, presets, validation", () => {
+  const off = load({}).ldap;
+  assertEquals([off.enabled, off.cacheTtl, off.timeout, off.preset], [false, 300, 5, "openldap"]);
+  const base = {
+    STORE_LDAP_ENABLED: "true",
+    STORE_LDAP_URL: "ldap://dir1:389, ldaps://dir2:636",
+    STORE_LDAP_BASE_DN: "dc=example,dc=org",
+  };
+  const c = load(base).ldap;
+  assertEquals(c.urls, ["ldap://dir1:389", "ldaps://dir2:636"]);
+  assertEquals([c.userFilter, c.groupFilter, c.groupBaseDn, c.groupNameAttr], [
+    "(uid={username})",
+    "(|(member={dn})(uniqueMember={dn}))",
+    "dc=example,dc=org",
+    "cn",
+  ]);
+  const ad = load({ ...base, STORE_LDAP_PRESET: "ad" }).ldap;
+  assertEquals([ad.userFilter, ad.memberOfAttr, ad.disabledBy, ad.displayNameAttr], [
+    "(sAMAccountName={username})",
+    "memberOf",
+    "userAccountControl",
+    "displayName",
+  ]);
+  assertEquals(load({ ...base, STORE_LDAP_PRESET: "389ds" }).ldap.disabledBy, "nsAccountLock");
+  const custom = load({
+    ...base,
+    STORE_LDAP_USER_FILTER: "(&(objectClass=person)(mail={username}))",
+    STORE_LDAP_CACHE_TTL: "60",
+    STORE_LDAP_TIMEOUT: "2",
+    STORE_LDAP_TLS_SKIP_VERIFY: "true",
+  }).ldap;
+  assertEquals([custom.userFilter, custom.cacheTtl, custom.timeout, custom.skipVerify], [
+    "(&(objectClass=person)(mail={username}))",
+    60,
+    2,
+    true,
+  ]);
+  rejects({ STORE_LDAP_ENABLED: "true" }, /STORE_LDAP_URL is required/);
+  rejects({ ...base, STORE_LDAP_BASE_DN: "" }, /STORE_LDAP_BASE_DN is required/);
+  rejects({ ...base, STORE_LDAP_URL: "http://dir" }, /STORE_LDAP_URL/);
+  rejects({ ...base, STORE_LDAP_PRESET: "novell" }, /STORE_LDAP_PRESET/);
+  rejects({ ...base, STORE_LDAP_ENABLED: "yes" }, /STORE_LDAP_ENABLED must be true or false/);
+  rejects({ ...base, STORE_LDAP_USER_FILTER: "(uid=alice)" }, /must contain \{username\}/);
+  rejects({ ...base, STORE_LDAP_GROUP_FILTER: "member={dn}" }, /must be an LDAP filter/);
+  rejects({ ...base, STORE_LDAP_BIND_DN: "cn=reader" }, /go together/);
+  rejects({ ...base, STORE_LDAP_STARTTLS: "true" }, /STORE_LDAP_STARTTLS is for ldap:\/\//);
+  rejects({ ...base, STORE_LDAP_CACHE_TTL: "0" }, /STORE_LDAP_CACHE_TTL/);
+  rejects({ ...base, STORE_LDAP_TIMEOUT: "1s" }, /STORE_LDAP_TIMEOUT/);
+});

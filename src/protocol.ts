@@ -8,6 +8,7 @@ import type { Credentials } from "./auth/credentials.ts";
 import type { SignInLimiter } from "./auth/sign_in_limiter.ts";
 import { ANONYMOUS, type Principal } from "./auth/principal.ts";
 import type { SecretSealer } from "./auth/secrets.ts";
+import { checkSessionToken } from "./auth/sts/sessions.ts";
 import type { Scrubber } from "./workers/scrubber.ts";
 import type { LifecycleWorker } from "./workers/lifecycle.ts";
 import type { SseKeys } from "./object/sse.ts";
@@ -30,6 +31,7 @@ import { checkExpectedOwner } from "./api/expected_owner.ts";
 import { conditionFacts } from "./api/condition_facts.ts";
 import { currentAudit } from "./audit/scope.ts";
 import { type AuditRecorder, principalName } from "./audit/recorder.ts";
+import { handleSts, isStsRequest } from "./api/sts.ts";
 
 export interface AppDeps {
   config: Config;
@@ -57,7 +59,7 @@ function servedWhenFull(method: string, operation: string): boolean {
     operation === "DeleteObjects";
 }
 
-interface Target {
+export interface Target {
   rawPath: string;
   rawQuery: string;
   path: string;
@@ -99,6 +101,8 @@ export async function authenticate(
   target: Target,
   dialect: Dialect,
   deps: AppDeps,
+  /** The token service's: its own scope service, and the body it has read already. */
+  sts?: { services: readonly string[]; payloadSha256: string },
 ): Promise<{ principal: Principal; signed?: SignedRequest }> {
   const authorization = req.headers.get("authorization");
   const v2 = usesSigV2(dialect, { authorization, query: target.query });
@@ -120,6 +124,7 @@ export async function authenticate(
     region: deps.config.region,
     now: Date.now(),
     secretFor: async (key: string) => (found = await deps.credentials.lookup(key))?.secret,
+    ...sts,
   };
   const signed = v2.header
     ? await verifyV2Header(input, authorization!)
@@ -135,6 +140,9 @@ export async function authenticate(
       "The access key Id you provided does not exist in our records.",
     );
   }
+  const token = req.headers.get(h(dialect, "security-token")) ??
+    target.query.get(q(dialect, "Security-Token"));
+  checkSessionToken(principal, token, input.now);
   return { principal, signed };
 }
 
@@ -211,6 +219,11 @@ async function dispatch(
   state.resource = target.path;
   state.corsBucket = bucketOfPath(target.path);
   const dialect = state.dialect = detectDialect(req.headers, target.query, state.dialect);
+  if (isStsRequest(req, target.path, target.query)) {
+    state.operation = "TokenService";
+    const client = (info.remoteAddr as Deno.NetAddr).hostname ?? "";
+    return await handleSts(req, deps, { client, target, dialect, requestId: state.requestId });
+  }
   if (!METHODS.includes(req.method)) throw methodNotAllowed();
   const copySource = req.headers.has(h(dialect, "copy-source"));
   const found = route(req.method, target.path, target.query, copySource);
@@ -240,6 +253,7 @@ async function dispatch(
   const facts = requestFacts(info, target, { headers: req.headers, dialect });
   const verdict = await deps.access.decide(principal, operation, {
     bucket,
+    bucketName: found.bucket,
     key: found.key,
     versionId: found.key === undefined ? undefined : target.query.get("versionId") ?? undefined,
     facts,

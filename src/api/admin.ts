@@ -11,6 +11,7 @@ import { auditRoute } from "../audit/admin.ts";
 import { currentAudit } from "../audit/scope.ts";
 import { errorsRoute } from "../errorlog/admin.ts";
 import { adminSharesRoute } from "../share/api.ts";
+import { ldapRoute } from "./admin_ldap.ts";
 import {
   ApiError,
   apiErrorResponse,
@@ -169,6 +170,9 @@ async function route(req: Request, deps: AppDeps): Promise<Response> {
   if (resource === "errors" && accessKey === undefined) return await errorsRoute(req, deps);
   if (resource === "shares" && action === undefined) {
     return await adminSharesRoute(req, deps, accessKey);
+  }
+  if (resource === "ldap") {
+    return await ldapRoute(req, deps, pathSegments(req.url, "/admin/ldap"));
   }
   if (resource === "uploads") {
     return await uploadsRoute(req, deps, pathSegments(req.url, "/admin/uploads"));

@@ -1,6 +1,7 @@
 // The service API under /api/v1: bearer tokens and the presigned-URL service.
 //
 //   POST   /api/v1/tokens   {access_key, secret_key, expires_in?} -> 201 {token, expires_at, ...}
+//                            or {ldap_username, ldap_password, expires_in?} (directory users)
 //   DELETE /api/v1/tokens   (Authorization: Bearer <token>)        -> 204, the token is revoked
 //   GET    /api/v1/presigned/{download|upload|delete|upload-part}/{bucket}/{key}?expires_in=N
 //          (Authorization: Bearer <token>) -> {url, expires_at, bucket, key, method}
@@ -10,7 +11,9 @@ import { userPrincipal } from "../auth/credentials.ts";
 import type { Principal } from "../auth/principal.ts";
 import { presignUrl } from "../auth/presign_url.ts";
 import { MAX_PRESIGN_EXPIRES_S } from "../auth/sigv4.ts";
-import { DIALECTS } from "../http/dialect.ts";
+import { DIALECTS, q } from "../http/dialect.ts";
+import { DirectoryError } from "../auth/ldap/directory.ts";
+import { ldapSignIn, SignInThrottled } from "../auth/ldap/sign_in.ts";
 import type { AppDeps } from "../protocol.ts";
 import { ApiError, apiErrorResponse, jsonResponse, limitedSignIn, readJsonObject } from "./json.ts";
 import { currentAudit } from "../audit/scope.ts";
@@ -33,12 +36,91 @@ function sameText(a: string, b: string): boolean {
 /** A sign-in is two short strings and a number: nobody needs more before being known. */
 const MAX_TOKEN_REQUEST = 4 * 1024;
 
-async function issueToken(req: Request, deps: AppDeps): Promise<Response> {
+/** Bearer tokens of directory users name the session issued with them: `sts:<access key>`. */
+const SESSION_TOKEN_OWNER = "sts:";
+
+function newToken(): string {
+  return TOKEN_PREFIX +
+    btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))
+      .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+async function saveToken(
+  deps: AppDeps,
+  owner: { userId: string; accessKey: string },
+  ttl: number,
+): Promise<Response> {
+  const token = newToken();
+  const now = Date.now();
+  const expiresAt = now + ttl * 1000;
+  await deps.layer.meta.createToken({
+    hash: tokenHash(token),
+    userId: owner.userId,
+    createdAt: now,
+    expiresAt,
+  });
+  return jsonResponse(201, {
+    token,
+    token_type: "Bearer",
+    expires_at: new Date(expiresAt).toISOString(),
+    access_key: owner.accessKey,
+  });
+}
+
+/** A directory user's token: a sign-in at the directory and a session living as long. */
+async function issueLdapToken(
+  deps: AppDeps,
+  client: string,
+  body: Record<string, unknown>,
+  ttl: number,
+): Promise<Response> {
+  const { ldap_username: username, ldap_password: password } = body;
+  if (typeof username !== "string" || typeof password !== "string") {
+    throw new ApiError(
+      400,
+      "invalid_field",
+      "ldap_username and ldap_password are required strings.",
+    );
+  }
+  const ldap = deps.credentials.ldap;
+  if (!ldap) throw new ApiError(400, "ldap_disabled", "LDAP sign-in is not enabled.");
+  let identity;
+  try {
+    identity = await ldapSignIn(ldap, undefined, client, { username, password });
+  } catch (err) {
+    if (err instanceof SignInThrottled) {
+      throw new ApiError(429, "too_many_attempts", err.message, {
+        "retry-after": String(err.retryAfter),
+      });
+    }
+    if (err instanceof DirectoryError) {
+      if (err.reason === "unavailable") {
+        throw new ApiError(503, "directory_unavailable", "The directory is unreachable.");
+      }
+      if (err.reason === "disabled") throw new ApiError(403, "user_disabled", err.message);
+      throw new ApiError(401, "invalid_credentials", "The user name or password is wrong.");
+    }
+    throw err;
+  }
+  const now = Date.now();
+  const session = await deps.credentials.sessions.issue({
+    parentKind: "ldap",
+    parentId: identity.username,
+    ldapDn: identity.dn,
+    ldapGroups: identity.groups,
+    createdAt: now,
+    expiresAt: now + ttl * 1000,
+  });
+  return await saveToken(
+    deps,
+    { userId: SESSION_TOKEN_OWNER + session.accessKey, accessKey: session.accessKey },
+    ttl,
+  );
+}
+
+async function issueToken(req: Request, deps: AppDeps, client: string): Promise<Response> {
   const body = await readJsonObject(req, MAX_TOKEN_REQUEST);
   const { access_key: accessKey, secret_key: secret, expires_in: expiresIn } = body;
-  if (typeof accessKey !== "string" || typeof secret !== "string") {
-    throw new ApiError(400, "invalid_field", "access_key and secret_key are required strings.");
-  }
   const ttl = expiresIn === undefined ? deps.config.tokenTtl : expiresIn;
   if (typeof ttl !== "number" || !Number.isInteger(ttl) || ttl < 1 || ttl > deps.config.tokenTtl) {
     throw new ApiError(
@@ -46,6 +128,10 @@ async function issueToken(req: Request, deps: AppDeps): Promise<Response> {
       "invalid_field",
       `expires_in must be 1 to ${deps.config.tokenTtl} seconds.`,
     );
+  }
+  if (body.ldap_username !== undefined) return await issueLdapToken(deps, client, body, ttl);
+  if (typeof accessKey !== "string" || typeof secret !== "string") {
+    throw new ApiError(400, "invalid_field", "access_key and secret_key are required strings.");
   }
   const scope = currentAudit();
   if (scope) scope.principal = `key:${accessKey.slice(0, 128)}`;
@@ -56,23 +142,11 @@ async function issueToken(req: Request, deps: AppDeps): Promise<Response> {
     throw new ApiError(401, "invalid_credentials", "The access key or secret key is wrong.");
   }
   if (!principal.enabled) throw new ApiError(403, "user_disabled", "The user is disabled.");
-  const token = TOKEN_PREFIX +
-    btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))
-      .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-  const now = Date.now();
-  const expiresAt = now + ttl * 1000;
-  await deps.layer.meta.createToken({
-    hash: tokenHash(token),
-    userId: principal.id,
-    createdAt: now,
-    expiresAt,
-  });
-  return jsonResponse(201, {
-    token,
-    token_type: "Bearer",
-    expires_at: new Date(expiresAt).toISOString(),
-    access_key: accessKey,
-  });
+  // Session keys sign in with their session token, never here.
+  if (principal.session) {
+    throw new ApiError(401, "invalid_credentials", "The access key or secret key is wrong.");
+  }
+  return await saveToken(deps, { userId: principal.id, accessKey }, ttl);
 }
 
 function bearer(req: Request): string {
@@ -102,6 +176,15 @@ export async function tokenPrincipal(
     const principal = deps.credentials.adminPrincipal();
     if (scope) scope.principal = principalName(principal);
     return { principal, hash };
+  }
+  if (record.userId.startsWith(SESSION_TOKEN_OWNER)) {
+    const found = await deps.credentials.sessions.lookup(
+      record.userId.slice(SESSION_TOKEN_OWNER.length),
+    );
+    if (!found || found.principal.session!.expiresAt <= Date.now()) throw invalid;
+    if (scope) scope.principal = principalName(found.principal);
+    if (!found.principal.enabled) throw new ApiError(403, "user_disabled", "The user is disabled.");
+    return { principal: found.principal, hash };
   }
   const user = await deps.layer.meta.getUser({ id: record.userId });
   if (!user) throw invalid;
@@ -186,8 +269,10 @@ async function presign(req: Request, deps: AppDeps, rest: string): Promise<Respo
   const secret = (await deps.credentials.lookup(principal.accessKey!))?.secret;
   const method = KINDS[m[1]];
   const extras = presignExtras(m[1], url.searchParams);
+  const dialect = DIALECTS[deps.config.dialect];
+  if (principal.session) extras.query.push([q(dialect, "Security-Token"), principal.session.token]);
   const signedUrl = presignUrl({
-    dialect: DIALECTS[deps.config.dialect],
+    dialect,
     method,
     origin: url.origin,
     bucket,
@@ -221,7 +306,7 @@ async function route(req: Request, deps: AppDeps, client: string): Promise<Respo
       scope.operation = req.method === "POST" ? "IssueToken" : "RevokeToken";
     }
     if (req.method === "POST") {
-      return await limitedSignIn(deps.signIns, client, () => issueToken(req, deps));
+      return await limitedSignIn(deps.signIns, client, () => issueToken(req, deps, client));
     }
     if (req.method === "DELETE") {
       const { hash } = await tokenPrincipal(req, deps);

@@ -13,6 +13,7 @@ import type { AuditAnchor, AuditEntry, AuditFacts } from "../audit/chain.ts";
 import { type AuditScope, currentAudit } from "../audit/scope.ts";
 import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
+import { SqliteSts } from "./sqlite_sts.ts";
 import type {
   AuditQuery,
   BucketConfigKind,
@@ -24,6 +25,7 @@ import type {
   DataRef,
   ErrorQuery,
   ErrorRecord,
+  LdapMapping,
   ListPage,
   ListQuery,
   MetaStore,
@@ -32,6 +34,7 @@ import type {
   PartRecord,
   PutResult,
   Retention,
+  SessionRecord,
   ShareRecord,
   StoredEvent,
   TagSet,
@@ -140,6 +143,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #shares: SqliteShares;
   /** Whether changes made in a request's audit scope write their entry (STORE_AUDIT). */
   readonly #auditing: boolean;
+  readonly #sts: SqliteSts;
 
   constructor(path: string, opts: { audit?: boolean } = {}) {
     this.#auditing = opts.audit ?? true;
@@ -159,6 +163,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#audit = new SqliteAudit((sql) => this.#stmt(sql));
     this.#errors = new SqliteErrors((sql) => this.#stmt(sql));
     this.#shares = new SqliteShares((sql) => this.#stmt(sql));
+    this.#sts = new SqliteSts((sql) => this.#stmt(sql));
   }
 
   /**
@@ -624,6 +629,29 @@ export class SqliteMetaStore implements MetaStore {
 
   deleteUserTokens(userId: string): Promise<void> {
     return this.#change(() => this.#users.deleteUserTokens(userId));
+  }
+
+  createSession(session: SessionRecord): Promise<void> {
+    return this.#change(() => this.#sts.createSession(session));
+  }
+
+  getSession(accessKey: string): Promise<SessionRecord | undefined> {
+    return Promise.resolve(this.#sts.getSession(accessKey));
+  }
+
+  putLdapMapping(mapping: LdapMapping): Promise<void> {
+    return this.#change(() => this.#sts.putMapping(mapping));
+  }
+
+  deleteLdapMapping(kind: LdapMapping["kind"], name: string): Promise<boolean> {
+    return this.#change(
+      () => this.#sts.deleteMapping(kind, name),
+      (deleted) => deleted ? {} : undefined,
+    );
+  }
+
+  listLdapMappings(): Promise<LdapMapping[]> {
+    return Promise.resolve(this.#sts.listMappings());
   }
 
   createUpload(upload: UploadRecord): Promise<void> {

@@ -268,4 +268,28 @@ export const MIGRATIONS: string[] = [
   );
   CREATE INDEX shares_by_creator ON shares(creator, created_at);
   `,
+  `
+  -- LDAP sign-in and temporary credentials: sessions issued by the token service (secret and
+  -- token sealed with the master key) and the access mapped to directory groups and users.
+  CREATE TABLE sts_sessions (
+    access_key TEXT PRIMARY KEY,
+    sealed_secret TEXT NOT NULL,
+    sealed_token TEXT NOT NULL,
+    parent_kind TEXT NOT NULL,
+    parent_id TEXT NOT NULL,
+    ldap_dn TEXT,
+    ldap_groups TEXT,
+    policy TEXT,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  );
+  CREATE INDEX sts_sessions_by_expiry ON sts_sessions(expires_at);
+  CREATE TABLE ldap_mappings (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    bucket_access TEXT NOT NULL,
+    is_admin INTEGER NOT NULL,
+    PRIMARY KEY (kind, name)
+  );
+  `,
 ];

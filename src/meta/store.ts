@@ -175,6 +175,36 @@ export interface UserRecord {
   bucketAccess: BucketAccess[];
 }
 
+/** Temporary credentials issued by the token service (STS). */
+export interface SessionRecord {
+  accessKey: string;
+  /** The secret key sealed with the master key (context: the access key). */
+  sealedSecret: string;
+  /** The session token, sealed the same way: checked on each request, and signed into
+   * presigned URLs made for the session. */
+  sealedToken: string;
+  /** Whose access the session carries: a local user (or the administrator) by id, or a
+   * directory user by user name. */
+  parentKind: "user" | "ldap";
+  parentId: string;
+  /** Directory user: the DN and groups found at sign-in (used while the directory is down). */
+  ldapDn?: string;
+  ldapGroups?: string[];
+  /** The session policy text, when one narrows the session. */
+  policy?: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** Access granted to a directory group or user (`/admin/ldap`). */
+export interface LdapMapping {
+  kind: "group" | "user";
+  /** Group or user name, lower case. */
+  name: string;
+  bucketAccess: BucketAccess[];
+  isAdmin: boolean;
+}
+
 export interface TokenRecord {
   /** SHA-256 (hex) of the bearer token. */
   hash: string;
@@ -506,6 +536,13 @@ export interface MetaStore extends EventLog, RecordStore {
   getToken(hash: string): Promise<TokenRecord | undefined>;
   deleteToken(hash: string): Promise<boolean>;
   deleteUserTokens(userId: string): Promise<void>;
+
+  /** Stores a session and drops the expired ones. */
+  createSession(session: SessionRecord): Promise<void>;
+  getSession(accessKey: string): Promise<SessionRecord | undefined>;
+  putLdapMapping(mapping: LdapMapping): Promise<void>;
+  deleteLdapMapping(kind: LdapMapping["kind"], name: string): Promise<boolean>;
+  listLdapMappings(): Promise<LdapMapping[]>;
 
   createUpload(upload: UploadRecord): Promise<void>;
   getUpload(bucket: string, key: string, uploadId: string): Promise<UploadRecord | undefined>;
