@@ -27,6 +27,7 @@ import { startLifecycle } from "./src/workers/lifecycle.ts";
 import { openTarget, parseTargetSpecs } from "./src/events/env_targets.ts";
 import { Notifier } from "./src/events/notifier.ts";
 import type { NotificationTarget } from "./src/events/target.ts";
+import { backgroundThrottle, openDriveMonitor, startOps } from "./src/ops/ops.ts";
 
 /** How long shutdown waits for running requests (uploads) before closing anyway. */
 const SHUTDOWN_DRAIN_MS = 60_000;
@@ -74,11 +75,25 @@ async function main(): Promise<void> {
     console.log(`  secret key / password: ${admin.password}`);
   }
   const meta = new SqliteMetaStore(join(config.dataDir, "meta.db"));
+  if (config.checkOnStart) {
+    const problems = await meta.quickCheck();
+    if (problems.join() !== "ok") {
+      console.error(
+        `The metadata database failed its integrity check (STORE_CHECK_ON_START): ` +
+          `${problems.slice(0, 5).join("; ")}; restore a backup (see the README)`,
+      );
+      Deno.exit(2);
+    }
+    log("info", "Metadata integrity check passed");
+  }
   const drives = await openDrives(
     config.dataDirs,
     { register: (uuid, path) => meta.driveId(uuid, path), knownAt: (path) => meta.driveAt(path) },
     (message) => log("warn", message),
   );
+  // The healer exists only after the chunk store; drives that return meanwhile wait for it.
+  let healDrive = (_id: number) => {};
+  const monitor = await openDriveMonitor(meta, drives, config, (id) => healDrive(id));
   const cpu = new CpuPool(config.cpuWorkers, { onError: (message) => log("warn", message) });
   const chunks = new ChunkStore(meta, {
     drives,
@@ -86,6 +101,7 @@ async function main(): Promise<void> {
     compression: config.compression,
     dedup: config.dedup,
     cpu,
+    monitor,
   });
   const layer = new ObjectLayer(meta, chunks, {
     inlineMax: config.inlineMax,
@@ -109,7 +125,8 @@ async function main(): Promise<void> {
   }
   const masterKey = await loadMasterKey(config.dataDir, config.masterKey);
   const sealer = new SecretSealer(masterKey);
-  const scrubber = startScrubber(chunks, config.scrubInterval);
+  const throttle = backgroundThrottle(config);
+  const scrubber = startScrubber(chunks, config.scrubInterval, throttle);
   const lifecycle = startLifecycle(layer, {
     intervalSeconds: config.lifecycleInterval,
     daySeconds: config.lifecycleDay,
@@ -125,6 +142,8 @@ async function main(): Promise<void> {
     wake: layer.committed,
   });
   await notifier.start();
+  const ops = startOps({ config, meta, chunks, monitor, throttle, scrubber, notifier });
+  healDrive = (id) => ops.healer.healDrive(id);
   log("info", "Notification targets", { targets: targets.map((t) => `${t.kind}:${t.id}`) });
   const handler = createHandler({
     config,
@@ -138,6 +157,7 @@ async function main(): Promise<void> {
     sseKeys: new SseKeys(masterKey),
     notifier,
     reserve,
+    ops,
     signIns: new SignInLimiter({
       maxFailures: config.signInLimit,
       windowMs: config.signInWindow * 1000,
@@ -182,6 +202,7 @@ async function main(): Promise<void> {
     // A client that stalls mid-body would keep shutdown() waiting forever: bound it.
     await Promise.race([server.shutdown(), new Promise((r) => setTimeout(r, SHUTDOWN_CLOSE_MS))]);
     await scrubber.stop();
+    await ops.stop();
     await lifecycle.stop();
     await notifier.stop();
     await sweep;

@@ -28,6 +28,8 @@ import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
 import { toHex } from "./http/hex.ts";
 import { checkExpectedOwner } from "./api/expected_owner.ts";
 import { conditionFacts } from "./api/condition_facts.ts";
+import type { Ops } from "./ops/ops.ts";
+import { declaredLength } from "./ops/metrics.ts";
 
 export interface AppDeps {
   config: Config;
@@ -43,6 +45,8 @@ export interface AppDeps {
   signIns: SignInLimiter;
   /** Space kept back so deletes work on a full disk. */
   reserve: DiskReserve;
+  /** Drive monitoring and healing, health probes, metrics, backups. */
+  ops: Ops;
 }
 
 /** Served while the disk reserve is released (the disk is full): they read or free space. */
@@ -346,6 +350,13 @@ export async function handleProtocol(
   if (req.headers.has("origin")) await applyCors(req, response, deps, state);
   response.headers.set(h(state.dialect, "request-id"), state.requestId);
   response.headers.set("server", "store");
+  deps.ops.metrics.observe({
+    operation: state.operation,
+    status: response.status,
+    seconds: (performance.now() - started) / 1000,
+    bytesIn: declaredLength(req.headers),
+    bytesOut: declaredLength(response.headers),
+  });
   if (isDebug()) {
     log("debug", "Request", {
       requestId: state.requestId,

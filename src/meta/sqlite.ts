@@ -6,6 +6,7 @@ import { listVersions } from "./sqlite_versions.ts";
 import { MIGRATIONS } from "./sqlite_schema.ts";
 import { SqliteChunks } from "./sqlite_chunks.ts";
 import { SqliteEvents } from "./sqlite_events.ts";
+import { SqliteOps } from "./sqlite_ops.ts";
 import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import type {
@@ -30,6 +31,7 @@ import type {
   UploadListPage,
   UploadListQuery,
   UploadRecord,
+  Usage,
   UserRecord,
   VersionChunk,
   VersionListPage,
@@ -102,6 +104,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #uploads: SqliteUploads;
   readonly #batch: GroupCommit;
   readonly #events: SqliteEvents;
+  readonly #ops: SqliteOps;
 
   constructor(path: string) {
     this.#db = new DatabaseSync(path);
@@ -116,6 +119,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#chunks = new SqliteChunks((sql) => this.#stmt(sql));
     this.#uploads = new SqliteUploads((sql) => this.#stmt(sql), this.#chunks);
     this.#events = new SqliteEvents((sql) => this.#stmt(sql));
+    this.#ops = new SqliteOps(this.#db, (sql) => this.#stmt(sql), this.#batch);
   }
 
   #migrate(): void {
@@ -623,6 +627,30 @@ export class SqliteMetaStore implements MetaStore {
       if (!this.#uploads.exists(uploadId)) return undefined;
       return { freed: this.#uploads.remove(uploadId) };
     });
+  }
+
+  usage(): Promise<Usage> {
+    return Promise.resolve(this.#ops.usage());
+  }
+
+  probeWrite(): Promise<void> {
+    return this.#ops.probe();
+  }
+
+  setDriveNeedsHeal(driveId: number, needed: boolean): Promise<void> {
+    return this.#ops.setNeedsHeal(driveId, needed);
+  }
+
+  drivesNeedingHeal(): Promise<number[]> {
+    return Promise.resolve(this.#ops.drivesNeedingHeal());
+  }
+
+  snapshot(path: string): Promise<void> {
+    return Promise.resolve().then(() => this.#ops.snapshot(path));
+  }
+
+  quickCheck(): Promise<string[]> {
+    return Promise.resolve().then(() => this.#ops.quickCheck());
   }
 
   close(): Promise<void> {

@@ -3,7 +3,8 @@
 import type { ChunkRecord, MetaStore } from "../meta/store.ts";
 import { type CompressionMode, decodeChunk, encodeChunk, encodePrepared } from "./codec.ts";
 import { type ChunkWork, type CpuPool, inlineCpu } from "./cpu_pool.ts";
-import { type DriveSet, placeShards } from "./drives.ts";
+import { type Drive, type DriveSet, placeShards } from "./drives.ts";
+import type { DriveMonitor } from "./drive_monitor.ts";
 import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
 import { ChunkClaims } from "./chunk_claims.ts";
 import {
@@ -28,6 +29,8 @@ export interface ChunkStoreOptions {
   dedup: boolean;
   /** Where hashing and compression run; inline on the calling thread when absent. */
   cpu?: CpuPool;
+  /** Which drives are usable (all present ones when absent). */
+  monitor?: DriveMonitor;
 }
 
 /** A chunk could not be read: too many shards are missing or corrupt. */
@@ -56,9 +59,17 @@ function randomId(): string {
 
 export class ChunkStore {
   readonly claims: ChunkClaims;
+  /** Called with a chunk a read or write left with a bad shard it could not repair itself. */
+  onDamaged: (chunkId: string) => void = () => {};
 
   constructor(readonly meta: MetaStore, readonly options: ChunkStoreOptions) {
     this.claims = new ChunkClaims((id) => meta.hasChunk(id));
+  }
+
+  /** The drive with this id when shard I/O may use it. */
+  drive(id: number): Drive | undefined {
+    const { monitor, drives } = this.options;
+    return monitor ? monitor.usable(id) : drives.byId.get(id);
   }
 
   /** The CPU pool of the write path (also used for the MD5 of bodies). */
@@ -146,12 +157,23 @@ export class ChunkStore {
     drives: number[],
     quorum: number,
   ): Promise<void> {
+    const monitor = this.options.monitor;
     const results = await Promise.allSettled(
-      shards.map((s, i) => {
-        const drive = this.options.drives.byId.get(drives[i]);
-        return drive
-          ? writeShard(drive, id, i, s)
-          : Promise.reject(new Error(`Drive ${drives[i]} is gone`));
+      shards.map(async (s, i) => {
+        const drive = this.drive(drives[i]);
+        if (!drive) {
+          await monitor?.missedWrite(drives[i]);
+          throw new Error(`Drive ${drives[i]} is offline or gone`);
+        }
+        try {
+          const dir = await writeShard(drive, id, i, s);
+          monitor?.succeeded(drive.id);
+          return dir;
+        } catch (err) {
+          monitor?.failed(drive.id, err);
+          this.onDamaged(id);
+          throw err;
+        }
       }),
     );
     const dirs = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
@@ -174,7 +196,7 @@ export class ChunkStore {
     const n = rec.dataShards + rec.parityShards;
     const shardLen = Math.ceil(rec.storedSize / rec.dataShards) || 0;
     const present = await Promise.all(
-      rec.drives.map((d, i) => shardPresent(this.options.drives.byId.get(d), rec.id, i, shardLen)),
+      rec.drives.map((d, i) => shardPresent(this.drive(d), rec.id, i, shardLen)),
     );
     const count = present.filter(Boolean).length;
     if (count === n) return rec;
@@ -239,7 +261,7 @@ export class ChunkStore {
     const shardLen = Math.ceil(rec.storedSize / k) || 0;
     const reads: (ShardRead | undefined)[] = new Array(n);
     const readOne = async (i: number) => {
-      reads[i] = await readShard(this.options.drives.byId.get(rec.drives[i]), rec.id, i, shardLen);
+      reads[i] = await this.#readShard(rec, i, shardLen);
     };
     await Promise.all(Array.from({ length: opts.all ? n : k }, (_, i) => readOne(i)));
     const ok = () => reads.filter((r) => r?.state === "ok").length;
@@ -258,6 +280,7 @@ export class ChunkStore {
     if (bad.length > 0) {
       full = coder(k, rec.parityShards).reconstruct(shards);
       if (opts.heal) health.healed = await this.#heal(rec, full, bad);
+      if (health.healed.length < bad.length) this.onDamaged(rec.id);
     }
     // One data shard is the stored bytes themselves: no copy.
     const stored = k === 1
@@ -266,22 +289,50 @@ export class ChunkStore {
     return { stored, health };
   }
 
+  /** Reads one shard, telling the drive monitor how the drive did. */
+  async #readShard(rec: ChunkRecord, i: number, shardLen: number): Promise<ShardRead> {
+    const drive = this.drive(rec.drives[i]);
+    const read = await readShard(drive, rec.id, i, shardLen);
+    if (drive && this.options.monitor) {
+      if (read.state === "error") this.options.monitor.failed(drive.id, read.reason);
+      else this.options.monitor.succeeded(drive.id);
+    }
+    return read;
+  }
+
+  /**
+   * Checks the chunk's shards on the given drives (header, length, checksum) and, when one is
+   * missing or bad, rebuilds and rewrites it from the others: the heal of a returning drive.
+   */
+  async healOn(rec: ChunkRecord, driveIds: Set<number>): Promise<ChunkHealth> {
+    const shardLen = Math.ceil(rec.storedSize / rec.dataShards) || 0;
+    for (let i = 0; i < rec.drives.length; i++) {
+      if (!driveIds.has(rec.drives[i])) continue;
+      if ((await this.#readShard(rec, i, shardLen)).state !== "ok") return await this.verify(rec);
+    }
+    return { id: rec.id, bad: [], healed: [], lost: false };
+  }
+
   /** Rewrites rebuilt shards where they belong; returns the indexes healed. */
   async #heal(rec: ChunkRecord, shards: (Uint8Array | null)[], bad: number[]): Promise<number[]> {
     const healed: number[] = [];
     for (const i of bad) {
-      const drive = this.options.drives.byId.get(rec.drives[i]);
+      const drive = this.drive(rec.drives[i]);
       if (!drive || !shards[i]) continue;
       try {
         await syncDir(await writeShard(drive, rec.id, i, shards[i]!));
+        this.options.monitor?.succeeded(drive.id);
         healed.push(i);
-      } catch { /* the drive is failing; the next scrub tries again */ }
+      } catch (err) {
+        // The drive is failing; the heal queue (or its drive's heal) tries again.
+        this.options.monitor?.failed(drive.id, err);
+      }
     }
     return healed;
   }
 
   async #removeShards(id: string, drives: number[]): Promise<void> {
-    await Promise.all(drives.map((d, i) => removeShard(this.options.drives.byId.get(d), id, i)));
+    await Promise.all(drives.map((d, i) => removeShard(this.drive(d), id, i)));
   }
 
   /** Removes the shards of chunks no version refers to any more (after the metadata commit). */
