@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   }
   const meta = new SqliteMetaStore(join(config.dataDir, "meta.db"));
   if (config.checkOnStart) {
-    const problems = await meta.quickCheck();
+    const problems = await meta.quickCheck().catch((err) => [String(err)]);
     if (problems.join() !== "ok") {
       console.error(
         `The metadata database failed its integrity check (STORE_CHECK_ON_START): ` +
