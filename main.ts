@@ -47,6 +47,20 @@ function tightenInBackground(roots: string[]): Promise<void> {
   );
 }
 
+/** The metadata store; a database that cannot be opened stops the start with one line. */
+function openMetadata(path: string): SqliteMetaStore {
+  try {
+    return new SqliteMetaStore(path);
+  } catch (err) {
+    console.error(
+      `The metadata database ${path} cannot be opened (${
+        err instanceof Error ? err.message : err
+      }); restore a backup (see the README)`,
+    );
+    Deno.exit(2);
+  }
+}
+
 async function main(): Promise<void> {
   let config;
   let targets: NotificationTarget[];
@@ -74,7 +88,7 @@ async function main(): Promise<void> {
     console.log(`  access key / user:     ${admin.user}`);
     console.log(`  secret key / password: ${admin.password}`);
   }
-  const meta = new SqliteMetaStore(join(config.dataDir, "meta.db"));
+  const meta = openMetadata(join(config.dataDir, "meta.db"));
   if (config.checkOnStart) {
     const problems = await meta.quickCheck().catch((err) => [String(err)]);
     if (problems.join() !== "ok") {
