@@ -70,7 +70,9 @@ async function main(): Promise<void> {
   // crashed): restoring under a running server would be overwritten by it.
   for (const suffix of ["-wal", "-shm"]) {
     if (await exists(target + suffix)) {
-      fail(`${target}${suffix} exists: stop the server first (start and stop it once if it crashed)`);
+      fail(
+        `${target}${suffix} exists: stop the server first (start and stop it once if it crashed)`,
+      );
     }
   }
   checkSnapshot(snapshot);
