@@ -4,7 +4,14 @@
 // drives missing since start-up, are probed periodically; one that answers again is put back and
 // healed (see Healer). Every drive that misses a shard write is flagged in the metadata until a
 // heal of it finishes, so a restart does not forget it.
-import { type Drive, type DriveSet, type MissingDrive, probeDrive, reopenDrive } from "./drives.ts";
+import {
+  type Drive,
+  type DriveSet,
+  type MissingDrive,
+  probeDrive,
+  readIdentity,
+  reopenDrive,
+} from "./drives.ts";
 
 export type DriveState = "online" | "offline" | "missing";
 
@@ -76,12 +83,7 @@ export class DriveMonitor {
     s.lastError = String(err);
     s.lastErrorAt = new Date().toISOString();
     if (s.state === "online" && s.consecutiveErrors >= this.opts.errorLimit) {
-      s.state = "offline";
-      this.opts.warn("Drive taken offline after repeated I/O errors", {
-        drive: s.path,
-        errors: s.consecutiveErrors,
-        lastError: s.lastError,
-      });
+      this.#offline(s, `${s.consecutiveErrors} I/O errors in a row, the last: ${s.lastError}`);
     }
   }
 
@@ -101,21 +103,32 @@ export class DriveMonitor {
     if (entry) entry.status.needsHeal = false;
   }
 
-  /** Puts back offline drives that answer again and opens missing ones that appeared. */
+  /**
+   * Takes drives whose identity file is gone or changed offline (a disk swapped while running),
+   * puts back offline drives that answer again (an empty directory in place of one adopts its
+   * identity, as at start-up) and opens missing ones that appeared.
+   */
   async probe(): Promise<void> {
     if (this.#probing) return;
     this.#probing = true;
     try {
       for (const entry of this.#entries.values()) {
         const s = entry.status;
-        if (s.state === "offline") {
-          const drive = this.drives.byId.get(s.id);
-          if (drive && await probeDrive(drive)) this.#back(entry, "Drive is back online");
+        const drive = this.drives.byId.get(s.id);
+        if (s.state === "online" && drive) {
+          const uuid = await readIdentity(drive.path).catch(() => undefined);
+          if (uuid !== drive.uuid) this.#offline(s, "the identity file is gone or changed");
+        }
+        if (s.state === "offline" && drive) {
+          if (await probeDrive(drive)) this.#back(entry, "Drive is back online");
+          else if (await reopenDrive(drive).catch(() => undefined)) {
+            this.#back(entry, "Drive was replaced by an empty one");
+          }
         } else if (s.state === "missing" && entry.missing) {
-          const drive = await reopenDrive(entry.missing).catch(() => undefined);
-          if (!drive) continue;
-          this.drives.list.push(drive);
-          this.drives.byId.set(drive.id, drive);
+          const opened = await reopenDrive(entry.missing).catch(() => undefined);
+          if (!opened) continue;
+          this.drives.list.push(opened);
+          this.drives.byId.set(opened.id, opened);
           entry.missing = undefined;
           this.#back(entry, "Missing drive appeared");
         }
@@ -123,6 +136,13 @@ export class DriveMonitor {
     } finally {
       this.#probing = false;
     }
+  }
+
+  #offline(s: DriveStatus, reason: string): void {
+    s.state = "offline";
+    s.lastError = reason;
+    s.lastErrorAt = new Date().toISOString();
+    this.opts.warn("Drive taken offline", { drive: s.path, reason });
   }
 
   #back(entry: Entry, message: string): void {

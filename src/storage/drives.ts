@@ -31,7 +31,8 @@ export interface MissingDrive {
   path: string;
 }
 
-async function readIdentity(path: string): Promise<string | undefined> {
+/** The uuid in the drive's identity file; undefined when there is none. */
+export async function readIdentity(path: string): Promise<string | undefined> {
   try {
     const parsed = JSON.parse(await Deno.readTextFile(join(path, IDENTITY_FILE)));
     return typeof parsed.uuid === "string" ? parsed.uuid : undefined;

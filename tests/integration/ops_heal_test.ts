@@ -2,7 +2,7 @@
 // background at start-up, with progress reaching 100%; a drive that throws I/O errors is taken
 // offline (reads go around it, writes keep their quorum), shown in /admin/drives, and healed of
 // the writes it missed once it answers again; GET /admin/scrub shows a running scrub.
-import { assert, assertEquals } from "./assert.ts";
+import { assert, assertEquals, assertMatch } from "./assert.ts";
 import { join } from "node:path";
 import { ADMIN_PASSWORD, ADMIN_USER, type TestServer } from "./server.ts";
 import {
@@ -118,7 +118,13 @@ Deno.test("heal: a failing drive goes offline, reads and writes go on, it is hea
         const d = body.drives.find((d: { path: string }) => d.path === failing);
         return d.state === "offline" ? d : undefined;
       });
-      assert(offline.errors >= 2 && /directory/i.test(offline.lastError), offline.lastError);
+      // Taken offline by its I/O errors, or by the probe that finds its identity file gone.
+      assertMatch(offline.lastError, /I\/O errors in a row.*directory|identity file/i);
+      const metrics = await fetch(`${server.url}/metrics`, { headers: AUTH });
+      assertMatch(
+        await metrics.text(),
+        new RegExp(`store_drive_online\\{drive="${failing}",state="offline"\\} 0`),
+      );
       // Writes keep their quorum (3 of 4 shards) and reads go around the drive.
       for (const o of during) await putOk(server, BUCKET, o.key, o.bytes);
       for (const o of [...before, ...during]) await expectBytes(server, BUCKET, o.key, o.bytes);
@@ -199,6 +205,39 @@ Deno.test("heal: a drive missing at start-up that appears later is healed; scrub
       });
       assertEquals([finished.percent, finished.badShards], [100, 0]);
       assertEquals(finished.chunksDone, finished.chunksTotal);
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await removeSetup(setup);
+  }
+});
+
+Deno.test("heal: a disk swapped for an empty one while the server runs is detected and refilled", async () => {
+  const setup = await makeSetup(3);
+  const opts = {
+    ec: "2+1",
+    compression: "off" as const,
+    extra: { STORE_DRIVE_CHECK_INTERVAL: "1" },
+  };
+  const objs = objects(6, 2 * CHUNK + 3);
+  try {
+    const server = await startFresh(setup, opts);
+    try {
+      await createBucket(server, BUCKET);
+      for (const o of objs) await putOk(server, BUCKET, o.key, o.bytes);
+      const onDrive = (await shardFiles([setup.drives[2]])).length;
+      await Deno.remove(setup.drives[2], { recursive: true });
+      await Deno.mkdir(setup.drives[2]);
+      const healed = await waitFor("the swapped drive's heal", async () => {
+        const { body } = await admin(server, "/admin/heal");
+        return body.state === "finished" ? body : undefined;
+      });
+      assertEquals([healed.percent, healed.errors], [100, 0]);
+      assertEquals((await shardFiles([setup.drives[2]])).length, onDrive);
+      await checkConsistency(setup, "after the swapped drive's heal");
+      assertMatch(server.logs(), /Drive was replaced by an empty one; healing it/);
+      for (const o of objs) await expectBytes(server, BUCKET, o.key, o.bytes);
     } finally {
       await server.stop();
     }
