@@ -4,6 +4,7 @@
 // drives missing since start-up, are probed periodically; one that answers again is put back and
 // healed (see Healer). Every drive that misses a shard write is flagged in the metadata until a
 // heal of it finishes, so a restart does not forget it.
+import { isDiskFull } from "./disk_errors.ts";
 import {
   type Drive,
   type DriveSet,
@@ -73,10 +74,13 @@ export class DriveMonitor {
     if (entry) entry.status.consecutiveErrors = 0;
   }
 
-  /** An I/O error of a shard read or write on the drive (not a checksum mismatch). */
+  /**
+   * An I/O error of a shard read or write on the drive (not a checksum mismatch). A full disk
+   * is not a failing one: it still serves reads, so it is not counted.
+   */
   failed(id: number, err: unknown): void {
     const entry = this.#entries.get(id);
-    if (!entry) return;
+    if (!entry || isDiskFull(err)) return;
     const s = entry.status;
     s.errors++;
     s.consecutiveErrors++;
