@@ -59,8 +59,11 @@ function randomId(): string {
 
 export class ChunkStore {
   readonly claims: ChunkClaims;
-  /** Called with a chunk a read or write left with a bad shard it could not repair itself. */
-  onDamaged: (chunkId: string) => void = () => {};
+  /**
+   * Takes a chunk a read or write found with a missing or bad shard to heal it in the
+   * background; false when it cannot (no healer, queue full): a read then heals it itself.
+   */
+  queueHeal: (chunkId: string) => boolean = () => false;
 
   constructor(readonly meta: MetaStore, readonly options: ChunkStoreOptions) {
     this.claims = new ChunkClaims((id) => meta.hasChunk(id));
@@ -171,7 +174,7 @@ export class ChunkStore {
           return dir;
         } catch (err) {
           monitor?.failed(drive.id, err);
-          this.onDamaged(id);
+          this.queueHeal(id);
           throw err;
         }
       }),
@@ -225,9 +228,12 @@ export class ChunkStore {
     return rec;
   }
 
-  /** The chunk's plaintext; missing or corrupt shards are rebuilt from the others and healed. */
+  /**
+   * The chunk's plaintext; missing or corrupt shards are rebuilt from the others, and the chunk
+   * is queued for healing (healed here when the queue does not take it).
+   */
   async read(rec: ChunkRecord, opts: { key?: CryptoKey } = {}): Promise<Uint8Array> {
-    const { stored } = await this.#readStored(rec, { heal: true });
+    const { stored } = await this.#readStored(rec, { heal: "queue" });
     const plain = await decodeChunk(stored, rec, {
       key: opts.key,
       aad: rec.encrypted ? new TextEncoder().encode(rec.id) : undefined,
@@ -244,7 +250,7 @@ export class ChunkStore {
   /** Verifies every shard of a chunk and heals the bad ones (the scrub's unit of work). */
   async verify(rec: ChunkRecord): Promise<ChunkHealth> {
     try {
-      const { health } = await this.#readStored(rec, { heal: true, all: true });
+      const { health } = await this.#readStored(rec, { heal: "now", all: true });
       return health;
     } catch (err) {
       if (!(err instanceof ChunkLostError)) throw err;
@@ -254,7 +260,7 @@ export class ChunkStore {
 
   async #readStored(
     rec: ChunkRecord,
-    opts: { heal: boolean; all?: boolean },
+    opts: { heal: "now" | "queue"; all?: boolean },
   ): Promise<{ stored: Uint8Array; health: ChunkHealth }> {
     const k = rec.dataShards;
     const n = k + rec.parityShards;
@@ -279,8 +285,11 @@ export class ChunkStore {
     let full = shards;
     if (bad.length > 0) {
       full = coder(k, rec.parityShards).reconstruct(shards);
-      if (opts.heal) health.healed = await this.#heal(rec, full, bad);
-      if (health.healed.length < bad.length) this.onDamaged(rec.id);
+      // Shards on offline or missing drives wait for that drive's heal.
+      const fixable = bad.some((i) => this.drive(rec.drives[i]));
+      if (opts.heal === "now" || (fixable && !this.queueHeal(rec.id))) {
+        health.healed = await this.#heal(rec, full, bad);
+      }
     }
     // One data shard is the stored bytes themselves: no copy.
     const stored = k === 1

@@ -2,8 +2,8 @@
 // - a drive heal: every chunk with a shard on drives that came back (replaced, returned from
 //   missing or offline, or flagged for missed writes at start-up) is checked there, and what is
 //   missing or bad is rebuilt from the other shards;
-// - the heal queue: single chunks a read or write left damaged, bounded (when it is full further
-//   chunks are left to the next scrub and counted as dropped).
+// - the heal queue: single chunks a read or write found damaged, bounded (when it is full a read
+//   heals the chunk itself; a write's damage is left to the next scrub; both count as dropped).
 import type { ChunkStore } from "./chunk_store.ts";
 import type { DriveMonitor } from "./drive_monitor.ts";
 import { advance, finish, idleProgress, startProgress, type WalkProgress } from "./progress.ts";
@@ -53,7 +53,7 @@ export class Healer {
     readonly monitor: DriveMonitor,
     readonly opts: HealerOptions,
   ) {
-    store.onDamaged = (id) => this.enqueue(id);
+    store.queueHeal = (id) => this.enqueue(id);
     this.#loop = this.#run();
   }
 
@@ -63,14 +63,16 @@ export class Healer {
     this.#wake();
   }
 
-  enqueue(chunkId: string): void {
-    if (this.#queue.has(chunkId)) return;
+  /** Queues a damaged chunk; false when the queue is full. */
+  enqueue(chunkId: string): boolean {
+    if (this.#queue.has(chunkId)) return true;
     if (this.#queue.size >= this.opts.queueLimit) {
       this.#dropped++;
-      return;
+      return false;
     }
     this.#queue.set(chunkId, Date.now());
     this.#wake();
+    return true;
   }
 
   status(): HealStatus {
@@ -127,8 +129,6 @@ export class Healer {
       }
       return;
     }
-    // Shards on drives that are offline wait for that drive's heal.
-    if (rec.drives.some((d) => !this.store.drive(d))) return;
     const health = await this.opts.throttle.run(() => this.store.verify(rec));
     this.#queueHealed += health.healed.length;
     this.totals.healedShards += health.healed.length;
