@@ -82,6 +82,14 @@ Deno.test("heal: a replaced (emptied) drive is refilled at start-up, progress re
       );
       // No scrub ran.
       assertEquals((await admin(server, "/admin/scrub")).body.state, "idle");
+      // POST /admin/heal heals every online drive again: nothing left to do.
+      const again = await admin(server, "/admin/heal", "POST");
+      assertEquals(again.status, 202);
+      const second = await waitFor("the second heal", async () => {
+        const { body } = await admin(server, "/admin/heal");
+        return body.state === "finished" && body.startedAt !== done.startedAt ? body : undefined;
+      });
+      assertEquals([second.percent, second.healedShards, second.drives.length], [100, 0, 3]);
       for (const o of objs) await expectBytes(server, BUCKET, o.key, o.bytes);
     } finally {
       await server.stop();
