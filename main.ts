@@ -32,6 +32,7 @@ import { startLifecycle } from "./src/workers/lifecycle.ts";
 import { openTarget, parseTargetSpecs } from "./src/events/env_targets.ts";
 import { Notifier } from "./src/events/notifier.ts";
 import type { NotificationTarget } from "./src/events/target.ts";
+import { backgroundThrottle, openDriveMonitor, startOps } from "./src/ops/ops.ts";
 
 /** How long shutdown waits for running requests (uploads) before closing anyway. */
 const SHUTDOWN_DRAIN_MS = 60_000;
@@ -77,6 +78,20 @@ async function startLdap(config: Config, meta: SqliteMetaStore): Promise<LdapSer
   });
 }
 
+/** The metadata store; a database that cannot be opened stops the start with one line. */
+function openMetadata(path: string, audit: boolean): SqliteMetaStore {
+  try {
+    return new SqliteMetaStore(path, { audit });
+  } catch (err) {
+    console.error(
+      `The metadata database ${path} cannot be opened (${
+        err instanceof Error ? err.message : err
+      }); restore a backup (see the README)`,
+    );
+    Deno.exit(2);
+  }
+}
+
 async function main(): Promise<void> {
   let config;
   let targets: NotificationTarget[];
@@ -104,7 +119,18 @@ async function main(): Promise<void> {
     console.log(`  access key / user:     ${admin.user}`);
     console.log(`  secret key / password: ${admin.password}`);
   }
-  const meta = new SqliteMetaStore(join(config.dataDir, "meta.db"), { audit: config.audit });
+  const meta = openMetadata(join(config.dataDir, "meta.db"), config.audit);
+  if (config.checkOnStart) {
+    const problems = await meta.quickCheck().catch((err) => [String(err)]);
+    if (problems.join() !== "ok") {
+      console.error(
+        `The metadata database failed its integrity check (STORE_CHECK_ON_START): ` +
+          `${problems.slice(0, 5).join("; ")}; restore a backup (see the README)`,
+      );
+      Deno.exit(2);
+    }
+    log("info", "Metadata integrity check passed");
+  }
   // Warnings and errors from here on are also kept in the queryable error log.
   setLogSink(errorLogSink(meta, config.errorLogMax));
   const auditRetention = startAuditRetention(meta, config.audit ? config.auditRetentionDays : 0);
@@ -113,6 +139,9 @@ async function main(): Promise<void> {
     { register: (uuid, path) => meta.driveId(uuid, path), knownAt: (path) => meta.driveAt(path) },
     (message) => log("warn", message),
   );
+  // The healer exists only after the chunk store; drives that return meanwhile wait for it.
+  let healDrive = (_id: number) => {};
+  const monitor = await openDriveMonitor(meta, drives, config, (id) => healDrive(id));
   const cpu = new CpuPool(config.cpuWorkers, { onError: (message) => log("warn", message) });
   const chunks = new ChunkStore(meta, {
     drives,
@@ -120,6 +149,7 @@ async function main(): Promise<void> {
     compression: config.compression,
     dedup: config.dedup,
     cpu,
+    monitor,
   });
   const layer = new ObjectLayer(meta, chunks, {
     inlineMax: config.inlineMax,
@@ -143,7 +173,8 @@ async function main(): Promise<void> {
   }
   const masterKey = await loadMasterKey(config.dataDir, config.masterKey);
   const sealer = new SecretSealer(masterKey);
-  const scrubber = startScrubber(chunks, config.scrubInterval);
+  const throttle = backgroundThrottle(config);
+  const scrubber = startScrubber(chunks, config.scrubInterval, throttle);
   const lifecycle = startLifecycle(layer, {
     intervalSeconds: config.lifecycleInterval,
     daySeconds: config.lifecycleDay,
@@ -159,6 +190,8 @@ async function main(): Promise<void> {
     wake: layer.committed,
   });
   await notifier.start();
+  const ops = startOps({ config, meta, chunks, monitor, throttle, scrubber, notifier });
+  healDrive = (id) => ops.healer.healDrive(id);
   log("info", "Notification targets", { targets: targets.map((t) => `${t.kind}:${t.id}`) });
   const signIns = new SignInLimiter({
     maxFailures: config.signInLimit,
@@ -177,6 +210,7 @@ async function main(): Promise<void> {
     sseKeys: new SseKeys(masterKey),
     notifier,
     reserve,
+    ops,
     audit: new AuditRecorder(meta, config.audit),
     signIns,
     sharePasswords: new SignInLimiter({
@@ -223,6 +257,7 @@ async function main(): Promise<void> {
     // A client that stalls mid-body would keep shutdown() waiting forever: bound it.
     await Promise.race([server.shutdown(), new Promise((r) => setTimeout(r, SHUTDOWN_CLOSE_MS))]);
     await scrubber.stop();
+    await ops.stop();
     await lifecycle.stop();
     auditRetention.stop();
     await notifier.stop();

@@ -1,7 +1,9 @@
 // The server's request handler: in-flight tracking for graceful shutdown, then dispatch to the
 // administration API, the service API (/api/v1), the file browser (/browse) or the storage
 // protocol.
-import { handleAdmin } from "./api/admin.ts";
+import { checkBasicAuth, handleAdmin } from "./api/admin.ts";
+import { handleMetrics } from "./api/admin_ops.ts";
+import { healthCheck } from "./ops/health.ts";
 import { jsonResponse } from "./api/json.ts";
 import { handleServiceApi } from "./api/service.ts";
 import { handleFeed } from "./api/feed.ts";
@@ -16,6 +18,12 @@ function isUnder(url: string, prefix: string): boolean {
   const pathStart = url.indexOf("/", url.indexOf("//") + 2);
   return pathStart >= 0 && url.startsWith(prefix, pathStart) &&
     [undefined, "/", "?"].includes(url[pathStart + prefix.length]);
+}
+
+function isExactly(url: string, path: string): boolean {
+  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+  return pathStart >= 0 && url.startsWith(path, pathStart) &&
+    [undefined, "?"].includes(url[pathStart + path.length]);
 }
 
 /** Whether a JSON API request may run: reads and deletes always, writes while the reserve holds. */
@@ -47,6 +55,9 @@ export function createHandler(
     deps.inFlight.enter();
     try {
       const client = (info.remoteAddr as Deno.NetAddr).hostname ?? "";
+      // Health probes answer before anything else and are never audited.
+      const check = healthCheck(req.url);
+      if (check) return await deps.ops.health.answer(req, check);
       // Every request runs in an audit scope: its changes write their entries in their own
       // transactions; what else must be recorded is written when it ends.
       const scope = newScope({ requestId: newRequestId(), source: client });
@@ -69,6 +80,7 @@ async function dispatch(
   deps: AppDeps,
   client: string,
 ): Promise<Response> {
+  if (isExactly(req.url, "/metrics")) return await handleMetrics(req, deps, client, checkBasicAuth);
   const admin = isUnder(req.url, "/admin");
   if (admin || isUnder(req.url, "/api/v1")) {
     if (!(await roomFor(req.method, deps))) return diskFull(req);

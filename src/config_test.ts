@@ -136,3 +136,45 @@ Deno.test("STORE_LDAP_*: off by default, presets, validation", () => {
   rejects({ ...base, STORE_LDAP_CACHE_TTL: "0" }, /STORE_LDAP_CACHE_TTL/);
   rejects({ ...base, STORE_LDAP_TIMEOUT: "1s" }, /STORE_LDAP_TIMEOUT/);
 });
+
+Deno.test("operations settings: healing, drive checks, metrics token, backups", () => {
+  const c = load({});
+  assertEquals(
+    [c.healThrottle, c.healQueue, c.driveErrorLimit, c.driveCheckInterval, c.metricsToken],
+    [100, 10_000, 5, 10, undefined],
+  );
+  assertEquals([c.backupDir, c.backupInterval, c.backupKeep, c.checkOnStart], [
+    undefined,
+    0,
+    7,
+    false,
+  ]);
+  const set = load({
+    STORE_HEAL_THROTTLE: "0",
+    STORE_HEAL_QUEUE: "50",
+    STORE_DRIVE_ERROR_LIMIT: "2",
+    STORE_DRIVE_CHECK_INTERVAL: "1",
+    STORE_METRICS_TOKEN: "scrape-token-0123456789",
+    STORE_BACKUP_DIR: "/backups",
+    STORE_BACKUP_INTERVAL: "3600",
+    STORE_BACKUP_KEEP: "3",
+    STORE_CHECK_ON_START: "true",
+  });
+  assertEquals(
+    [set.healThrottle, set.healQueue, set.driveErrorLimit, set.driveCheckInterval],
+    [0, 50, 2, 1],
+  );
+  assertEquals(
+    [set.metricsToken, set.backupDir, set.backupInterval, set.backupKeep, set.checkOnStart],
+    ["scrape-token-0123456789", "/backups", 3600, 3, true],
+  );
+  rejects({ STORE_HEAL_THROTTLE: "-1" }, /STORE_HEAL_THROTTLE must be a whole number/);
+  rejects({ STORE_HEAL_QUEUE: "0" }, /STORE_HEAL_QUEUE must be between/);
+  rejects({ STORE_DRIVE_ERROR_LIMIT: "0" }, /STORE_DRIVE_ERROR_LIMIT must be between/);
+  rejects({ STORE_DRIVE_CHECK_INTERVAL: "0" }, /STORE_DRIVE_CHECK_INTERVAL must be between/);
+  rejects({ STORE_METRICS_TOKEN: "short" }, /STORE_METRICS_TOKEN must be 16-256/);
+  rejects({ STORE_METRICS_TOKEN: "has a space in it ok" }, /STORE_METRICS_TOKEN/);
+  rejects({ STORE_BACKUP_INTERVAL: "60" }, /STORE_BACKUP_INTERVAL needs STORE_BACKUP_DIR/);
+  rejects({ STORE_BACKUP_KEEP: "0" }, /STORE_BACKUP_KEEP must be between/);
+  rejects({ STORE_CHECK_ON_START: "yes" }, /STORE_CHECK_ON_START must be one of true, false/);
+});

@@ -32,6 +32,8 @@ import { conditionFacts } from "./api/condition_facts.ts";
 import { currentAudit } from "./audit/scope.ts";
 import { type AuditRecorder, principalName } from "./audit/recorder.ts";
 import { handleSts, isStsRequest } from "./api/sts.ts";
+import type { Ops } from "./ops/ops.ts";
+import { declaredLength } from "./ops/metrics.ts";
 
 export interface AppDeps {
   config: Config;
@@ -51,6 +53,8 @@ export interface AppDeps {
   reserve: DiskReserve;
   /** Writes the request-level audit entries (src/audit/recorder.ts). */
   audit: AuditRecorder;
+  /** Drive monitoring and healing, health probes, metrics, backups. */
+  ops: Ops;
 }
 
 /** Served while the disk reserve is released (the disk is full): they read or free space. */
@@ -377,6 +381,13 @@ export async function handleProtocol(
   if (req.headers.has("origin")) await applyCors(req, response, deps, state);
   response.headers.set(h(state.dialect, "request-id"), state.requestId);
   response.headers.set("server", "store");
+  deps.ops.metrics.observe({
+    operation: state.operation,
+    status: response.status,
+    seconds: (performance.now() - started) / 1000,
+    bytesIn: declaredLength(req.headers),
+    bytesOut: declaredLength(response.headers),
+  });
   if (isDebug()) {
     log("debug", "Request", {
       requestId: state.requestId,

@@ -12,6 +12,7 @@ import { currentAudit } from "../audit/scope.ts";
 import { errorsRoute } from "../errorlog/admin.ts";
 import { adminSharesRoute } from "../share/api.ts";
 import { ldapRoute } from "./admin_ldap.ts";
+import { opsRoute } from "./admin_ops.ts";
 import {
   ApiError,
   apiErrorResponse,
@@ -28,7 +29,7 @@ function digest(text: string): Uint8Array {
   return createHash("sha256").update(text).digest();
 }
 
-function checkBasicAuth(req: Request, deps: AppDeps): void {
+export function checkBasicAuth(req: Request, deps: AppDeps): void {
   const header = req.headers.get("authorization") ?? "";
   const unauthorized = new ApiError(
     401,
@@ -157,7 +158,8 @@ async function userAction(
 
 async function route(req: Request, deps: AppDeps): Promise<Response> {
   const [resource, accessKey, action, ...rest] = pathSegments(req.url, "/admin");
-  if (resource === "scrub" && accessKey === undefined) return await scrubRoute(req, deps);
+  const ops = accessKey === undefined ? opsRoute(req, deps, resource) : undefined;
+  if (ops) return await ops;
   if (resource === "notify" && accessKey === "targets" && action === undefined) {
     if (req.method !== "GET") throw new ApiError(405, "method_not_allowed", "Use GET.");
     const targets = await deps.notifier.status();
@@ -197,19 +199,6 @@ async function route(req: Request, deps: AppDeps): Promise<Response> {
     return jsonResponse(204, null);
   }
   throw new ApiError(405, "method_not_allowed", "Method not allowed.");
-}
-
-/** POST runs a scrub now and answers its report; GET answers the last report. */
-async function scrubRoute(req: Request, deps: AppDeps): Promise<Response> {
-  if (req.method === "POST") return jsonResponse(200, await deps.scrubber.runNow());
-  if (req.method === "GET") {
-    const last = deps.scrubber.last();
-    if (!last) {
-      throw new ApiError(404, "no_scrub_yet", "No scrub has run since the server started.");
-    }
-    return jsonResponse(200, last);
-  }
-  throw new ApiError(405, "method_not_allowed", "Use POST to scrub, GET for the last report.");
 }
 
 /** POST runs lifecycle now and answers its report; GET answers the last report. */

@@ -11,6 +11,7 @@ import { SqliteErrors } from "./sqlite_errors.ts";
 import { SqliteShares } from "./sqlite_shares.ts";
 import type { AuditAnchor, AuditEntry, AuditFacts } from "../audit/chain.ts";
 import { type AuditScope, currentAudit } from "../audit/scope.ts";
+import { SqliteOps } from "./sqlite_ops.ts";
 import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import { SqliteSts } from "./sqlite_sts.ts";
@@ -42,6 +43,7 @@ import type {
   UploadListPage,
   UploadListQuery,
   UploadRecord,
+  Usage,
   UserRecord,
   VersionChunk,
   VersionListPage,
@@ -144,6 +146,7 @@ export class SqliteMetaStore implements MetaStore {
   /** Whether changes made in a request's audit scope write their entry (STORE_AUDIT). */
   readonly #auditing: boolean;
   readonly #sts: SqliteSts;
+  readonly #ops: SqliteOps;
 
   constructor(path: string, opts: { audit?: boolean } = {}) {
     this.#auditing = opts.audit ?? true;
@@ -164,6 +167,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#errors = new SqliteErrors((sql) => this.#stmt(sql));
     this.#shares = new SqliteShares((sql) => this.#stmt(sql));
     this.#sts = new SqliteSts((sql) => this.#stmt(sql));
+    this.#ops = new SqliteOps(this.#db, (sql) => this.#stmt(sql), this.#batch);
   }
 
   /**
@@ -801,6 +805,30 @@ export class SqliteMetaStore implements MetaStore {
 
   countShareUpload(id: string): Promise<void> {
     return this.#batch.run(() => this.#shares.countUpload(id));
+  }
+
+  usage(): Promise<Usage> {
+    return Promise.resolve(this.#ops.usage());
+  }
+
+  probeWrite(): Promise<void> {
+    return this.#ops.probe();
+  }
+
+  setDriveNeedsHeal(driveId: number, needed: boolean): Promise<void> {
+    return this.#ops.setNeedsHeal(driveId, needed);
+  }
+
+  drivesNeedingHeal(): Promise<number[]> {
+    return Promise.resolve(this.#ops.drivesNeedingHeal());
+  }
+
+  snapshot(path: string): Promise<void> {
+    return Promise.resolve().then(() => this.#ops.snapshot(path));
+  }
+
+  quickCheck(): Promise<string[]> {
+    return Promise.resolve().then(() => this.#ops.quickCheck());
   }
 
   close(): Promise<void> {

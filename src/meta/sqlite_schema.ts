@@ -292,4 +292,60 @@ export const MIGRATIONS: string[] = [
     PRIMARY KEY (kind, name)
   );
   `,
+  `
+  -- Metrics: objects and bytes stored, maintained by triggers in the writing transaction (never
+  -- counted by a scan). Objects are versions other than delete markers; shard_bytes is what the
+  -- chunks take on the drives, parity included.
+  CREATE TABLE usage (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    objects INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    chunks INTEGER NOT NULL,
+    shard_bytes INTEGER NOT NULL
+  );
+  INSERT INTO usage SELECT 1,
+    (SELECT count(*) FROM versions WHERE delete_marker = 0),
+    (SELECT coalesce(sum(size), 0) FROM versions WHERE delete_marker = 0),
+    (SELECT count(*) FROM chunks),
+    (SELECT coalesce(sum((stored_size + data_shards - 1) / data_shards
+      * (data_shards + parity_shards)), 0) FROM chunks);
+  CREATE TRIGGER usage_version_insert AFTER INSERT ON versions WHEN NEW.delete_marker = 0
+  BEGIN
+    UPDATE usage SET objects = objects + 1, bytes = bytes + NEW.size WHERE id = 1;
+  END;
+  CREATE TRIGGER usage_version_delete AFTER DELETE ON versions WHEN OLD.delete_marker = 0
+  BEGIN
+    UPDATE usage SET objects = objects - 1, bytes = bytes - OLD.size WHERE id = 1;
+  END;
+  CREATE TRIGGER usage_version_update AFTER UPDATE OF size, delete_marker ON versions
+  BEGIN
+    UPDATE usage SET
+      objects = objects - (OLD.delete_marker = 0) + (NEW.delete_marker = 0),
+      bytes = bytes - CASE WHEN OLD.delete_marker = 0 THEN OLD.size ELSE 0 END
+        + CASE WHEN NEW.delete_marker = 0 THEN NEW.size ELSE 0 END
+    WHERE id = 1;
+  END;
+  CREATE TRIGGER usage_chunk_insert AFTER INSERT ON chunks
+  BEGIN
+    UPDATE usage SET chunks = chunks + 1, shard_bytes = shard_bytes
+      + (NEW.stored_size + NEW.data_shards - 1) / NEW.data_shards
+      * (NEW.data_shards + NEW.parity_shards) WHERE id = 1;
+  END;
+  CREATE TRIGGER usage_chunk_delete AFTER DELETE ON chunks
+  BEGIN
+    UPDATE usage SET chunks = chunks - 1, shard_bytes = shard_bytes
+      - (OLD.stored_size + OLD.data_shards - 1) / OLD.data_shards
+      * (OLD.data_shards + OLD.parity_shards) WHERE id = 1;
+  END;
+  -- Readiness: /health/ready proves the metadata is writable by updating this one row.
+  CREATE TABLE health_probe (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    at INTEGER NOT NULL
+  );
+  `,
+  `
+  -- Healing: a drive that missed shard writes (offline, missing, replaced) is flagged until a
+  -- heal of everything it should hold has finished, across restarts.
+  ALTER TABLE drives ADD COLUMN needs_heal INTEGER NOT NULL DEFAULT 0;
+  `,
 ];

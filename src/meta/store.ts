@@ -579,7 +579,28 @@ export interface MetaStore extends EventLog, RecordStore {
   /** Ends an upload and drops its parts; undefined when it does not exist. */
   abortUpload(uploadId: string): Promise<{ freed: ChunkRecord[] } | undefined>;
 
+  /** Objects and bytes stored, kept current by the writes themselves. */
+  usage(): Promise<Usage>;
+  /** A committed write that proves the metadata is writable (readiness). */
+  probeWrite(): Promise<void>;
+  /** Flags a drive that missed shard writes (or clears it once healed). */
+  setDriveNeedsHeal(driveId: number, needed: boolean): Promise<void>;
+  drivesNeedingHeal(): Promise<number[]>;
+  /** Writes a consistent snapshot of the whole metadata to `path` (which must not exist). */
+  snapshot(path: string): Promise<void>;
+  /** The integrity check: ["ok"] or the problems found. */
+  quickCheck(): Promise<string[]>;
   close(): Promise<void>;
+}
+
+/** Totals maintained by the metadata (see the usage table). */
+export interface Usage {
+  /** Versions other than delete markers, and their bytes. */
+  objects: number;
+  bytes: number;
+  chunks: number;
+  /** Bytes of shard payloads on the drives, parity included. */
+  shardBytes: number;
 }
 
 /** A unique field (user name, access key) is already taken. */

@@ -3,7 +3,8 @@
 import type { ChunkRecord, MetaStore } from "../meta/store.ts";
 import { type CompressionMode, decodeChunk, encodeChunk, encodePrepared } from "./codec.ts";
 import { type ChunkWork, type CpuPool, inlineCpu } from "./cpu_pool.ts";
-import { type DriveSet, placeShards } from "./drives.ts";
+import { type Drive, type DriveSet, placeShards } from "./drives.ts";
+import type { DriveMonitor } from "./drive_monitor.ts";
 import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
 import { ChunkClaims } from "./chunk_claims.ts";
 import {
@@ -28,6 +29,8 @@ export interface ChunkStoreOptions {
   dedup: boolean;
   /** Where hashing and compression run; inline on the calling thread when absent. */
   cpu?: CpuPool;
+  /** Which drives are usable (all present ones when absent). */
+  monitor?: DriveMonitor;
 }
 
 /** A chunk could not be read: too many shards are missing or corrupt. */
@@ -56,9 +59,20 @@ function randomId(): string {
 
 export class ChunkStore {
   readonly claims: ChunkClaims;
+  /**
+   * Takes a chunk a read or write found with a missing or bad shard to heal it in the
+   * background; false when it cannot (no healer, queue full): a read then heals it itself.
+   */
+  queueHeal: (chunkId: string) => boolean = () => false;
 
   constructor(readonly meta: MetaStore, readonly options: ChunkStoreOptions) {
     this.claims = new ChunkClaims((id) => meta.hasChunk(id));
+  }
+
+  /** The drive with this id when shard I/O may use it. */
+  drive(id: number): Drive | undefined {
+    const { monitor, drives } = this.options;
+    return monitor ? monitor.usable(id) : drives.byId.get(id);
   }
 
   /** The CPU pool of the write path (also used for the MD5 of bodies). */
@@ -146,12 +160,23 @@ export class ChunkStore {
     drives: number[],
     quorum: number,
   ): Promise<void> {
+    const monitor = this.options.monitor;
     const results = await Promise.allSettled(
-      shards.map((s, i) => {
-        const drive = this.options.drives.byId.get(drives[i]);
-        return drive
-          ? writeShard(drive, id, i, s)
-          : Promise.reject(new Error(`Drive ${drives[i]} is gone`));
+      shards.map(async (s, i) => {
+        const drive = this.drive(drives[i]);
+        if (!drive) {
+          await monitor?.missedWrite(drives[i]);
+          throw new Error(`Drive ${drives[i]} is offline or gone`);
+        }
+        try {
+          const dir = await writeShard(drive, id, i, s);
+          monitor?.succeeded(drive.id);
+          return dir;
+        } catch (err) {
+          monitor?.failed(drive.id, err);
+          this.queueHeal(id);
+          throw err;
+        }
       }),
     );
     const dirs = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
@@ -174,7 +199,7 @@ export class ChunkStore {
     const n = rec.dataShards + rec.parityShards;
     const shardLen = Math.ceil(rec.storedSize / rec.dataShards) || 0;
     const present = await Promise.all(
-      rec.drives.map((d, i) => shardPresent(this.options.drives.byId.get(d), rec.id, i, shardLen)),
+      rec.drives.map((d, i) => shardPresent(this.drive(d), rec.id, i, shardLen)),
     );
     const count = present.filter(Boolean).length;
     if (count === n) return rec;
@@ -203,9 +228,12 @@ export class ChunkStore {
     return rec;
   }
 
-  /** The chunk's plaintext; missing or corrupt shards are rebuilt from the others and healed. */
+  /**
+   * The chunk's plaintext; missing or corrupt shards are rebuilt from the others, and the chunk
+   * is queued for healing (healed here when the queue does not take it).
+   */
   async read(rec: ChunkRecord, opts: { key?: CryptoKey } = {}): Promise<Uint8Array> {
-    const { stored } = await this.#readStored(rec, { heal: true });
+    const { stored } = await this.#readStored(rec, { heal: "queue" });
     const plain = await decodeChunk(stored, rec, {
       key: opts.key,
       aad: rec.encrypted ? new TextEncoder().encode(rec.id) : undefined,
@@ -222,7 +250,7 @@ export class ChunkStore {
   /** Verifies every shard of a chunk and heals the bad ones (the scrub's unit of work). */
   async verify(rec: ChunkRecord): Promise<ChunkHealth> {
     try {
-      const { health } = await this.#readStored(rec, { heal: true, all: true });
+      const { health } = await this.#readStored(rec, { heal: "now", all: true });
       return health;
     } catch (err) {
       if (!(err instanceof ChunkLostError)) throw err;
@@ -232,14 +260,14 @@ export class ChunkStore {
 
   async #readStored(
     rec: ChunkRecord,
-    opts: { heal: boolean; all?: boolean },
+    opts: { heal: "now" | "queue"; all?: boolean },
   ): Promise<{ stored: Uint8Array; health: ChunkHealth }> {
     const k = rec.dataShards;
     const n = k + rec.parityShards;
     const shardLen = Math.ceil(rec.storedSize / k) || 0;
     const reads: (ShardRead | undefined)[] = new Array(n);
     const readOne = async (i: number) => {
-      reads[i] = await readShard(this.options.drives.byId.get(rec.drives[i]), rec.id, i, shardLen);
+      reads[i] = await this.#readShard(rec, i, shardLen);
     };
     await Promise.all(Array.from({ length: opts.all ? n : k }, (_, i) => readOne(i)));
     const ok = () => reads.filter((r) => r?.state === "ok").length;
@@ -257,7 +285,11 @@ export class ChunkStore {
     let full = shards;
     if (bad.length > 0) {
       full = coder(k, rec.parityShards).reconstruct(shards);
-      if (opts.heal) health.healed = await this.#heal(rec, full, bad);
+      // Shards on offline or missing drives wait for that drive's heal.
+      const fixable = bad.some((i) => this.drive(rec.drives[i]));
+      if (opts.heal === "now" || (fixable && !this.queueHeal(rec.id))) {
+        health.healed = await this.#heal(rec, full, bad);
+      }
     }
     // One data shard is the stored bytes themselves: no copy.
     const stored = k === 1
@@ -266,22 +298,50 @@ export class ChunkStore {
     return { stored, health };
   }
 
+  /** Reads one shard, telling the drive monitor how the drive did. */
+  async #readShard(rec: ChunkRecord, i: number, shardLen: number): Promise<ShardRead> {
+    const drive = this.drive(rec.drives[i]);
+    const read = await readShard(drive, rec.id, i, shardLen);
+    if (drive && this.options.monitor) {
+      if (read.state === "error") this.options.monitor.failed(drive.id, read.reason);
+      else this.options.monitor.succeeded(drive.id);
+    }
+    return read;
+  }
+
+  /**
+   * Checks the chunk's shards on the given drives (header, length, checksum) and, when one is
+   * missing or bad, rebuilds and rewrites it from the others: the heal of a returning drive.
+   */
+  async healOn(rec: ChunkRecord, driveIds: Set<number>): Promise<ChunkHealth> {
+    const shardLen = Math.ceil(rec.storedSize / rec.dataShards) || 0;
+    for (let i = 0; i < rec.drives.length; i++) {
+      if (!driveIds.has(rec.drives[i])) continue;
+      if ((await this.#readShard(rec, i, shardLen)).state !== "ok") return await this.verify(rec);
+    }
+    return { id: rec.id, bad: [], healed: [], lost: false };
+  }
+
   /** Rewrites rebuilt shards where they belong; returns the indexes healed. */
   async #heal(rec: ChunkRecord, shards: (Uint8Array | null)[], bad: number[]): Promise<number[]> {
     const healed: number[] = [];
     for (const i of bad) {
-      const drive = this.options.drives.byId.get(rec.drives[i]);
+      const drive = this.drive(rec.drives[i]);
       if (!drive || !shards[i]) continue;
       try {
         await syncDir(await writeShard(drive, rec.id, i, shards[i]!));
+        this.options.monitor?.succeeded(drive.id);
         healed.push(i);
-      } catch { /* the drive is failing; the next scrub tries again */ }
+      } catch (err) {
+        // The drive is failing; the heal queue (or its drive's heal) tries again.
+        this.options.monitor?.failed(drive.id, err);
+      }
     }
     return healed;
   }
 
   async #removeShards(id: string, drives: number[]): Promise<void> {
-    await Promise.all(drives.map((d, i) => removeShard(this.options.drives.byId.get(d), id, i)));
+    await Promise.all(drives.map((d, i) => removeShard(this.drive(d), id, i)));
   }
 
   /** Removes the shards of chunks no version refers to any more (after the metadata commit). */

@@ -69,7 +69,9 @@ export async function syncDir(path: string): Promise<void> {
 export type ShardRead =
   | { state: "ok"; payload: Uint8Array }
   | { state: "missing" }
-  | { state: "corrupt"; reason: string };
+  | { state: "corrupt"; reason: string }
+  /** The drive failed to read (an I/O error, not bad content). */
+  | { state: "error"; reason: string };
 
 /** Reads and verifies a shard: its header, length and checksum must all match. */
 export async function readShard(
@@ -84,7 +86,7 @@ export async function readShard(
     bytes = await Deno.readFile(shardPath(drive, chunkId, index));
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) return { state: "missing" };
-    return { state: "corrupt", reason: String(err) };
+    return { state: "error", reason: String(err) };
   }
   if (bytes.byteLength !== HEADER_SIZE + expectedLength) {
     return {
