@@ -43,6 +43,16 @@ async function* iterate(body: ReadableStream<Uint8Array> | Uint8Array): AsyncGen
   yield* body;
 }
 
+async function* counted(
+  body: ReadableStream<Uint8Array> | Uint8Array,
+  stats: ScanStats,
+): AsyncGenerator<Uint8Array> {
+  for await (const chunk of iterate(body)) {
+    stats.bytesScanned += chunk.length;
+    yield chunk;
+  }
+}
+
 async function* gunzip(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
   const stream = ReadableStream.from(source).pipeThrough(
     new DecompressionStream("gzip") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>,
@@ -219,13 +229,7 @@ export async function* runSelect(
   const skipAll = query.limit === 0 && !query.aggregate;
   if (p.length > 0 && !skipAll) {
     const body = await source.open({ offset: p.offset, length: p.length });
-    async function* scanned(): AsyncGenerator<Uint8Array> {
-      for await (const chunk of iterate(body)) {
-        stats.bytesScanned += chunk.length;
-        yield chunk;
-      }
-    }
-    let bytes: AsyncIterable<Uint8Array> = scanned();
+    let bytes: AsyncIterable<Uint8Array> = counted(body, stats);
     if (p.clip) bytes = clipRecords(bytes, p.clip);
     if (req.compression === "GZIP") bytes = gunzip(bytes);
     const decoder = new TextDecoder();
