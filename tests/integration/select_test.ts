@@ -2,7 +2,6 @@
 // CRCs of every message): a table of queries over CSV and JSON, compressed input, zstd-stored,
 // erasure-coded and SSE-C objects, ScanRange, and bad requests with their error codes.
 import {
-  type CSVInput,
   type InputSerialization,
   type OutputSerialization,
   PutObjectCommand,
