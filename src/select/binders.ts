@@ -1,15 +1,16 @@
 // How paths reach into records: CSV columns by name or position, JSON members and elements.
 import { S3Error } from "../http/errors.ts";
 import type { Step, Value } from "./ast.ts";
+import type { CsvRow } from "./csv_reader.ts";
 import type { Binder, Getter } from "./eval.ts";
 
 /** Columns of a CSV record, by `_N` or by header name (case-insensitive unless quoted). */
-export function csvBinder(header: string[] | undefined): Binder<string[]> {
+export function csvBinder(header: string[] | undefined): Binder<CsvRow> {
   return {
-    path(steps: Step[]): Getter<string[]> {
-      if (steps.length === 0) return (r) => r;
+    path(steps: Step[]): Getter<CsvRow> {
+      if (steps.length === 0) return (r) => r.all();
       const first = steps[0];
-      if (first.kind === "star") return (r) => r;
+      if (first.kind === "star") return (r) => r.all();
       if (first.kind === "index") {
         throw new S3Error("InvalidColumnIndex", "CSV columns are named _1, _2, ... or by header.");
       }
@@ -36,7 +37,7 @@ export function csvBinder(header: string[] | undefined): Binder<string[]> {
       }
       // A CSV field is text: any step into it is MISSING.
       if (steps.length > 1) return () => undefined;
-      return (r) => r[index];
+      return (r) => r.field(index);
     },
   };
 }

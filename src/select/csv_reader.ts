@@ -13,14 +13,86 @@ export interface CsvInput {
   allowQuotedRecordDelimiter: boolean;
 }
 
+/**
+ * One record, valid only during the callback (the reader reuses it). Fields of a plain line are
+ * found lazily: a query touching two columns never splits the rest of the line.
+ */
+export class CsvRow {
+  #buf = "";
+  #start = 0;
+  #end = 0;
+  /** End offsets of the fields found so far. */
+  #ends = new Int32Array(64);
+  #found = 0;
+  #complete = false;
+  #fields: string[] | undefined;
+
+  constructor(readonly delimiter: string) {}
+
+  /** A plain line: `buf` from `start` to `end` (exclusive), no quotes in it. */
+  setLine(buf: string, start: number, end: number): void {
+    this.#buf = buf;
+    this.#start = start;
+    this.#end = end;
+    this.#found = 0;
+    this.#complete = false;
+    this.#fields = undefined;
+  }
+
+  setFields(fields: string[]): void {
+    this.#fields = fields;
+  }
+
+  /** Field `i` (from 0); undefined when the record has fewer. */
+  field(i: number): string | undefined {
+    if (this.#fields) return this.#fields[i];
+    const d = this.delimiter;
+    while (this.#found <= i && !this.#complete) {
+      const from = this.#found === 0 ? this.#start : this.#ends[this.#found - 1] + d.length;
+      let at: number;
+      if (d.length === 1) {
+        // A character loop: cheaper than indexOf calls on short fields.
+        const buf = this.#buf;
+        const end = this.#end;
+        const dc = d.charCodeAt(0);
+        at = from;
+        while (at < end && buf.charCodeAt(at) !== dc) at++;
+      } else {
+        at = this.#buf.indexOf(d, from);
+        if (at < 0) at = this.#end;
+      }
+      if (at >= this.#end) {
+        at = this.#end;
+        this.#complete = true;
+      }
+      if (this.#found === this.#ends.length) {
+        const grown = new Int32Array(this.#ends.length * 2);
+        grown.set(this.#ends);
+        this.#ends = grown;
+      }
+      this.#ends[this.#found++] = at;
+    }
+    if (i >= this.#found) return undefined;
+    const from = i === 0 ? this.#start : this.#ends[i - 1] + d.length;
+    return this.#buf.slice(from, this.#ends[i]);
+  }
+
+  all(): string[] {
+    return this.#fields ?? this.#buf.slice(this.#start, this.#end).split(this.delimiter);
+  }
+}
+
 /** Returns false to stop the reader (LIMIT reached). */
-export type OnFields = (fields: string[]) => boolean;
+export type OnFields = (row: CsvRow) => boolean;
 
 export class CsvReader {
   #pending = "";
   #stopped = false;
+  readonly #row: CsvRow;
 
-  constructor(readonly opts: CsvInput, readonly onRecord: OnFields) {}
+  constructor(readonly opts: CsvInput, readonly onRecord: OnFields) {
+    this.#row = new CsvRow(opts.fieldDelimiter);
+  }
 
   get stopped(): boolean {
     return this.#stopped;
@@ -28,26 +100,40 @@ export class CsvReader {
 
   push(text: string): void {
     if (this.#stopped) return;
-    const buf = this.#pending + text;
-    this.#pending = buf.slice(this.#parse(buf, false));
+    let from = 0;
+    if (this.#pending !== "") {
+      // The record cut by the slice boundary is parsed on its own, so the bulk of the slice is
+      // read from the decoder's flat string rather than a concatenation (much slower to scan).
+      const rd = this.opts.recordDelimiter;
+      const nl = text.indexOf(rd);
+      const head = this.#pending + (nl < 0 ? text : text.slice(0, nl + rd.length));
+      const used = nl < 0 ? 0 : this.#parse(head, 0, false);
+      if (used < head.length) {
+        const buf = this.#pending + text;
+        this.#pending = buf.slice(this.#parse(buf, 0, false));
+        return;
+      }
+      from = nl + rd.length;
+    }
+    this.#pending = text.slice(this.#parse(text, from, false));
   }
 
   end(): void {
     if (this.#stopped || this.#pending === "") return;
-    this.#parse(this.#pending, true);
+    this.#parse(this.#pending, 0, true);
     this.#pending = "";
   }
 
-  #emit(fields: string[]): void {
-    if (!this.onRecord(fields)) this.#stopped = true;
+  #emit(): void {
+    if (!this.onRecord(this.#row)) this.#stopped = true;
   }
 
   /** Parses the complete records of `buf`; returns where the unfinished rest begins. */
-  #parse(buf: string, final: boolean): number {
-    const { fieldDelimiter: fd, recordDelimiter: rd, quote: q, comments } = this.opts;
+  #parse(buf: string, from: number, final: boolean): number {
+    const { recordDelimiter: rd, quote: q, comments } = this.opts;
     const lf = rd === "\n";
-    let pos = 0;
-    let nextQuote = q === "" ? -1 : buf.indexOf(q);
+    let pos = from;
+    let nextQuote = q === "" ? -1 : buf.indexOf(q, from);
     while (pos < buf.length && !this.#stopped) {
       let nl = buf.indexOf(rd, pos);
       if (nl < 0) {
@@ -64,7 +150,10 @@ export class CsvReader {
       if (nextQuote < 0 || nextQuote >= nl) {
         let end = nl;
         if (lf && end > pos && buf.charCodeAt(end - 1) === 13) end--;
-        if (end > pos) this.#emit(buf.slice(pos, end).split(fd));
+        if (end > pos) {
+          this.#row.setLine(buf, pos, end);
+          this.#emit();
+        }
         pos = nl + rd.length;
         continue;
       }
@@ -74,7 +163,8 @@ export class CsvReader {
         if (buf.length - pos > MAX_RECORD) throw recordTooLarge();
         return pos;
       }
-      this.#emit(parsed.fields);
+      this.#row.setFields(parsed.fields);
+      this.#emit();
       pos = parsed.end + rd.length;
     }
     return Math.min(pos, buf.length);

@@ -4,7 +4,7 @@
 import { S3Error } from "../http/errors.ts";
 import type { Query, SelectItem, Value } from "./ast.ts";
 import { csvBinder, jsonBinder, walk } from "./binders.ts";
-import { CsvReader } from "./csv_reader.ts";
+import { CsvReader, type CsvRow } from "./csv_reader.ts";
 import { type Binder, Compiler } from "./eval.ts";
 import {
   contEvent,
@@ -130,24 +130,22 @@ function csvSetup(
   const mode = req.input.header;
   let header: string[] | undefined;
   let sawHeader = mode === "NONE";
-  let proc: Processor<string[]> | undefined;
+  let proc: Processor<CsvRow> | undefined;
   const make = () => {
-    const names = (r: string[]) => r.map((_, i) => header?.[i] ?? `_${i + 1}`);
-    return new Processor<string[]>(
-      query,
-      csvBinder(header),
-      writer,
-      (r) => writer.write(names(r), r),
-    );
+    const star = (r: CsvRow) => {
+      const fields = r.all();
+      writer.write(fields.map((_, i) => header?.[i] ?? `_${i + 1}`), fields);
+    };
+    return new Processor<CsvRow>(query, csvBinder(header), writer, star);
   };
-  const reader = new CsvReader(req.input.csv, (fields) => {
+  const reader = new CsvReader(req.input.csv, (row) => {
     if (!sawHeader) {
       sawHeader = true;
-      if (mode === "USE") header = fields.map((f) => f.trim());
+      if (mode === "USE") header = row.all().map((f) => f.trim());
       return true;
     }
     proc ??= make();
-    return proc.record(fields);
+    return proc.record(row);
   });
   return {
     reader,

@@ -34,8 +34,16 @@ const NUMERIC = /^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
 /** A number from a number or numeric text; undefined otherwise. */
 function asNumber(v: Value): number | undefined {
   if (typeof v === "number") return v;
-  if (typeof v === "string" && NUMERIC.test(v)) return Number(v);
-  return undefined;
+  if (typeof v !== "string") return undefined;
+  // Fast path for plain decimal text (the common case of CSV fields); radix prefixes, white
+  // space and the rest go through the full pattern.
+  const c = v.charCodeAt(0);
+  const c1 = v.charCodeAt(1);
+  if (((c >= 48 && c <= 57) || c === 45) && !(c1 > 57 && c1 !== 101 && c1 !== 69)) {
+    const n = +v;
+    if (Number.isFinite(n)) return n;
+  }
+  return NUMERIC.test(v) ? Number(v) : undefined;
 }
 
 function numberOf(v: Value, what: string): number {

@@ -120,8 +120,8 @@ const CSV: CsvInput = {
 
 function readCsv(pieces: string[], opts: Partial<CsvInput> = {}): string[][] {
   const out: string[][] = [];
-  const r = new CsvReader({ ...CSV, ...opts }, (f) => {
-    out.push(f);
+  const r = new CsvReader({ ...CSV, ...opts }, (row) => {
+    out.push(row.all());
     return true;
   });
   for (const p of pieces) r.push(p);
@@ -159,6 +159,22 @@ function readJson(pieces: string[], lines: boolean): Value[] {
   r.end();
   return out;
 }
+
+Deno.test("csv reader: fields found lazily, as split would", () => {
+  const got: (string | undefined)[][] = [];
+  const r = new CsvReader(CSV, (row) => {
+    got.push([row.field(2), row.field(0), row.field(3), row.field(1)]);
+    return true;
+  });
+  r.push("a,b,c\n,x\nonly\n");
+  r.end();
+  assertEquals(got, [["c", "a", undefined, "b"], [undefined, "", undefined, "x"], [
+    undefined,
+    "only",
+    undefined,
+    undefined,
+  ]]);
+});
 
 Deno.test("json reader: LINES and DOCUMENT, values split across slices", () => {
   const doc = '{"a": "}{\\"", "b": [1, {"c": 2}]}\n  [1,2] "s" 42 {"d":null}';
