@@ -11,7 +11,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { gzipSync } from "node:zlib";
 import { assert, assertEquals, assertRejectsCode } from "./assert.ts";
-import { s3Client, type TestServer } from "./server.ts";
+import { memoryOf, s3Client, type TestServer, withServer } from "./server.ts";
 import { createBucket, makeSetup, removeSetup, startFresh } from "./storage_helpers.ts";
 import { objectPath, signedFetch } from "./signer.ts";
 
@@ -459,5 +459,50 @@ Deno.test("select: bad requests answer their error codes, never 500", async (t) 
       }, "CastFailed");
       assert(got.startsWith("r0,0\n"), "records before the error were delivered");
     });
+  });
+});
+
+Deno.test("select: a 128 MiB CSV is scanned with flat server memory", async () => {
+  const MiB = 1024 * 1024;
+  await withServer(async (server) => {
+    const s3 = s3Client(server);
+    assertEquals(
+      (await signedFetch(server, { method: "PUT", path: objectPath(BUCKET) })).status,
+      200,
+    );
+    const row = (i: number) => `${i},user-${i % 977},${i % 90},${i % 7 === 0 ? "Oslo" : "Lima"}\n`;
+    const parts: string[] = ["id,name,age,city\n"];
+    let size = parts[0].length;
+    let rows = 0;
+    while (size < 128 * MiB) {
+      const r = row(rows++);
+      parts.push(r);
+      size += r.length;
+    }
+    const body = enc.encode(parts.join(""));
+    parts.length = 0;
+    await put(s3, "big.csv", body);
+    await new Promise((r) => setTimeout(r, 500));
+    const before = (await memoryOf(server.pid)).rss;
+    let peak = before;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        peak = Math.max(peak, (await memoryOf(server.pid)).rss);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    })();
+    const r = await select(s3, {
+      Key: "big.csv",
+      Expression: "SELECT COUNT(*), MAX(CAST(age AS INT)) FROM S3Object WHERE city = 'Oslo'",
+    });
+    sampling = false;
+    await sampler;
+    const oslo = Math.floor((rows - 1) / 7) + 1;
+    assertEquals(r.text, `${oslo},89\n`);
+    assertEquals(r.stats?.BytesScanned, body.length);
+    const growth = peak - before;
+    console.log(`RSS before ${before / MiB | 0} MiB, peak during the scan ${peak / MiB | 0} MiB`);
+    assert(growth < 64 * MiB, `RSS grew by ${growth / MiB | 0} MiB scanning 128 MiB`);
   });
 });
