@@ -70,6 +70,17 @@ async function run(
       await new Promise((r) => setTimeout(r, 50));
     }
   })();
+  // How long other requests wait while the scan runs: HeadBucket in a loop.
+  let worstHead = 0;
+  const pinger = (async () => {
+    while (sampling) {
+      const t = performance.now();
+      const res = await signedFetch(server, { method: "HEAD", path: objectPath(BUCKET) });
+      await res.body?.cancel();
+      worstHead = Math.max(worstHead, performance.now() - t);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
   const cpuBefore = await cpuSeconds(server.pid);
   const started = performance.now();
   const res = await s3.send(
@@ -96,6 +107,7 @@ async function run(
   const cpu = await cpuSeconds(server.pid) - cpuBefore;
   sampling = false;
   await sampler;
+  await pinger;
   const mbs = processed / 1024 / 1024 / seconds;
   console.log(
     `${label.padEnd(34)} ${(processed / 1048576).toFixed(0).padStart(5)} MiB processed ` +
@@ -104,7 +116,9 @@ async function run(
         (processed / 1048576 / cpu).toFixed(0)
       } MB per server CPU-second); ` +
       `count ${result.trim()}; server RSS during query ` +
-      `${(peakRss / 1048576).toFixed(0)} MiB`,
+      `${(peakRss / 1048576).toFixed(0)} MiB; slowest HeadBucket meanwhile ${
+        worstHead.toFixed(0)
+      } ms`,
   );
 }
 
