@@ -129,7 +129,8 @@ class Processor<R> {
   record(r: R): boolean {
     if (this.#where && this.#where(r) !== true) return true;
     if (this.query.aggregate) {
-      for (const a of this.#compiler.aggregates) a.update(r);
+      const aggregates = this.#compiler.aggregates;
+      for (let i = 0; i < aggregates.length; i++) aggregates[i].update(r);
       return true;
     }
     if (!this.#items) this.star(r);

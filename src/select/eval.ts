@@ -286,6 +286,8 @@ function arithmetic(op: string, a: Value, b: Value): Value {
   }
 }
 
+const COMPARISONS = new Set(["=", "!=", "<", "<=", ">", ">="]);
+
 function comparison(op: string): (c: number) => boolean {
   switch (op) {
     case "=":
@@ -334,8 +336,13 @@ export class Compiler<R> {
           return t === null ? null : !t;
         };
       }
-      case "binary":
+      case "binary": {
+        const literal = e.right.kind === "literal" ? e.right.value : undefined;
+        if (COMPARISONS.has(e.op) && (typeof literal === "number" || typeof literal === "string")) {
+          return this.#againstLiteral(e.op, this.compile(e.left), literal);
+        }
         return this.#binary(e.op, this.compile(e.left), this.compile(e.right));
+      }
       case "like": {
         const arg = this.compile(e.arg);
         const pattern = this.compile(e.pattern);
@@ -410,6 +417,26 @@ export class Compiler<R> {
       case "aggregate":
         return this.#aggregate(e.name, e.arg ? this.compile(e.arg) : undefined);
     }
+  }
+
+  /** `x op literal`, the common shape of a filter, without the general comparison's dispatch. */
+  #againstLiteral(op: string, left: Getter<R>, literal: number | string): Getter<R> {
+    const test = comparison(op);
+    if (typeof literal === "number") {
+      return (r) => {
+        const v = left(r);
+        const n = typeof v === "number" ? v : typeof v === "string" ? asNumber(v) : undefined;
+        if (n !== undefined) return test(n < literal ? -1 : n > literal ? 1 : 0);
+        const c = compare(v, literal);
+        return c === null ? null : test(c);
+      };
+    }
+    return (r) => {
+      const v = left(r);
+      if (typeof v === "string") return test(v < literal ? -1 : v > literal ? 1 : 0);
+      const c = compare(v, literal);
+      return c === null ? null : test(c);
+    };
   }
 
   #binary(op: string, left: Getter<R>, right: Getter<R>): Getter<R> {
