@@ -172,6 +172,8 @@ class Parser {
       }
       this.#fail("ParseUnexpectedToken", "Expected the end of the query");
     }
+    // `SELECT s.*` alone is `SELECT *`.
+    if (items !== "*" && items.length === 1 && isRecordStar(items[0], alias)) items = "*";
     const aggregate = items !== "*" && items.some((i) => hasAggregate(i.expr));
     if (aggregate && items !== "*" && items.some((i) => !aggregateOnly(i.expr))) {
       throw new S3Error(
@@ -507,6 +509,15 @@ function checkArity(name: string, n: number): void {
       `${name} takes ${min === max ? min : `at least ${min}`} argument(s), not ${n}.`,
     );
   }
+}
+
+function isRecordStar(item: SelectItem, alias: string): boolean {
+  const e = item.expr;
+  if (item.alias !== undefined || e.kind !== "path" || e.steps.length !== 2) return false;
+  const [first, second] = e.steps;
+  if (first.kind !== "name" || first.quoted || second.kind !== "star") return false;
+  const name = first.name.toLowerCase();
+  return name === alias.toLowerCase() || name === "s3object";
 }
 
 function children(e: Expr): Expr[] {

@@ -31,6 +31,8 @@ Deno.test("parser: the shapes of queries", () => {
   assert(q.items !== "*" && q.items[0].alias === "x");
   assertEquals(q.aggregate, true);
   assertEquals(parseQuery("SELECT * FROM s3object").items, "*");
+  assertEquals(parseQuery("SELECT x.* FROM S3Object x").items, "*");
+  assert(parseQuery("SELECT x.a.* FROM S3Object x").items !== "*");
   assertEquals(
     code(() => parseQuery("SELECT a FROM S3Object WHERE a LIKE")),
     "ParseExpectedExpression",

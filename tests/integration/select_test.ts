@@ -2,12 +2,15 @@
 // CRCs of every message): a table of queries over CSV and JSON, compressed input, zstd-stored,
 // erasure-coded and SSE-C objects, ScanRange, and bad requests with their error codes.
 import {
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
   type InputSerialization,
   type OutputSerialization,
   PutObjectCommand,
   type S3Client,
   SelectObjectContentCommand,
   type SelectObjectContentCommandInput,
+  UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { gzipSync } from "node:zlib";
 import { assert, assertEquals, assertRejectsCode } from "./assert.ts";
@@ -313,6 +316,55 @@ Deno.test("select: GZIP and BZIP2 input, SSE-C, ScanRange, progress and Stats", 
         () => select(s3, { Key: "people.csv.enc", Expression: "SELECT * FROM S3Object" }),
         "InvalidRequest",
       );
+    });
+
+    await t.step("SSE-S3 and multipart objects, and SELECT s.*", async () => {
+      await put(s3, "people.jsonl.s3", LINES, { ServerSideEncryption: "AES256" });
+      const r = await select(s3, {
+        Key: "people.jsonl.s3",
+        Expression: "SELECT s.* FROM S3Object s WHERE s.name = 'cid'",
+        InputSerialization: JSON_LINES,
+        OutputSerialization: OUT_JSON,
+      });
+      assertEquals(r.text, LINES.split("\n")[2] + "\n");
+      // Two parts, the first of 5 MiB; a record straddles the part boundary.
+      const row = (i: number) => `${i},${i % 10}\n`;
+      let text = "";
+      for (let i = 0; text.length < 5 * 1024 * 1024 + 5000; i++) text += row(i);
+      const bytes = enc.encode(text);
+      const cut = 5 * 1024 * 1024;
+      const { UploadId } = await s3.send(
+        new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: "mp.csv" }),
+      );
+      const parts = [];
+      for (const [n, body] of [[1, bytes.subarray(0, cut)], [2, bytes.subarray(cut)]] as const) {
+        const { ETag } = await s3.send(
+          new UploadPartCommand({
+            Bucket: BUCKET,
+            Key: "mp.csv",
+            UploadId,
+            PartNumber: n,
+            Body: body,
+          }),
+        );
+        parts.push({ ETag, PartNumber: n });
+      }
+      await s3.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: BUCKET,
+          Key: "mp.csv",
+          UploadId,
+          MultipartUpload: { Parts: parts },
+        }),
+      );
+      const rows = text.split("\n").length - 1;
+      const m = await select(s3, {
+        Key: "mp.csv",
+        Expression: "SELECT COUNT(*), SUM(CAST(_1 AS INT)) FROM S3Object WHERE _2 = '3'",
+        InputSerialization: CSV_NONE,
+      });
+      const threes = Array.from({ length: rows }, (_, i) => i).filter((i) => i % 10 === 3);
+      assertEquals(m.text, `${threes.length},${threes.reduce((a, b) => a + b, 0)}\n`);
     });
 
     await t.step("ScanRange: records starting in the range, whole", async () => {
