@@ -237,7 +237,8 @@ export function checkCsvChars(opts: Record<string, string>, where: string): void
   for (const [name, value] of Object.entries(opts)) {
     const max = name === "RecordDelimiter" ? 2 : 1;
     if (
-      [...value].length > max || (value === "" && name !== "Comments" && name !== "QuoteCharacter")
+      [...value].length > max ||
+      (value === "" && (name === "FieldDelimiter" || name === "RecordDelimiter"))
     ) {
       throw new S3Error(
         "InvalidRequestParameter",

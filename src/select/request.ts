@@ -25,6 +25,22 @@ export interface SelectRequest {
 
 type Element = Record<string, XmlNode | XmlNode[]>;
 
+/**
+ * The shared XML parser leaves numeric character references as written; clients send control
+ * characters that way (a newline delimiter as `&#x0A;`, line breaks in the SQL).
+ */
+function decodeRefs(text: string): string {
+  return text.replace(/&#(?:x([0-9a-fA-F]{1,6})|([0-9]{1,7}));/g, (whole, hex, dec) => {
+    const code = hex !== undefined ? parseInt(hex, 16) : Number(dec);
+    return code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+  });
+}
+
+function leaf(node: XmlNode | XmlNode[] | undefined, name: string): string | undefined {
+  const text = leafText(node, name);
+  return text === undefined ? undefined : decodeRefs(text);
+}
+
 function missing(name: string): S3Error {
   return new S3Error("MissingRequiredParameter", `The request is missing ${name}.`);
 }
@@ -57,7 +73,7 @@ function oneOf<T extends string>(
 }
 
 function scanBound(node: Element, name: string): number | undefined {
-  const text = leafText(node[name], name);
+  const text = leaf(node[name], name);
   if (text === undefined) return undefined;
   if (!/^\d{1,15}$/.test(text.trim())) {
     throw new S3Error("InvalidScanRange", `ScanRange ${name} must be a non-negative number.`);
@@ -66,7 +82,7 @@ function scanBound(node: Element, name: string): number | undefined {
 }
 
 function csvInput(node: Element): { header: "USE" | "IGNORE" | "NONE"; csv: CsvInput } {
-  const get = (n: string) => leafText(node[n], n);
+  const get = (n: string) => leaf(node[n], n);
   const header = oneOf(
     get("FileHeaderInfo"),
     ["USE", "IGNORE", "NONE"],
@@ -95,12 +111,13 @@ function csvInput(node: Element): { header: "USE" | "IGNORE" | "NONE"; csv: CsvI
     QuoteEscapeCharacter: csv.quoteEscape,
     Comments: csv.comments,
   }, "InputSerialization CSV");
+  // No escape character: a doubled quote is the only escape.
   if (csv.quoteEscape === "") csv.quoteEscape = csv.quote;
   return { header, csv };
 }
 
 function csvOutput(node: Element): CsvOutput {
-  const get = (n: string) => leafText(node[n], n);
+  const get = (n: string) => leaf(node[n], n);
   const out: CsvOutput = {
     quoteFields: oneOf(
       get("QuoteFields"),
@@ -139,7 +156,7 @@ function format(node: Element, where: string): [string, Element] {
 export function parseSelectRequest(body: string): SelectRequest {
   if (body.trim() === "") throw new S3Error("EmptyRequestBody", "The request body is empty.");
   const root = parseXml(body, "SelectObjectContentRequest");
-  const expression = leafText(root.Expression, "Expression");
+  const expression = leaf(root.Expression, "Expression");
   if (expression === undefined || expression.trim() === "") throw missing("Expression");
   if (new TextEncoder().encode(expression).length > MAX_EXPRESSION) {
     throw new S3Error(
@@ -147,13 +164,13 @@ export function parseSelectRequest(body: string): SelectRequest {
       `The SQL expression is longer than ${MAX_EXPRESSION} bytes.`,
     );
   }
-  const type = leafText(root.ExpressionType, "ExpressionType");
+  const type = leaf(root.ExpressionType, "ExpressionType");
   if (type === undefined) throw missing("ExpressionType");
   if (type !== "SQL") {
     throw new S3Error("InvalidExpressionType", `ExpressionType must be SQL, not '${type}'.`);
   }
   const progressNode = element(root, "RequestProgress");
-  const enabled = progressNode ? leafText(progressNode.Enabled, "Enabled") : undefined;
+  const enabled = progressNode ? leaf(progressNode.Enabled, "Enabled") : undefined;
   const progress = oneOf(
     enabled,
     ["TRUE", "FALSE"],
@@ -165,7 +182,7 @@ export function parseSelectRequest(body: string): SelectRequest {
   const inputNode = element(root, "InputSerialization");
   if (!inputNode) throw missing("InputSerialization");
   const compression = oneOf(
-    leafText(inputNode.CompressionType, "CompressionType"),
+    leaf(inputNode.CompressionType, "CompressionType"),
     ["NONE", "GZIP", "BZIP2"],
     "NONE",
     "InvalidCompressionFormat",
@@ -175,7 +192,7 @@ export function parseSelectRequest(body: string): SelectRequest {
   let input: SelectRequest["input"];
   if (inKind === "CSV") input = { kind: "CSV", ...csvInput(inNode) };
   else {
-    const t = leafText(inNode.Type, "Type");
+    const t = leaf(inNode.Type, "Type");
     if (t === undefined) throw missing("InputSerialization JSON Type");
     input = {
       kind: "JSON",
@@ -190,7 +207,7 @@ export function parseSelectRequest(body: string): SelectRequest {
   let output: SelectRequest["output"];
   if (outKind === "CSV") output = { kind: "CSV", csv: csvOutput(outNode) };
   else {
-    const rd = leafText(outNode.RecordDelimiter, "RecordDelimiter") ?? "\n";
+    const rd = leaf(outNode.RecordDelimiter, "RecordDelimiter") ?? "\n";
     checkCsvChars({ RecordDelimiter: rd }, "OutputSerialization JSON");
     output = { kind: "JSON", recordDelimiter: rd };
   }

@@ -167,6 +167,13 @@ const QUERIES: Row[] = [
     "51\n",
   ],
   ["people.csv", "SELECT COUNT(*) FROM S3Object WHERE age > 100", CSV_USE, undefined, "0\n"],
+  [
+    "people.csv",
+    "SELECT name\r\nFROM S3Object\tWHERE age = 19 -- a comment\n",
+    CSV_USE,
+    undefined,
+    "dave\n",
+  ],
   ["people.csv", "SELECT * FROM S3Object LIMIT 0", CSV_USE, undefined, ""],
   [
     "people.jsonl",
@@ -365,6 +372,21 @@ Deno.test("select: GZIP and BZIP2 input, SSE-C, ScanRange, progress and Stats", 
       });
       const threes = Array.from({ length: rows }, (_, i) => i).filter((i) => i % 10 === 3);
       assertEquals(m.text, `${threes.length},${threes.reduce((a, b) => a + b, 0)}\n`);
+    });
+
+    await t.step("explicit delimiters: tab and CRLF in, pipe and ALWAYS quotes out", async () => {
+      await put(s3, "t.tsv", "a\tb c\r\n'x\ty'\t2\r\n");
+      const r = await select(s3, {
+        Key: "t.tsv",
+        Expression: "SELECT _2, _1 FROM S3Object",
+        InputSerialization: {
+          CSV: { FieldDelimiter: "\t", RecordDelimiter: "\r\n", QuoteCharacter: "'" },
+        },
+        OutputSerialization: {
+          CSV: { FieldDelimiter: "|", RecordDelimiter: "\r\n", QuoteFields: "ALWAYS" },
+        },
+      });
+      assertEquals(r.text, '"b c"|"a"\r\n"2"|"x\ty"\r\n');
     });
 
     await t.step("ScanRange: records starting in the range, whole", async () => {
