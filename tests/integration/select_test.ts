@@ -13,6 +13,7 @@ import {
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { gzipSync } from "node:zlib";
+import { as, createUser, policyWords, setPolicy } from "./access_helpers.ts";
 import { assert, assertEquals, assertRejectsCode } from "./assert.ts";
 import { memoryOf, s3Client, type TestServer, withServer } from "./server.ts";
 import { createBucket, makeSetup, removeSetup, startFresh } from "./storage_helpers.ts";
@@ -490,6 +491,34 @@ Deno.test("select: bad requests answer their error codes, never 500", async (t) 
       InputSerialization: { JSON: { Type: "LINES" } },
     });
     await bad("MissingRequiredParameter", { Expression: " " });
+
+    await t.step("access is decided as for GetObject", async () => {
+      const reader = await createUser(server, "sel-reader", [{
+        bucket: BUCKET,
+        permission: "read",
+      }]);
+      const stranger = await createUser(server, "sel-stranger");
+      const query = (user: typeof reader) =>
+        select(s3Client(server, { user: user.accessKey, password: user.secret }), {
+          Key: "people.csv",
+          Expression: "SELECT COUNT(*) FROM S3Object",
+        });
+      assertEquals((await query(reader)).text, "5\n");
+      await assertRejectsCode(() => query(stranger), "AccessDenied", 403);
+      const w = policyWords("amz", BUCKET);
+      await setPolicy(
+        as(server, undefined, "amz"),
+        BUCKET,
+        w.doc(w.deny(w.user(reader), w.act("GetObject"), w.objArn("people.csv"))),
+      );
+      await assertRejectsCode(() => query(reader), "AccessDenied", 403);
+      await setPolicy(
+        as(server, undefined, "amz"),
+        BUCKET,
+        w.doc(w.allow(w.user(stranger), w.act("GetObject"), w.objArn("people.csv"))),
+      );
+      assertEquals((await query(stranger)).text, "5\n");
+    });
 
     await t.step("malformed XML and a missing select-type", async () => {
       const xml = (
