@@ -49,7 +49,7 @@ export class JsonReader {
   }
 
   #lines(buf: string, final: boolean): number {
-    let pos = 0;
+    let pos = this.#batch(buf);
     while (pos < buf.length && !this.#stopped) {
       let nl = buf.indexOf("\n", pos);
       if (nl < 0) {
@@ -63,6 +63,37 @@ export class JsonReader {
       pos = nl + 1;
     }
     return Math.min(pos, buf.length);
+  }
+
+  /**
+   * Parses the complete lines of `buf` as one JSON array (a single parse is much cheaper than
+   * one per line) when every line is one object within the record limit; returns where
+   * line-by-line parsing must go on (0 when the batch was not possible or not valid JSON, so
+   * the lines are parsed one by one and an error names the right line).
+   */
+  #batch(buf: string): number {
+    const last = buf.lastIndexOf("\n");
+    if (last <= 0) return 0;
+    let lines = 0;
+    for (let pos = 0; pos < last; lines++) {
+      const nl = buf.indexOf("\n", pos);
+      // Objects only, one per line: `{` first and `}` last (before an optional CR).
+      const end = buf.charCodeAt(nl - 1) === 13 ? nl - 2 : nl - 1;
+      if (nl - pos > MAX_RECORD || buf.charCodeAt(pos) !== 123 || buf.charCodeAt(end) !== 125) {
+        return 0;
+      }
+      pos = nl + 1;
+    }
+    let values: Value[];
+    try {
+      values = JSON.parse("[" + buf.slice(0, last).replaceAll("\n", ",") + "]");
+    } catch {
+      return 0;
+    }
+    // A line holding two values, or a value spread over lines, is parsed line by line (and fails).
+    if (values.length !== lines) return 0;
+    for (let i = 0; i < values.length && !this.#stopped; i++) this.#emit(values[i]);
+    return last + 1;
   }
 
   /** Finds where each top-level value ends; `#scanned` is how far `buf` was already scanned. */

@@ -186,6 +186,11 @@ Deno.test("json reader: LINES and DOCUMENT, values split across slices", () => {
     assertEquals(readJson([doc.slice(0, i), doc.slice(i)], false), whole, `split at ${i}`);
   }
   assertEquals(readJson(['{"a":1}\n\n{"a":2}'], true), [{ a: 1 }, { a: 2 }]);
+  assertEquals(readJson(['{"a":1}\r\n{"a":2}\n', '{"a":3}\n'], true), [{ a: 1 }, { a: 2 }, {
+    a: 3,
+  }]);
+  assertEquals(code(() => readJson(['{"a":1},{"b":2}\n{"c":3}\n'], true)), "JSONParsingError");
+  assertEquals(code(() => readJson(['{"a":[{}\n{}]}\n'], true)), "JSONParsingError");
   assertEquals(code(() => readJson(["{bad}\n"], true)), "JSONParsingError");
   assertEquals(code(() => readJson(['{"a": [1, 2'], false)), "JSONParsingError");
 });
