@@ -6,9 +6,11 @@ import type { Value } from "./ast.ts";
 import { jsonBinder } from "./binders.ts";
 import { type CsvInput, CsvReader } from "./csv_reader.ts";
 import { Compiler } from "./eval.ts";
+import { runSelect } from "./engine.ts";
 import { encodeMessage, recordsEvent } from "./event_stream.ts";
 import { JsonReader } from "./json_reader.ts";
 import { parseQuery } from "./parser.ts";
+import { parseSelectRequest } from "./request.ts";
 import { formatTimestamp, parseTimestamp } from "./time.ts";
 
 function code(fn: () => unknown): string {
@@ -206,4 +208,60 @@ Deno.test("event stream: prelude and message CRCs, typed string headers", () => 
   assert(headers.includes(":event-type") && headers.includes("Records"));
   assertEquals(new TextDecoder().decode(msg.subarray(12 + headersLength, msg.length - 4)), "a,b\n");
   assertEquals(encodeMessage([], new Uint8Array(0)).length, 16);
+});
+
+/** The `:event-type` (or `error`) of each framed message. */
+function eventTypes(messages: Uint8Array[]): string[] {
+  return messages.map((m) => {
+    const view = new DataView(m.buffer, m.byteOffset);
+    const headers = new TextDecoder().decode(m.subarray(12, 12 + view.getUint32(4)));
+    const at = headers.indexOf(":event-type");
+    // name, type byte 7, two length bytes, then the value.
+    return at < 0 ? "error" : /^\w+/.exec(headers.slice(at + 11 + 3))![0];
+  });
+}
+
+function csvRequest() {
+  return parseSelectRequest(
+    `<SelectObjectContentRequest><Expression>x</Expression><ExpressionType>SQL</ExpressionType>` +
+      `<InputSerialization><CSV/>` +
+      `</InputSerialization><OutputSerialization><CSV/></OutputSerialization>` +
+      `</SelectObjectContentRequest>`,
+  );
+}
+
+Deno.test("engine: Cont keep-alives on a slow scan, LIMIT stops reading the object", async () => {
+  let pulls = 0;
+  let cancelled = false;
+  const slow = () =>
+    new ReadableStream<Uint8Array>({
+      async pull(c) {
+        pulls++;
+        await new Promise((r) => setTimeout(r, 30));
+        c.enqueue(new TextEncoder().encode("a,1\nb,2\n"));
+        if (pulls === 10) c.close();
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+  const req = csvRequest();
+  const messages: Uint8Array[] = [];
+  const source = { size: 80, open: () => Promise.resolve(slow()) };
+  for await (
+    const m of runSelect(req, parseQuery("SELECT * FROM S3Object WHERE _1 = 'z'"), source, {
+      keepAliveMs: 50,
+    })
+  ) messages.push(m);
+  const types = eventTypes(messages);
+  assert(types.filter((t) => t === "Cont").length >= 2, types.join(","));
+  assertEquals(types.slice(-2), ["Stats", "End"]);
+
+  pulls = 0;
+  const limited: Uint8Array[] = [];
+  for await (const m of runSelect(req, parseQuery("SELECT _1 FROM S3Object LIMIT 3"), source)) {
+    limited.push(m);
+  }
+  assertEquals(eventTypes(limited), ["Records", "Stats", "End"]);
+  assert(cancelled && pulls < 5, `the object was read on after LIMIT (${pulls} pulls)`);
 });
