@@ -54,8 +54,19 @@ async function* counted(
   }
 }
 
+/** Compressed input goes to a decoder this many bytes at a time (bounds each decode step). */
+const COMPRESSED_SLICE = 64 * 1024;
+
+async function* resliced(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  for await (const chunk of source) {
+    for (let at = 0; at < chunk.length; at += COMPRESSED_SLICE) {
+      yield chunk.subarray(at, at + COMPRESSED_SLICE);
+    }
+  }
+}
+
 async function* gunzip(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-  const stream = ReadableStream.from(source).pipeThrough(
+  const stream = ReadableStream.from(resliced(source)).pipeThrough(
     new DecompressionStream("gzip") as unknown as ReadableWritablePair<Uint8Array, Uint8Array>,
   );
   try {
@@ -86,7 +97,7 @@ async function* bunzip2(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8
     }
     if (failed) throw badBzip2();
   };
-  for await (const chunk of source) {
+  for await (const chunk of resliced(source)) {
     feed(chunk);
     while (out.length > 0) yield out.shift()!;
   }
