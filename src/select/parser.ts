@@ -5,7 +5,7 @@ import type { Expr, Query, SelectItem, Step } from "./ast.ts";
 import { type Token, tokenize } from "./lexer.ts";
 
 const AGGREGATES = new Set(["COUNT", "SUM", "AVG", "MIN", "MAX"]);
-export const FUNCTIONS = new Set([
+const FUNCTIONS = new Set([
   "LOWER",
   "UPPER",
   "TRIM",
@@ -21,7 +21,7 @@ export const FUNCTIONS = new Set([
   "DATE_ADD",
   "DATE_DIFF",
 ]);
-export const CAST_TYPES = new Set([
+const CAST_TYPES = new Set([
   "INT",
   "INTEGER",
   "FLOAT",
@@ -33,7 +33,7 @@ export const CAST_TYPES = new Set([
   "BOOLEAN",
   "TIMESTAMP",
 ]);
-export const DATE_PARTS = new Set([
+const DATE_PARTS = new Set([
   "YEAR",
   "MONTH",
   "DAY",
