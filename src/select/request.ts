@@ -95,7 +95,8 @@ function csvInput(node: Element): { header: "USE" | "IGNORE" | "NONE"; csv: CsvI
     recordDelimiter: get("RecordDelimiter") ?? "\n",
     quote: get("QuoteCharacter") ?? '"',
     quoteEscape: get("QuoteEscapeCharacter") ?? '"',
-    comments: get("Comments") ?? "",
+    // The reference's default; an empty Comments element turns comments off.
+    comments: get("Comments") ?? "#",
     allowQuotedRecordDelimiter: oneOf(
       get("AllowQuotedRecordDelimiter"),
       ["TRUE", "FALSE"],

@@ -4,6 +4,7 @@
 import {
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  type CSVInput,
   type InputSerialization,
   type OutputSerialization,
   PutObjectCommand,
@@ -388,6 +389,19 @@ Deno.test("select: GZIP and BZIP2 input, SSE-C, ScanRange, progress and Stats", 
         },
       });
       assertEquals(r.text, '"b c"|"a"\r\n"2"|"x\ty"\r\n');
+    });
+
+    await t.step("comment lines: # by default, or none", async () => {
+      await put(s3, "c.csv", "a,b\n#skip\nc,d\n");
+      const run = (csv: CSVInput) =>
+        select(s3, {
+          Key: "c.csv",
+          Expression: "SELECT * FROM S3Object",
+          InputSerialization: { CSV: csv },
+        });
+      assertEquals((await run({})).text, "a,b\nc,d\n");
+      assertEquals((await run({ Comments: "" })).text, "a,b\n#skip\nc,d\n");
+      assertEquals((await run({ Comments: "c" })).text, "a,b\n#skip\n");
     });
 
     await t.step("ScanRange: records starting in the range, whole", async () => {
