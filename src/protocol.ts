@@ -60,7 +60,7 @@ export interface AppDeps {
 /** Served while the disk reserve is released (the disk is full): they read or free space. */
 function servedWhenFull(method: string, operation: string): boolean {
   return method === "GET" || method === "HEAD" || method === "DELETE" ||
-    operation === "DeleteObjects";
+    operation === "DeleteObjects" || operation === "SelectObjectContent";
 }
 
 export interface Target {

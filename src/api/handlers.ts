@@ -37,6 +37,7 @@ import {
 } from "./lifecycle.ts";
 import { deleteObject, getObject, headObject, putObject } from "./objects.ts";
 import { postObject } from "./post_object.ts";
+import { selectObjectContent } from "./select.ts";
 import {
   deleteBucketOwnershipControls,
   deletePublicAccessBlock,
@@ -79,6 +80,7 @@ export const HANDLERS: Record<string, Handler> = {
   CopyObject: copyObject,
   GetObject: getObject,
   HeadObject: headObject,
+  SelectObjectContent: selectObjectContent,
   DeleteObject: deleteObject,
   GetBucketPolicy: getBucketPolicy,
   PutBucketPolicy: putBucketPolicy,
@@ -154,4 +156,5 @@ export const READS_BODY = new Set([
   "PutPublicAccessBlock",
   "PutBucketOwnershipControls",
   "PutBucketCors",
+  "SelectObjectContent",
 ]);

@@ -106,6 +106,14 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
     access: read,
     object: true,
   },
+  // A query reads the object: the same action and permission as GetObject.
+  SelectObjectContent: {
+    action: "GetObject",
+    versionAction: "GetObjectVersion",
+    acl: { on: "object", permission: "READ" },
+    access: read,
+    object: true,
+  },
   GetObjectAttributes: {
     action: "GetObjectAttributes",
     versionAction: "GetObjectVersionAttributes",

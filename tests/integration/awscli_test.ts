@@ -185,3 +185,39 @@ Deno.test({
       }
     }),
 });
+
+Deno.test({
+  name: "aws cli: select-object-content writes the query's records",
+  ignore: !installed,
+  fn: () =>
+    withServer(async (server) => {
+      const cli = await makeCli(server);
+      try {
+        await cli.run("s3", "mb", "s3://clisel");
+        const csv = join(cli.dir, "p.csv");
+        await Deno.writeTextFile(csv, "name,age\nann,31\nbob,19\ncid,45\n");
+        await cli.run("s3", "cp", csv, "s3://clisel/p.csv");
+        const out = join(cli.dir, "out.json");
+        await cli.run(
+          "s3api",
+          "select-object-content",
+          "--bucket",
+          "clisel",
+          "--key",
+          "p.csv",
+          "--expression",
+          "SELECT s.name FROM S3Object s WHERE CAST(s.age AS INT) > 30",
+          "--expression-type",
+          "SQL",
+          "--input-serialization",
+          '{"CSV": {"FileHeaderInfo": "USE"}}',
+          "--output-serialization",
+          '{"JSON": {}}',
+          out,
+        );
+        assertEquals(await Deno.readTextFile(out), '{"name":"ann"}\n{"name":"cid"}\n');
+      } finally {
+        await Deno.remove(cli.dir, { recursive: true }).catch(() => {});
+      }
+    }),
+});

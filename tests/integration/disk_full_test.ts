@@ -178,6 +178,18 @@ Deno.test({
         query: [["list-type", "2"]],
       });
       assertEquals(xmlValues(await list.text(), "Key"), ["c"], "keys after the deletes");
+      // A query only reads: it is answered on the full disk too.
+      const select = await signedFetch(server, {
+        method: "POST",
+        path: objectPath("full", "c"),
+        query: [["select", ""], ["select-type", "2"]],
+        body: "<SelectObjectContentRequest><Expression>SELECT COUNT(*) FROM S3Object" +
+          "</Expression><ExpressionType>SQL</ExpressionType><InputSerialization><CSV/>" +
+          "</InputSerialization><OutputSerialization><CSV/></OutputSerialization>" +
+          "</SelectObjectContentRequest>",
+      });
+      assertEquals(select.status, 200, "SelectObjectContent on a full disk");
+      await select.body?.cancel();
 
       // Once space is back, writes work again (the reserve is retried at most once a second).
       await Deno.remove(`${disk}/filler`);
