@@ -1,5 +1,10 @@
 // Chunks: content-addressed pieces of objects, encoded (zstd, AES-256-GCM), erasure-coded into
 // k data + m parity shards spread over the drives, verified on every read and healed.
+//
+// A chunk stored as it is (not compressed, not encrypted) is its plaintext split into k
+// contiguous slices, one per data shard: a range of it is read from the data shards it overlaps,
+// fetching and verifying only the shard blocks under the range (readRange). Any other chunk, or
+// a range whose shards are missing or corrupt, is read whole: decoded, rebuilt and healed.
 import type { ChunkRecord, MetaStore } from "../meta/store.ts";
 import { type CompressionMode, decodeChunk, encodeChunk, encodePrepared } from "./codec.ts";
 import { type ChunkWork, type CpuPool, inlineCpu } from "./cpu_pool.ts";
@@ -8,6 +13,7 @@ import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
 import { ChunkClaims } from "./chunk_claims.ts";
 import {
   readShard,
+  readShardRange,
   removeShard,
   shardPresent,
   type ShardRead,
@@ -48,6 +54,11 @@ function coder(k: number, m: number): ReedSolomon {
   let rs = coders.get(key);
   if (!rs) coders.set(key, rs = new ReedSolomon(k, m));
   return rs;
+}
+
+/** Whether the chunk's stored bytes are its plaintext (so a range maps onto its data shards). */
+function storedAsIs(rec: ChunkRecord): boolean {
+  return rec.compression === "none" && !rec.encrypted && rec.storedSize === rec.plainSize;
 }
 
 function randomId(): string {
@@ -217,6 +228,79 @@ export class ChunkStore {
       );
     }
     return plain;
+  }
+
+  /**
+   * Bytes [from, to) of the chunk's plaintext. A part of a chunk stored as it is reads only the
+   * shard blocks the range overlaps; other chunks, whole chunks, and ranges whose shards are
+   * missing or corrupt are read whole (rebuilt and healed). The answer holds no more memory than
+   * heldBytes says.
+   */
+  async readRange(
+    rec: ChunkRecord,
+    from: number,
+    to: number,
+    opts: { key?: CryptoKey } = {},
+  ): Promise<Uint8Array> {
+    if (from < 0 || to > rec.plainSize || from > to) {
+      throw new RangeError(`Range ${from}-${to} is outside chunk ${rec.id} (${rec.plainSize})`);
+    }
+    if (from === to) return new Uint8Array(0);
+    // A whole chunk is read as such: every data shard verified whole (padding-only ones too).
+    if (!storedAsIs(rec) || (from === 0 && to === rec.plainSize)) {
+      return (await this.read(rec, opts)).subarray(from, to);
+    }
+    const direct = await this.#readDirect(rec, from, to);
+    if (direct) return direct;
+    // A shard is missing or corrupt: read the chunk whole, which rebuilds and heals it; a copy
+    // of the range, so that the whole chunk is not kept.
+    const plain = await this.read(rec, opts);
+    return from === 0 && to === plain.byteLength ? plain : plain.slice(from, to);
+  }
+
+  /** The memory a range of this chunk returned by readRange holds. */
+  heldBytes(rec: ChunkRecord, from: number, to: number): number {
+    return storedAsIs(rec) ? to - from : rec.plainSize;
+  }
+
+  /** The range from the data shards it overlaps, or undefined when one of them is not good. */
+  async #readDirect(rec: ChunkRecord, from: number, to: number): Promise<Uint8Array | undefined> {
+    const k = rec.dataShards;
+    const shardLen = Math.ceil(rec.storedSize / k) || 0;
+    const first = Math.floor(from / shardLen) || 0;
+    const last = to > from ? Math.ceil(to / shardLen) - 1 : first;
+    const reads = await Promise.all(
+      Array.from({ length: last - first + 1 }, (_, j) => {
+        const i = first + j;
+        const start = Math.max(from, i * shardLen) - i * shardLen;
+        const end = Math.min(to, (i + 1) * shardLen) - i * shardLen;
+        return readShardRange(
+          this.options.drives.byId.get(rec.drives[i]),
+          rec.id,
+          i,
+          shardLen,
+          start,
+          end,
+        );
+      }),
+    );
+    const pieces: Uint8Array[] = [];
+    for (const r of reads) {
+      if (r.state !== "ok") return undefined;
+      pieces.push(r.payload);
+    }
+    if (pieces.length === 1) {
+      const [only] = pieces;
+      // A view of a larger read buffer (whole blocks) would keep it alive: copy.
+      return only.byteLength === only.buffer.byteLength ? only : only.slice();
+    }
+    const out = new Uint8Array(to - from);
+    let at = 0;
+    for (const p of pieces) {
+      out.set(p, at);
+      at += p.byteLength;
+    }
+    return out;
   }
 
   /** Verifies every shard of a chunk and heals the bad ones (the scrub's unit of work). */
