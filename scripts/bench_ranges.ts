@@ -10,6 +10,15 @@ import { objectPath, Signer } from "./bench_client.ts";
 import { Client, peakRssOf, startLocalServer } from "./bench_run.ts";
 import { MiB, parseSize, sizeLabel } from "./bench_options.ts";
 
+/** VmRSS of a process (Linux), in bytes. */
+async function rssOf(pid: number): Promise<number | undefined> {
+  const status = await Deno.readTextFile(`/proc/${pid}/status`).catch(() => "");
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(status);
+  return m ? Number(m[1]) * 1024 : undefined;
+}
+
+const mib = (n: number | undefined) => n === undefined ? "?" : `${(n / MiB).toFixed(0)} MiB`;
+
 const { values } = parseArgs({
   args: Deno.args,
   options: {
@@ -38,6 +47,7 @@ try {
   for (let round = 1; round <= rounds; round++) {
     // Resets VmHWM, so the peak is the range GETs' own.
     await Deno.writeTextFile(`/proc/${server.pid}/clear_refs`, "5").catch(() => {});
+    const before = await rssOf(server.pid);
     const t0 = performance.now();
     const answers = await Promise.all(Array.from({ length: count }, async (_, i) => {
       const offset = (i * 7919 * 1024 + round * 4099) % (objectSize - rangeSize);
@@ -55,7 +65,7 @@ try {
       `round ${round}: ${count} x ${sizeLabel(rangeSize)} range GETs in ${seconds.toFixed(2)} s ` +
         `(${(count / seconds).toFixed(0)} req/s, ` +
         `${(count * rangeSize / MiB / seconds).toFixed(1)} MiB/s), wrong answers: ${wrong}, ` +
-        `server peak RSS ${peak === undefined ? "?" : (peak / MiB).toFixed(0) + " MiB"}`,
+        `server RSS ${mib(before)} before, peak ${mib(peak)}`,
     );
     if (wrong > 0) Deno.exitCode = 1;
   }

@@ -103,7 +103,11 @@ class RangeReader {
     // whose grant is therefore kept until the next pull. A slow one gets copies.
     this.#pinned = keepingUp;
     const { plain, from: base } = this.#current;
-    const slice = keepingUp
+    // What is left of a small range, read into a buffer of its own, is handed over as it is:
+    // a copy would take as much memory.
+    const rest = from === base && until - base === plain.byteLength && until - from <= SLICE &&
+      plain.byteLength === plain.buffer.byteLength;
+    const slice = keepingUp || rest
       ? plain.subarray(from - base, until - base)
       : plain.slice(from - base, until - base);
     this.#pos = to;

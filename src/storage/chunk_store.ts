@@ -12,6 +12,7 @@ import { type DriveSet, placeShards } from "./drives.ts";
 import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
 import { ChunkClaims } from "./chunk_claims.ts";
 import {
+  BLOCK_SIZE,
   readShard,
   readShardRange,
   removeShard,
@@ -258,49 +259,38 @@ export class ChunkStore {
     return from === 0 && to === plain.byteLength ? plain : plain.slice(from, to);
   }
 
-  /** The memory a range of this chunk returned by readRange holds. */
+  /**
+   * The memory reading a range of this chunk takes: the range itself and, for a part read from
+   * the shards, the scratch blocks at its two ends; a chunk decoded whole takes all of it.
+   */
   heldBytes(rec: ChunkRecord, from: number, to: number): number {
-    return storedAsIs(rec) ? to - from : rec.plainSize;
+    const part = from > 0 || to < rec.plainSize;
+    return storedAsIs(rec) && part ? to - from + 2 * BLOCK_SIZE : rec.plainSize;
   }
 
   /** The range from the data shards it overlaps, or undefined when one of them is not good. */
   async #readDirect(rec: ChunkRecord, from: number, to: number): Promise<Uint8Array | undefined> {
-    const k = rec.dataShards;
-    const shardLen = Math.ceil(rec.storedSize / k) || 0;
-    const first = Math.floor(from / shardLen) || 0;
-    const last = to > from ? Math.ceil(to / shardLen) - 1 : first;
-    const reads = await Promise.all(
-      Array.from({ length: last - first + 1 }, (_, j) => {
-        const i = first + j;
-        const start = Math.max(from, i * shardLen) - i * shardLen;
-        const end = Math.min(to, (i + 1) * shardLen) - i * shardLen;
-        return readShardRange(
-          this.options.drives.byId.get(rec.drives[i]),
+    const shardLen = Math.ceil(rec.storedSize / rec.dataShards);
+    const out = new Uint8Array(to - from);
+    const reads = [];
+    for (let i = Math.floor(from / shardLen); i * shardLen < to; i++) {
+      const lo = Math.max(from, i * shardLen);
+      const hi = Math.min(to, (i + 1) * shardLen);
+      const drive = this.options.drives.byId.get(rec.drives[i]);
+      reads.push(
+        readShardRange(
+          drive,
           rec.id,
           i,
           shardLen,
-          start,
-          end,
-        );
-      }),
-    );
-    const pieces: Uint8Array[] = [];
-    for (const r of reads) {
-      if (r.state !== "ok") return undefined;
-      pieces.push(r.payload);
+          lo - i * shardLen,
+          hi - i * shardLen,
+          out.subarray(lo - from, hi - from),
+        ),
+      );
     }
-    if (pieces.length === 1) {
-      const [only] = pieces;
-      // A view of a larger read buffer (whole blocks) would keep it alive: copy.
-      return only.byteLength === only.buffer.byteLength ? only : only.slice();
-    }
-    const out = new Uint8Array(to - from);
-    let at = 0;
-    for (const p of pieces) {
-      out.set(p, at);
-      at += p.byteLength;
-    }
-    return out;
+    const states = await Promise.all(reads);
+    return states.every((r) => r.state === "ok") ? out : undefined;
   }
 
   /** Verifies every shard of a chunk and heals the bad ones (the scrub's unit of work). */

@@ -5,7 +5,7 @@
 //   header, 16 bytes: magic "STSH" | version u8 | shard index u8 | log2(block size) u8 | 0 u8 |
 //                     payload length u32 | checksum u32
 //   version 1 (read only): payload; the checksum is the CRC-32 of the whole payload.
-//   version 2 (written):   block table | payload. The table holds the CRC-32 of each 64 KiB block
+//   version 2 (written):   block table | payload. The table holds the CRC-32 of each 16 KiB block
 //                          of the payload (the last one may be shorter); the header's checksum is
 //                          the CRC-32 of the header's first 12 bytes followed by the table. A range
 //                          of the payload is read and verified by reading only the header, the
@@ -19,7 +19,7 @@ const MAGIC = 0x53545348; // "STSH"
 const WHOLE_CRC = 1;
 const BLOCK_CRCS = 2;
 export const HEADER_SIZE = 16;
-const BLOCK_LOG2 = 16;
+const BLOCK_LOG2 = 14;
 /** The unit a range read fetches and verifies. */
 export const BLOCK_SIZE = 1 << BLOCK_LOG2;
 
@@ -100,12 +100,12 @@ export async function syncDir(path: string): Promise<void> {
   }
 }
 
-export type ShardRead =
-  | { state: "ok"; payload: Uint8Array }
-  | { state: "missing" }
-  | { state: "corrupt"; reason: string };
+/** Why a shard could not be used. */
+type ShardProblem = { state: "missing" } | { state: "corrupt"; reason: string };
+export type ShardRead = { state: "ok"; payload: Uint8Array } | ShardProblem;
+export type ShardState = { state: "ok" } | ShardProblem;
 
-const corrupt = (reason: string): ShardRead => ({ state: "corrupt", reason });
+const corrupt = (reason: string): ShardProblem => ({ state: "corrupt", reason });
 
 /** A parsed header, or why it is not one of shard `index` with `expectedLength` bytes. */
 function parseHeader(
@@ -170,9 +170,11 @@ export async function readShard(
 }
 
 /**
- * Bytes [from, to) of a shard's payload, verified. A version 2 shard is read only where the range
- * is: its header, block table and the blocks the range overlaps. A version 1 shard has one
- * checksum over everything, so it is read and verified whole.
+ * Reads bytes [from, to) of a shard's payload into `into` (to - from bytes), verified. A version
+ * 2 shard is read only where the range is: its header and block table, the whole blocks under
+ * the range straight into `into`, and the partly covered first and last blocks through a
+ * block-sized scratch buffer. A version 1 shard has one checksum over everything, so it is read
+ * and verified whole.
  */
 export async function readShardRange(
   drive: Drive | undefined,
@@ -181,7 +183,8 @@ export async function readShardRange(
   expectedLength: number,
   from: number,
   to: number,
-): Promise<ShardRead> {
+  into: Uint8Array,
+): Promise<ShardState> {
   if (!drive) return { state: "missing" };
   let file: Deno.FsFile;
   try {
@@ -192,27 +195,61 @@ export async function readShardRange(
   }
   try {
     // Header and table in one read, sized for the block size this version writes.
-    let head = await readAt(file, 0, HEADER_SIZE + 4 * blockCount(expectedLength));
+    let head = new Uint8Array(HEADER_SIZE + 4 * blockCount(expectedLength));
+    head = head.subarray(0, await readAt(file, 0, head));
     const h = parseHeader(head, index, expectedLength);
     if (typeof h === "string") return corrupt(h);
     if (h.version === WHOLE_CRC) {
       const whole = await readShard(drive, chunkId, index, expectedLength);
-      return whole.state === "ok" ? { state: "ok", payload: whole.payload.slice(from, to) } : whole;
+      if (whole.state === "ok") into.set(whole.payload.subarray(from, to));
+      return whole.state === "ok" ? { state: "ok" } : whole;
     }
-    const start = HEADER_SIZE + 4 * blockCount(expectedLength, h.blockSize);
-    if (head.byteLength !== start) head = await readAt(file, 0, start);
-    if (head.byteLength !== start) return corrupt("file length");
+    const bs = h.blockSize;
+    const start = HEADER_SIZE + 4 * blockCount(expectedLength, bs);
+    if (head.byteLength !== start) {
+      head = new Uint8Array(start);
+      if (await readAt(file, 0, head) !== start) return corrupt("file length");
+    }
     if (tableChecksum(head) !== h.checksum) return corrupt("block table checksum mismatch");
-    const first = Math.floor(from / h.blockSize);
-    const end = Math.min(expectedLength, Math.ceil(to / h.blockSize) * h.blockSize);
-    const data = await readAt(file, start + first * h.blockSize, end - first * h.blockSize);
-    if (data.byteLength !== end - first * h.blockSize) return corrupt("file length");
-    const bad = badBlock(head, h.blockSize, first, data);
-    if (bad) return corrupt(bad);
-    return {
-      state: "ok",
-      payload: data.subarray(from - first * h.blockSize, to - first * h.blockSize),
+    const table = new DataView(head.buffer, head.byteOffset + HEADER_SIZE);
+    /** Reads blocks [b, ...) of the payload into `buf` and verifies them. */
+    const read = async (b: number, buf: Uint8Array): Promise<string | undefined> => {
+      if (await readAt(file, start + b * bs, buf) !== buf.byteLength) return "file length";
+      for (let at = 0; at < buf.byteLength; at += bs, b++) {
+        if (crc32(buf.subarray(at, at + bs)) !== table.getUint32(4 * b)) {
+          return `checksum mismatch in block ${b}`;
+        }
+      }
+      return undefined;
     };
+    /** A block partly under the range: read whole, the covered part copied. */
+    const partial = async (b: number): Promise<string | undefined> => {
+      const block = new Uint8Array(Math.min(bs, expectedLength - b * bs));
+      const bad = await read(b, block);
+      const lo = Math.max(from, b * bs);
+      const hi = Math.min(to, b * bs + block.byteLength);
+      if (!bad) into.set(block.subarray(lo - b * bs, hi - b * bs), lo - from);
+      return bad;
+    };
+    // Blocks wholly under the range: [firstWhole, endWhole).
+    const firstWhole = Math.ceil(from / bs);
+    const endWhole = to === expectedLength ? blockCount(expectedLength, bs) : Math.floor(to / bs);
+    const headBlock = Math.floor(from / bs);
+    const tailBlock = Math.floor(to / bs);
+    const problems = [
+      from % bs !== 0 ? await partial(headBlock) : undefined,
+      endWhole > firstWhole
+        ? await read(
+          firstWhole,
+          into.subarray(firstWhole * bs - from, Math.min(endWhole * bs, expectedLength) - from),
+        )
+        : undefined,
+      tailBlock >= endWhole && to % bs !== 0 && (tailBlock !== headBlock || from % bs === 0)
+        ? await partial(tailBlock)
+        : undefined,
+    ];
+    const bad = problems.find((p) => p !== undefined);
+    return bad ? corrupt(bad) : { state: "ok" };
   } catch (err) {
     return corrupt(String(err));
   } finally {
@@ -220,17 +257,16 @@ export async function readShardRange(
   }
 }
 
-/** Up to `length` bytes of `file` from `position` (fewer at the end of the file). */
-async function readAt(file: Deno.FsFile, position: number, length: number): Promise<Uint8Array> {
+/** Fills `buf` from `position` of `file`; the bytes read (fewer at the end of the file). */
+async function readAt(file: Deno.FsFile, position: number, buf: Uint8Array): Promise<number> {
   await file.seek(position, Deno.SeekMode.Start);
-  const buf = new Uint8Array(length);
   let got = 0;
-  while (got < length) {
+  while (got < buf.byteLength) {
     const n = await file.read(buf.subarray(got));
     if (n === null) break;
     got += n;
   }
-  return got === length ? buf : buf.subarray(0, got);
+  return got;
 }
 
 export async function removeShard(
