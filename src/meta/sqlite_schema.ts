@@ -206,4 +206,10 @@ export const MIGRATIONS: string[] = [
     seq INTEGER NOT NULL
   );
   `,
+  `
+  -- Range reads of compressed and encrypted chunks: such chunks are written as independently
+  -- decodable segments of this many plaintext bytes (src/storage/codec.ts); 0 for chunks stored
+  -- as they are and for those written before, which are one piece.
+  ALTER TABLE chunks ADD COLUMN segment_size INTEGER NOT NULL DEFAULT 0;
+  `,
 ];

@@ -1,12 +1,26 @@
 // Chunks: content-addressed pieces of objects, encoded (zstd, AES-256-GCM), erasure-coded into
 // k data + m parity shards spread over the drives, verified on every read and healed.
 //
-// A chunk stored as it is (not compressed, not encrypted) is its plaintext split into k
-// contiguous slices, one per data shard: a range of it is read from the data shards it overlaps,
-// fetching and verifying only the shard blocks under the range (readRange). Any other chunk, or
-// a range whose shards are missing or corrupt, is read whole: decoded, rebuilt and healed.
+// The stored bytes of a chunk are split into k contiguous slices, one per data shard, so a byte
+// range of them is read from the data shards it overlaps, fetching and verifying only the shard
+// blocks under it. A range of a chunk stored as it is (not compressed, not encrypted) is such a
+// byte range; a compressed or encrypted chunk is written as independently decodable segments
+// (codec.ts), whose table and the bodies of the segments under the range are read and decoded
+// (readRange). A range whose shards are missing or corrupt, a whole chunk, and a compressed or
+// encrypted chunk written before segments are read whole: decoded, rebuilt and healed.
 import type { ChunkRecord, MetaStore } from "../meta/store.ts";
-import { type CompressionMode, decodeChunk, encodeChunk, encodePrepared } from "./codec.ts";
+import {
+  ChunkIntegrityError,
+  type CompressionMode,
+  decodeChunk,
+  decodeSegment,
+  encodeChunk,
+  encodePrepared,
+  SEGMENT_SIZE,
+  segmentBounds,
+  segmentCount,
+  segmentTableSize,
+} from "./codec.ts";
 import { type ChunkWork, type CpuPool, inlineCpu } from "./cpu_pool.ts";
 import { type DriveSet, placeShards } from "./drives.ts";
 import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
@@ -121,11 +135,12 @@ export class ChunkStore {
   ): Promise<ChunkRecord> {
     const { dataShards: k, parityShards: m } = this.options.layout;
     // encodeChunk in two steps: compression on the CPU pool, encryption (WebCrypto) here.
-    const packed = await work.compress(this.options.compression);
+    const packed = await work.compress(this.options.compression, undefined, SEGMENT_SIZE);
     work.done();
     const { bytes, form } = await encodePrepared(plain, packed, {
       key,
       aad: key ? new TextEncoder().encode(id) : undefined,
+      segmentSize: SEGMENT_SIZE,
     });
     const shards = split(bytes, k);
     if (m > 0) {
@@ -141,6 +156,7 @@ export class ChunkStore {
       storedSize: bytes.byteLength,
       compression: form.compression,
       encrypted: form.encrypted,
+      ...(form.segmentSize ? { segmentSize: form.segmentSize } : {}),
       dataShards: k,
       parityShards: m,
       drives,
@@ -193,6 +209,7 @@ export class ChunkStore {
     if (count >= rec.dataShards && !(await this.verify(rec)).lost) return rec;
     const { bytes, form } = await encodeChunk(plain, {
       compression: rec.compression === "zstd" ? "on" : "off",
+      segmentSize: rec.segmentSize ?? 0,
     });
     if (bytes.byteLength !== rec.storedSize || form.compression !== rec.compression) {
       throw new ChunkLostError(`Chunk ${rec.id} is lost and cannot be rebuilt from this upload`);
@@ -248,24 +265,77 @@ export class ChunkStore {
     }
     if (from === to) return new Uint8Array(0);
     // A whole chunk is read as such: every data shard verified whole (padding-only ones too).
-    if (!storedAsIs(rec) || (from === 0 && to === rec.plainSize)) {
-      return (await this.read(rec, opts)).subarray(from, to);
+    const whole = from === 0 && to === rec.plainSize;
+    if (!whole && storedAsIs(rec)) {
+      const direct = await this.#readDirect(rec, from, to);
+      if (direct) return direct;
+    } else if (!whole && rec.segmentSize) {
+      const decoded = await this.#readSegments(rec, from, to, opts.key);
+      if (decoded) return decoded;
     }
-    const direct = await this.#readDirect(rec, from, to);
-    if (direct) return direct;
-    // A shard is missing or corrupt: read the chunk whole, which rebuilds and heals it; a copy
-    // of the range, so that the whole chunk is not kept.
+    // Whole, in one piece, or a shard is missing or corrupt: the chunk is read whole, which
+    // rebuilds and heals it; a part is copied out, so that the whole chunk is not kept.
     const plain = await this.read(rec, opts);
-    return from === 0 && to === plain.byteLength ? plain : plain.slice(from, to);
+    return whole ? plain : plain.slice(from, to);
   }
 
   /**
-   * The memory reading a range of this chunk takes: the range itself and, for a part read from
-   * the shards, the scratch blocks at its two ends; a chunk decoded whole takes all of it.
+   * The memory reading a range of this chunk takes: the range and two scratch shard blocks,
+   * plus the segments under it and their stored bodies for a segmented chunk; the whole chunk
+   * when it is read whole.
    */
   heldBytes(rec: ChunkRecord, from: number, to: number): number {
     const part = from > 0 || to < rec.plainSize;
-    return storedAsIs(rec) && part ? to - from + 2 * BLOCK_SIZE : rec.plainSize;
+    if (part && storedAsIs(rec)) return to - from + 2 * BLOCK_SIZE;
+    if (!part || !rec.segmentSize) return rec.plainSize;
+    const s = rec.segmentSize;
+    const segments = Math.ceil(to / s) - Math.floor(from / s);
+    return to - from + 2 * BLOCK_SIZE + 2 * segments * s;
+  }
+
+  /**
+   * A range of a segmented chunk: its segment table and the bodies of the segments under the
+   * range, read from the data shards, then decoded; undefined when a shard is not good or a
+   * segment does not decode (the whole-chunk read then rebuilds, heals or reports it).
+   */
+  async #readSegments(
+    rec: ChunkRecord,
+    from: number,
+    to: number,
+    key: CryptoKey | undefined,
+  ): Promise<Uint8Array | undefined> {
+    const size = rec.segmentSize!;
+    const count = segmentCount(rec.plainSize, size);
+    const tableSize = segmentTableSize(count);
+    if (tableSize > rec.storedSize) return undefined;
+    const table = await this.#readDirect(rec, 0, tableSize);
+    if (!table) return undefined;
+    const first = Math.floor(from / size);
+    const last = Math.ceil(to / size) - 1;
+    try {
+      const bounds = segmentBounds(table, rec.storedSize);
+      if (bounds.length !== count + 1) return undefined;
+      const bodies = await this.#readDirect(rec, bounds[first], bounds[last + 1]);
+      if (!bodies) return undefined;
+      const out = new Uint8Array(to - from);
+      const aad = rec.encrypted ? new TextEncoder().encode(rec.id) : undefined;
+      for (let index = first; index <= last; index++) {
+        const at = bounds[index] - bounds[first];
+        const body = bodies.subarray(at, at + bounds[index + 1] - bounds[index]);
+        const plain = await decodeSegment(body, rec, { index, count }, {
+          key,
+          aad,
+          size: Math.min(size, rec.plainSize - index * size),
+        });
+        const lo = Math.max(from, index * size);
+        const hi = Math.min(to, (index + 1) * size);
+        out.set(plain.subarray(lo - index * size, hi - index * size), lo - from);
+      }
+      return out;
+    } catch (err) {
+      if (err instanceof ChunkIntegrityError) return undefined;
+      throw err;
+    }
   }
 
   /** The range from the data shards it overlaps, or undefined when one of them is not good. */

@@ -3,7 +3,8 @@
 // last bytes, suffix and open-ended ranges; a corrupt block under the range is rebuilt from the
 // other shards and healed, one outside it is not even read (the scrub finds it); a lost data
 // shard during a range read is rebuilt; shards in the older format (one checksum per shard)
-// stay readable, whole and by range.
+// stay readable, whole and by range. Compressed and encrypted (SSE) chunks are written in 64 KiB
+// segments, and a range reads and decodes only its segments.
 import { assert, assertEquals } from "./assert.ts";
 import { randomBytes, type TestServer } from "./server.ts";
 import { objectPath, signedFetch } from "./signer.ts";
@@ -16,7 +17,9 @@ import {
   KiB,
   makeSetup,
   objectChunks,
+  put,
   putOk,
+  query,
   removeSetup,
   scrub,
   shardPaths,
@@ -253,5 +256,47 @@ Deno.test("shards in the older format (one checksum per shard) stay readable and
     await expectBytes(server, BUCKET, "old", data);
     const report = await scrub(server);
     assertEquals(report.badShards, 0);
+  });
+});
+
+Deno.test("2+1: compressed and SSE-S3 chunks are read by segments; damage under a range heals", async () => {
+  await withStorage(3, { ec: "2+1", compression: "auto" }, async (setup, server) => {
+    const text = textBytes(2 * CHUNK + 9999);
+    await putOk(server, BUCKET, "text", text);
+    const media = randomBytes(2 * CHUNK + 999);
+    const sse = await put(server, BUCKET, "sealed", media, {
+      "x-store-server-side-encryption": "AES256",
+    });
+    assertEquals(sse.status, 200, sse.text);
+    const segmentSize = (c: ChunkRow) =>
+      query(setup, "SELECT segment_size FROM chunks WHERE id = ?", c.id)[0].segment_size;
+    const forms: [string, [string, number]][] = [["text", ["zstd", 0]], ["sealed", ["none", 1]]];
+    for (const [key, form] of forms) {
+      for (const c of objectChunks(setup, BUCKET, key)) {
+        assertEquals<[string, number]>([c.compression, c.encrypted], form, key);
+        assertEquals(segmentSize(c), 64 * KiB, `${key}: written in 64 KiB segments`);
+      }
+    }
+    await expectEveryKindOfRange(server, "text", text, CHUNK / 2);
+    await expectEveryKindOfRange(server, "sealed", media, CHUNK / 2);
+
+    // Damage in the middle of data shard 0 of the first sealed chunk (its table is in the first
+    // block): a range in the chunk's second half does not read it; one over it heals it.
+    const [c0] = objectChunks(setup, BUCKET, "sealed");
+    const shardLen = Math.ceil(c0.storedSize / 2);
+    const s = await snapshot(setup, c0);
+    await flip(s.paths[0], payloadStart(shardLen) + (shardLen >> 1));
+    await expectRange(
+      server,
+      "sealed",
+      media,
+      `${CHUNK - 5000}-${CHUNK - 100}`,
+      CHUNK - 5000,
+      CHUNK - 100,
+    );
+    assert(!(await sameAsBefore(s, 0)), "the damage outside the range was not read");
+    const at = CHUNK >> 2;
+    await expectRange(server, "sealed", media, `${at - 100}-${at + 100}`, at - 100, at + 100);
+    assert(await sameAsBefore(s, 0), "healed by the range read");
   });
 });
