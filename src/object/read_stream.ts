@@ -1,8 +1,9 @@
 // The read path: the chunks overlapping a byte range, decoded one after another and sent in
 // small slices, with memory bounded per connection and server-wide:
-// - of each chunk only the part within the range (and not yet sent) is read: for a chunk stored
-//   as it is that is all the memory it takes (ChunkStore.readRange reads only the shard blocks
-//   under it); a compressed or encrypted chunk is decoded whole and accounted whole;
+// - of each chunk only the part within the range (and not yet sent) is read, and accounted as
+//   ChunkStore.heldBytes says: about that part for a chunk stored as it is or in segments
+//   (readRange reads only the shard blocks and segments under it), the whole chunk for a
+//   compressed or encrypted chunk written in one piece;
 // - the stream is pull-based (highWaterMark 0): a slice is cut only when the client took the
 //   last one, and the next chunk is decoded ahead only when the read budget has room at once;
 // - every decoded chunk holds a grant of the server-wide ReadBudget; readers wait in line for

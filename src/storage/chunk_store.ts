@@ -249,10 +249,10 @@ export class ChunkStore {
   }
 
   /**
-   * Bytes [from, to) of the chunk's plaintext. A part of a chunk stored as it is reads only the
-   * shard blocks the range overlaps; other chunks, whole chunks, and ranges whose shards are
-   * missing or corrupt are read whole (rebuilt and healed). The answer holds no more memory than
-   * heldBytes says.
+   * Bytes [from, to) of the chunk's plaintext. A part of a chunk stored as it is, or of a
+   * segmented one, reads only the shard blocks under it (and decodes only its segments); whole
+   * chunks, chunks in one piece, and ranges whose shards are missing or corrupt are read whole
+   * (rebuilt and healed). The answer holds no more memory than heldBytes says.
    */
   async readRange(
     rec: ChunkRecord,
