@@ -8,11 +8,16 @@ import { loadMasterKey } from "./src/auth/master_key.ts";
 import { SecretSealer } from "./src/auth/secrets.ts";
 import { SignInLimiter } from "./src/auth/sign_in_limiter.ts";
 import { SseKeys } from "./src/object/sse.ts";
-import { ConfigError, loadConfig } from "./src/config.ts";
+import { type Config, ConfigError, loadConfig } from "./src/config.ts";
+import { Directory } from "./src/auth/ldap/directory.ts";
+import { LdapService } from "./src/auth/ldap/service.ts";
 import { InFlight } from "./src/http/in_flight.ts";
 import { setBodyTimeout } from "./src/http/progress.ts";
 import { serveConnections } from "./src/net/listener.ts";
-import { log, setLogLevel } from "./src/log.ts";
+import { log, setLogLevel, setLogSink } from "./src/log.ts";
+import { AuditRecorder } from "./src/audit/recorder.ts";
+import { startAuditRetention } from "./src/audit/retention.ts";
+import { errorLogSink } from "./src/errorlog/sink.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
 import { ReadBudget } from "./src/object/read_budget.ts";
@@ -27,6 +32,7 @@ import { startLifecycle } from "./src/workers/lifecycle.ts";
 import { openTarget, parseTargetSpecs } from "./src/events/env_targets.ts";
 import { Notifier } from "./src/events/notifier.ts";
 import type { NotificationTarget } from "./src/events/target.ts";
+import { backgroundThrottle, openDriveMonitor, startOps } from "./src/ops/ops.ts";
 
 /** How long shutdown waits for running requests (uploads) before closing anyway. */
 const SHUTDOWN_DRAIN_MS = 60_000;
@@ -44,6 +50,46 @@ function tightenInBackground(roots: string[]): Promise<void> {
       }),
     (err) => log("warn", "Tightening data directory modes failed", { error: String(err) }),
   );
+}
+
+/** Directory sign-in: an unreachable directory is logged, and local users keep working. */
+async function startLdap(config: Config, meta: SqliteMetaStore): Promise<LdapService> {
+  let caPem: string | undefined;
+  if (config.ldap.caFile) {
+    try {
+      caPem = await Deno.readTextFile(config.ldap.caFile);
+    } catch (err) {
+      console.error(`Configuration error: STORE_LDAP_TLS_CA_FILE cannot be read: ${err}`);
+      Deno.exit(2);
+    }
+  }
+  const directory = new Directory(config.ldap, caPem);
+  directory.check().then(
+    () => log("info", "LDAP directory reachable", { urls: config.ldap.urls }),
+    (err) =>
+      log("error", "LDAP directory unreachable: directory sign-ins fail until it answers", {
+        urls: config.ldap.urls,
+        error: err instanceof Error ? err.message : String(err),
+      }),
+  );
+  return new LdapService(config.ldap, directory, meta, {
+    maxFailures: config.signInLimit,
+    windowMs: config.signInWindow * 1000,
+  });
+}
+
+/** The metadata store; a database that cannot be opened stops the start with one line. */
+function openMetadata(path: string, audit: boolean): SqliteMetaStore {
+  try {
+    return new SqliteMetaStore(path, { audit });
+  } catch (err) {
+    console.error(
+      `The metadata database ${path} cannot be opened (${
+        err instanceof Error ? err.message : err
+      }); restore a backup (see the README)`,
+    );
+    Deno.exit(2);
+  }
 }
 
 async function main(): Promise<void> {
@@ -73,12 +119,29 @@ async function main(): Promise<void> {
     console.log(`  access key / user:     ${admin.user}`);
     console.log(`  secret key / password: ${admin.password}`);
   }
-  const meta = new SqliteMetaStore(join(config.dataDir, "meta.db"));
+  const meta = openMetadata(join(config.dataDir, "meta.db"), config.audit);
+  if (config.checkOnStart) {
+    const problems = await meta.quickCheck().catch((err) => [String(err)]);
+    if (problems.join() !== "ok") {
+      console.error(
+        `The metadata database failed its integrity check (STORE_CHECK_ON_START): ` +
+          `${problems.slice(0, 5).join("; ")}; restore a backup (see the README)`,
+      );
+      Deno.exit(2);
+    }
+    log("info", "Metadata integrity check passed");
+  }
+  // Warnings and errors from here on are also kept in the queryable error log.
+  setLogSink(errorLogSink(meta, config.errorLogMax));
+  const auditRetention = startAuditRetention(meta, config.audit ? config.auditRetentionDays : 0);
   const drives = await openDrives(
     config.dataDirs,
     { register: (uuid, path) => meta.driveId(uuid, path), knownAt: (path) => meta.driveAt(path) },
     (message) => log("warn", message),
   );
+  // The healer exists only after the chunk store; drives that return meanwhile wait for it.
+  let healDrive = (_id: number) => {};
+  const monitor = await openDriveMonitor(meta, drives, config, (id) => healDrive(id));
   const cpu = new CpuPool(config.cpuWorkers, { onError: (message) => log("warn", message) });
   const chunks = new ChunkStore(meta, {
     drives,
@@ -86,6 +149,7 @@ async function main(): Promise<void> {
     compression: config.compression,
     dedup: config.dedup,
     cpu,
+    monitor,
   });
   const layer = new ObjectLayer(meta, chunks, {
     inlineMax: config.inlineMax,
@@ -109,7 +173,8 @@ async function main(): Promise<void> {
   }
   const masterKey = await loadMasterKey(config.dataDir, config.masterKey);
   const sealer = new SecretSealer(masterKey);
-  const scrubber = startScrubber(chunks, config.scrubInterval);
+  const throttle = backgroundThrottle(config);
+  const scrubber = startScrubber(chunks, config.scrubInterval, throttle);
   const lifecycle = startLifecycle(layer, {
     intervalSeconds: config.lifecycleInterval,
     daySeconds: config.lifecycleDay,
@@ -125,11 +190,18 @@ async function main(): Promise<void> {
     wake: layer.committed,
   });
   await notifier.start();
+  const ops = startOps({ config, meta, chunks, monitor, throttle, scrubber, notifier });
+  healDrive = (id) => ops.healer.healDrive(id);
   log("info", "Notification targets", { targets: targets.map((t) => `${t.kind}:${t.id}`) });
+  const signIns = new SignInLimiter({
+    maxFailures: config.signInLimit,
+    windowMs: config.signInWindow * 1000,
+  });
+  const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
   const handler = createHandler({
     config,
     layer,
-    credentials: new Credentials(admin, meta, sealer),
+    credentials: new Credentials(admin, meta, sealer, ldap),
     access: new AccessControl(meta),
     sealer,
     inFlight,
@@ -138,7 +210,10 @@ async function main(): Promise<void> {
     sseKeys: new SseKeys(masterKey),
     notifier,
     reserve,
-    signIns: new SignInLimiter({
+    ops,
+    audit: new AuditRecorder(meta, config.audit),
+    signIns,
+    sharePasswords: new SignInLimiter({
       maxFailures: config.signInLimit,
       windowMs: config.signInWindow * 1000,
     }),
@@ -182,10 +257,13 @@ async function main(): Promise<void> {
     // A client that stalls mid-body would keep shutdown() waiting forever: bound it.
     await Promise.race([server.shutdown(), new Promise((r) => setTimeout(r, SHUTDOWN_CLOSE_MS))]);
     await scrubber.stop();
+    await ops.stop();
     await lifecycle.stop();
+    auditRetention.stop();
     await notifier.stop();
     await sweep;
     await tightening;
+    setLogSink(undefined);
     await meta.close();
     cpu.close();
     log("info", "Stopped");

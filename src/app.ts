@@ -1,11 +1,15 @@
 // The server's request handler: in-flight tracking for graceful shutdown, then dispatch to the
 // administration API, the service API (/api/v1), the file browser (/browse) or the storage
 // protocol.
-import { handleAdmin } from "./api/admin.ts";
+import { checkBasicAuth, handleAdmin } from "./api/admin.ts";
+import { handleMetrics } from "./api/admin_ops.ts";
+import { healthCheck } from "./ops/health.ts";
 import { jsonResponse } from "./api/json.ts";
 import { handleServiceApi } from "./api/service.ts";
 import { handleFeed } from "./api/feed.ts";
-import { type AppDeps, handleProtocol } from "./protocol.ts";
+import { type AppDeps, handleProtocol, newRequestId } from "./protocol.ts";
+import { currentAudit, newScope, runAudited } from "./audit/scope.ts";
+import { handleShare } from "./share/public.ts";
 import { handleBrowse } from "./web/browse.ts";
 
 export type { AppDeps };
@@ -14,6 +18,12 @@ function isUnder(url: string, prefix: string): boolean {
   const pathStart = url.indexOf("/", url.indexOf("//") + 2);
   return pathStart >= 0 && url.startsWith(prefix, pathStart) &&
     [undefined, "/", "?"].includes(url[pathStart + prefix.length]);
+}
+
+function isExactly(url: string, path: string): boolean {
+  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+  return pathStart >= 0 && url.startsWith(path, pathStart) &&
+    [undefined, "?"].includes(url[pathStart + path.length]);
 }
 
 /** Whether a JSON API request may run: reads and deletes always, writes while the reserve holds. */
@@ -45,20 +55,48 @@ export function createHandler(
     deps.inFlight.enter();
     try {
       const client = (info.remoteAddr as Deno.NetAddr).hostname ?? "";
-      const admin = isUnder(req.url, "/admin");
-      if (admin || isUnder(req.url, "/api/v1")) {
-        if (!(await roomFor(req.method, deps))) return diskFull(req);
-        const res = admin
-          ? await handleAdmin(req, deps, client)
-          : await handleServiceApi(req, deps, client);
-        if (res.status === 507) await deps.reserve.release();
-        return res;
-      }
-      if (isUnder(req.url, "/feed")) return await handleFeed(req, info, deps);
-      if (isUnder(req.url, "/browse")) return await handleBrowse(req, info, deps);
-      return await handleProtocol(req, info, deps);
+      // Health probes answer before anything else and are never audited.
+      const check = healthCheck(req.url);
+      if (check) return await deps.ops.health.answer(req, check);
+      // Every request runs in an audit scope: its changes write their entries in their own
+      // transactions; what else must be recorded is written when it ends.
+      const scope = newScope({ requestId: newRequestId(), source: client });
+      const res = await runAudited(scope, () => dispatch(req, info, deps, client));
+      await deps.audit.finish(scope, {
+        method: req.method,
+        status: res.status,
+        bytes: Number(req.headers.get("content-length")) || 0,
+      });
+      return res;
     } finally {
       deps.inFlight.exit();
     }
   };
+}
+
+async function dispatch(
+  req: Request,
+  info: Deno.ServeHandlerInfo,
+  deps: AppDeps,
+  client: string,
+): Promise<Response> {
+  if (isExactly(req.url, "/metrics")) return await handleMetrics(req, deps, client, checkBasicAuth);
+  const admin = isUnder(req.url, "/admin");
+  if (admin || isUnder(req.url, "/api/v1")) {
+    if (!(await roomFor(req.method, deps))) return diskFull(req);
+    const res = admin
+      ? await handleAdmin(req, deps, client)
+      : await handleServiceApi(req, deps, client);
+    if (res.status === 507) await deps.reserve.release();
+    return res;
+  }
+  const scope = currentAudit();
+  if (isUnder(req.url, "/feed")) {
+    // Recorded when refused (401/403): the feed's own principal is not known here.
+    if (scope) scope.operation = "Feed";
+    return await handleFeed(req, info, deps);
+  }
+  if (isUnder(req.url, "/browse")) return await handleBrowse(req, info, deps);
+  if (isUnder(req.url, "/share")) return await handleShare(req, info, deps, client);
+  return await handleProtocol(req, info, deps);
 }

@@ -1,6 +1,7 @@
 // Environment variables -> typed, validated configuration.
 import { decodeMasterKey } from "./auth/master_key.ts";
 import type { DialectName } from "./http/dialect.ts";
+import { type LdapConfig, LdapConfigError, loadLdapConfig } from "./auth/ldap/config.ts";
 import { parseAllowList, type WebhookAllowList } from "./events/webhook_allow.ts";
 import {
   defaultMaxConnections,
@@ -73,6 +74,32 @@ export interface Config {
   signInWindow: number;
   /** Signature Version 2 (header, query and form) accepted (STORE_SIGV2, default on). */
   sigV2: boolean;
+  /** Requests and changes recorded in the audit chain (STORE_AUDIT, default on). */
+  audit: boolean;
+  /** Days audit entries are kept; 0 keeps them all (STORE_AUDIT_RETENTION_DAYS). */
+  auditRetentionDays: number;
+  /** Rows the error log keeps; the oldest go first (STORE_ERROR_LOG_MAX). */
+  errorLogMax: number;
+  /** Directory sign-in (STORE_LDAP_*). */
+  ldap: LdapConfig;
+  /** Background heal and scrub pause after each chunk, in percent of its work time. */
+  healThrottle: number;
+  /** Chunks waiting for a heal at most (STORE_HEAL_QUEUE); more are left to the scrub. */
+  healQueue: number;
+  /** I/O errors in a row that take a drive offline (STORE_DRIVE_ERROR_LIMIT). */
+  driveErrorLimit: number;
+  /** Seconds between probes of offline and missing drives (STORE_DRIVE_CHECK_INTERVAL). */
+  driveCheckInterval: number;
+  /** Bearer token GET /metrics accepts besides the admin credentials (STORE_METRICS_TOKEN). */
+  metricsToken?: string;
+  /** Where metadata snapshots go (STORE_BACKUP_DIR); POST /admin/backup needs it or ?download. */
+  backupDir?: string;
+  /** Seconds between scheduled snapshots (STORE_BACKUP_INTERVAL); 0 turns them off. */
+  backupInterval: number;
+  /** Snapshots kept in the backup directory (STORE_BACKUP_KEEP); older ones are removed. */
+  backupKeep: number;
+  /** PRAGMA quick_check of the metadata before serving (STORE_CHECK_ON_START). */
+  checkOnStart: boolean;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -211,7 +238,48 @@ export function loadConfig(
     signInLimit: intSetting(env, "STORE_SIGNIN_LIMIT", 10, 1, 10_000),
     signInWindow: intSetting(env, "STORE_SIGNIN_WINDOW", 300, 1, 24 * 3600),
     sigV2: choiceSetting(env, "STORE_SIGV2", ["on", "off"], "on") === "on",
+    audit: choiceSetting(env, "STORE_AUDIT", ["on", "off"], "on") === "on",
+    auditRetentionDays: intSetting(env, "STORE_AUDIT_RETENTION_DAYS", 0, 0, 36500),
+    errorLogMax: intSetting(env, "STORE_ERROR_LOG_MAX", 10_000, 1, 10_000_000),
+    ldap: ldapSetting(env),
+    ...operationsSettings(env),
   };
+}
+
+/** Healing, drive checks, metrics access and metadata backups. */
+function operationsSettings(env: Env) {
+  const metricsToken = env("STORE_METRICS_TOKEN") || undefined;
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{16,256}$/.test(metricsToken)) {
+    throw new ConfigError(
+      "STORE_METRICS_TOKEN must be 16-256 printable characters without spaces",
+    );
+  }
+  const backupDir = env("STORE_BACKUP_DIR") || undefined;
+  const backupInterval = intSetting(env, "STORE_BACKUP_INTERVAL", 0, 0, 365 * 24 * 3600);
+  if (backupInterval > 0 && backupDir === undefined) {
+    throw new ConfigError("STORE_BACKUP_INTERVAL needs STORE_BACKUP_DIR");
+  }
+  return {
+    healThrottle: intSetting(env, "STORE_HEAL_THROTTLE", 100, 0, 10_000),
+    healQueue: intSetting(env, "STORE_HEAL_QUEUE", 10_000, 1, 10_000_000),
+    driveErrorLimit: intSetting(env, "STORE_DRIVE_ERROR_LIMIT", 5, 1, 1_000_000),
+    driveCheckInterval: intSetting(env, "STORE_DRIVE_CHECK_INTERVAL", 10, 1, 3600),
+    metricsToken,
+    backupDir,
+    backupInterval,
+    backupKeep: intSetting(env, "STORE_BACKUP_KEEP", 7, 1, 10_000),
+    checkOnStart: choiceSetting(env, "STORE_CHECK_ON_START", ["true", "false"], "false") ===
+      "true",
+  };
+}
+
+function ldapSetting(env: Env): LdapConfig {
+  try {
+    return loadLdapConfig(env);
+  } catch (err) {
+    if (err instanceof LdapConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
 }
 
 function webhookAllowSetting(raw: string | undefined): WebhookAllowList {

@@ -50,6 +50,21 @@ Deno.test("STORE_SIGV2: on by default, off, nothing else", () => {
   rejects({ STORE_SIGV2: "yes" }, /STORE_SIGV2 must be one of on, off/);
 });
 
+Deno.test("audit and error log settings: defaults, values, bounds", () => {
+  const d = load({});
+  assertEquals([d.audit, d.auditRetentionDays, d.errorLogMax], [true, 0, 10_000]);
+  const set = load({
+    STORE_AUDIT: "off",
+    STORE_AUDIT_RETENTION_DAYS: "90",
+    STORE_ERROR_LOG_MAX: "500",
+  });
+  assertEquals([set.audit, set.auditRetentionDays, set.errorLogMax], [false, 90, 500]);
+  rejects({ STORE_AUDIT: "no" }, /STORE_AUDIT must be one of on, off/);
+  rejects({ STORE_AUDIT_RETENTION_DAYS: "-1" }, /STORE_AUDIT_RETENTION_DAYS/);
+  rejects({ STORE_AUDIT_RETENTION_DAYS: "1.5" }, /STORE_AUDIT_RETENTION_DAYS/);
+  rejects({ STORE_ERROR_LOG_MAX: "0" }, /STORE_ERROR_LOG_MAX/);
+});
+
 Deno.test("connection limits and timeouts: defaults follow the descriptor limit", () => {
   const c = loadConfig(() => undefined, 1024);
   assertEquals(
@@ -70,4 +85,96 @@ Deno.test("connection limits and timeouts: defaults follow the descriptor limit"
   }
   rejects({ STORE_HEADER_TIMEOUT: "0" }, /STORE_HEADER_TIMEOUT must be between/);
   rejects({ STORE_READ_BUFFER_MAX: "1000" }, /STORE_READ_BUFFER_MAX must be between/);
+});
+
+Deno.test("STORE_LDAP_*: off by default, presets, validation", () => {
+  const off = load({}).ldap;
+  assertEquals([off.enabled, off.cacheTtl, off.timeout, off.preset], [false, 300, 5, "openldap"]);
+  const base = {
+    STORE_LDAP_ENABLED: "true",
+    STORE_LDAP_URL: "ldap://dir1:389, ldaps://dir2:636",
+    STORE_LDAP_BASE_DN: "dc=example,dc=org",
+  };
+  const c = load(base).ldap;
+  assertEquals(c.urls, ["ldap://dir1:389", "ldaps://dir2:636"]);
+  assertEquals([c.userFilter, c.groupFilter, c.groupBaseDn, c.groupNameAttr], [
+    "(uid={username})",
+    "(|(member={dn})(uniqueMember={dn}))",
+    "dc=example,dc=org",
+    "cn",
+  ]);
+  const ad = load({ ...base, STORE_LDAP_PRESET: "ad" }).ldap;
+  assertEquals([ad.userFilter, ad.memberOfAttr, ad.disabledBy, ad.displayNameAttr], [
+    "(sAMAccountName={username})",
+    "memberOf",
+    "userAccountControl",
+    "displayName",
+  ]);
+  assertEquals(load({ ...base, STORE_LDAP_PRESET: "389ds" }).ldap.disabledBy, "nsAccountLock");
+  const custom = load({
+    ...base,
+    STORE_LDAP_USER_FILTER: "(&(objectClass=person)(mail={username}))",
+    STORE_LDAP_CACHE_TTL: "60",
+    STORE_LDAP_TIMEOUT: "2",
+    STORE_LDAP_TLS_SKIP_VERIFY: "true",
+  }).ldap;
+  assertEquals([custom.userFilter, custom.cacheTtl, custom.timeout, custom.skipVerify], [
+    "(&(objectClass=person)(mail={username}))",
+    60,
+    2,
+    true,
+  ]);
+  rejects({ STORE_LDAP_ENABLED: "true" }, /STORE_LDAP_URL is required/);
+  rejects({ ...base, STORE_LDAP_BASE_DN: "" }, /STORE_LDAP_BASE_DN is required/);
+  rejects({ ...base, STORE_LDAP_URL: "http://dir" }, /STORE_LDAP_URL/);
+  rejects({ ...base, STORE_LDAP_PRESET: "novell" }, /STORE_LDAP_PRESET/);
+  rejects({ ...base, STORE_LDAP_ENABLED: "yes" }, /STORE_LDAP_ENABLED must be true or false/);
+  rejects({ ...base, STORE_LDAP_USER_FILTER: "(uid=alice)" }, /must contain \{username\}/);
+  rejects({ ...base, STORE_LDAP_GROUP_FILTER: "member={dn}" }, /must be an LDAP filter/);
+  rejects({ ...base, STORE_LDAP_BIND_DN: "cn=reader" }, /go together/);
+  rejects({ ...base, STORE_LDAP_STARTTLS: "true" }, /STORE_LDAP_STARTTLS is for ldap:\/\//);
+  rejects({ ...base, STORE_LDAP_CACHE_TTL: "0" }, /STORE_LDAP_CACHE_TTL/);
+  rejects({ ...base, STORE_LDAP_TIMEOUT: "1s" }, /STORE_LDAP_TIMEOUT/);
+});
+
+Deno.test("operations settings: healing, drive checks, metrics token, backups", () => {
+  const c = load({});
+  assertEquals(
+    [c.healThrottle, c.healQueue, c.driveErrorLimit, c.driveCheckInterval, c.metricsToken],
+    [100, 10_000, 5, 10, undefined],
+  );
+  assertEquals([c.backupDir, c.backupInterval, c.backupKeep, c.checkOnStart], [
+    undefined,
+    0,
+    7,
+    false,
+  ]);
+  const set = load({
+    STORE_HEAL_THROTTLE: "0",
+    STORE_HEAL_QUEUE: "50",
+    STORE_DRIVE_ERROR_LIMIT: "2",
+    STORE_DRIVE_CHECK_INTERVAL: "1",
+    STORE_METRICS_TOKEN: "scrape-token-0123456789",
+    STORE_BACKUP_DIR: "/backups",
+    STORE_BACKUP_INTERVAL: "3600",
+    STORE_BACKUP_KEEP: "3",
+    STORE_CHECK_ON_START: "true",
+  });
+  assertEquals(
+    [set.healThrottle, set.healQueue, set.driveErrorLimit, set.driveCheckInterval],
+    [0, 50, 2, 1],
+  );
+  assertEquals(
+    [set.metricsToken, set.backupDir, set.backupInterval, set.backupKeep, set.checkOnStart],
+    ["scrape-token-0123456789", "/backups", 3600, 3, true],
+  );
+  rejects({ STORE_HEAL_THROTTLE: "-1" }, /STORE_HEAL_THROTTLE must be a whole number/);
+  rejects({ STORE_HEAL_QUEUE: "0" }, /STORE_HEAL_QUEUE must be between/);
+  rejects({ STORE_DRIVE_ERROR_LIMIT: "0" }, /STORE_DRIVE_ERROR_LIMIT must be between/);
+  rejects({ STORE_DRIVE_CHECK_INTERVAL: "0" }, /STORE_DRIVE_CHECK_INTERVAL must be between/);
+  rejects({ STORE_METRICS_TOKEN: "short" }, /STORE_METRICS_TOKEN must be 16-256/);
+  rejects({ STORE_METRICS_TOKEN: "has a space in it ok" }, /STORE_METRICS_TOKEN/);
+  rejects({ STORE_BACKUP_INTERVAL: "60" }, /STORE_BACKUP_INTERVAL needs STORE_BACKUP_DIR/);
+  rejects({ STORE_BACKUP_KEEP: "0" }, /STORE_BACKUP_KEEP must be between/);
+  rejects({ STORE_CHECK_ON_START: "yes" }, /STORE_CHECK_ON_START must be one of true, false/);
 });

@@ -8,6 +8,7 @@ import type { Credentials } from "./auth/credentials.ts";
 import type { SignInLimiter } from "./auth/sign_in_limiter.ts";
 import { ANONYMOUS, type Principal } from "./auth/principal.ts";
 import type { SecretSealer } from "./auth/secrets.ts";
+import { checkSessionToken } from "./auth/sts/sessions.ts";
 import type { Scrubber } from "./workers/scrubber.ts";
 import type { LifecycleWorker } from "./workers/lifecycle.ts";
 import type { SseKeys } from "./object/sse.ts";
@@ -28,6 +29,11 @@ import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
 import { toHex } from "./http/hex.ts";
 import { checkExpectedOwner } from "./api/expected_owner.ts";
 import { conditionFacts } from "./api/condition_facts.ts";
+import { currentAudit } from "./audit/scope.ts";
+import { type AuditRecorder, principalName } from "./audit/recorder.ts";
+import { handleSts, isStsRequest } from "./api/sts.ts";
+import type { Ops } from "./ops/ops.ts";
+import { declaredLength } from "./ops/metrics.ts";
 
 export interface AppDeps {
   config: Config;
@@ -41,8 +47,14 @@ export interface AppDeps {
   sseKeys: SseKeys;
   notifier: Notifier;
   signIns: SignInLimiter;
+  /** Wrong share passwords, per share and address (src/share/public.ts). */
+  sharePasswords: SignInLimiter;
   /** Space kept back so deletes work on a full disk. */
   reserve: DiskReserve;
+  /** Writes the request-level audit entries (src/audit/recorder.ts). */
+  audit: AuditRecorder;
+  /** Drive monitoring and healing, health probes, metrics, backups. */
+  ops: Ops;
 }
 
 /** Served while the disk reserve is released (the disk is full): they read or free space. */
@@ -51,7 +63,7 @@ function servedWhenFull(method: string, operation: string): boolean {
     operation === "DeleteObjects";
 }
 
-interface Target {
+export interface Target {
   rawPath: string;
   rawQuery: string;
   path: string;
@@ -93,6 +105,8 @@ export async function authenticate(
   target: Target,
   dialect: Dialect,
   deps: AppDeps,
+  /** The token service's: its own scope service, and the body it has read already. */
+  sts?: { services: readonly string[]; payloadSha256: string },
 ): Promise<{ principal: Principal; signed?: SignedRequest }> {
   const authorization = req.headers.get("authorization");
   const v2 = usesSigV2(dialect, { authorization, query: target.query });
@@ -114,6 +128,7 @@ export async function authenticate(
     region: deps.config.region,
     now: Date.now(),
     secretFor: async (key: string) => (found = await deps.credentials.lookup(key))?.secret,
+    ...sts,
   };
   const signed = v2.header
     ? await verifyV2Header(input, authorization!)
@@ -129,6 +144,9 @@ export async function authenticate(
       "The access key Id you provided does not exist in our records.",
     );
   }
+  const token = req.headers.get(h(dialect, "security-token")) ??
+    target.query.get(q(dialect, "Security-Token"));
+  checkSessionToken(principal, token, input.now);
   return { principal, signed };
 }
 
@@ -205,11 +223,22 @@ async function dispatch(
   state.resource = target.path;
   state.corsBucket = bucketOfPath(target.path);
   const dialect = state.dialect = detectDialect(req.headers, target.query, state.dialect);
+  if (isStsRequest(req, target.path, target.query)) {
+    state.operation = "TokenService";
+    const client = (info.remoteAddr as Deno.NetAddr).hostname ?? "";
+    return await handleSts(req, deps, { client, target, dialect, requestId: state.requestId });
+  }
   if (!METHODS.includes(req.method)) throw methodNotAllowed();
   const copySource = req.headers.has(h(dialect, "copy-source"));
   const found = route(req.method, target.path, target.query, copySource);
   if (!found) throw methodNotAllowed();
   state.operation = found.operation;
+  const scope = currentAudit();
+  if (scope) {
+    scope.operation = found.operation;
+    scope.bucket = found.bucket ?? "";
+    scope.key = found.key ?? "";
+  }
   if (found.operation === "OptionsObject") {
     // Preflights are never signed: the answer depends only on the bucket's CORS rules.
     req.body?.cancel().catch(() => {});
@@ -222,11 +251,13 @@ async function dispatch(
   }
   const operation = found.operation;
   const { principal, signed } = await authenticate(req, target, dialect, deps);
+  if (scope) scope.principal = principalName(principal);
   const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
   checkExpectedOwner(req.headers, dialect, "expected-bucket-owner", bucket);
   const facts = requestFacts(info, target, { headers: req.headers, dialect });
   const verdict = await deps.access.decide(principal, operation, {
     bucket,
+    bucketName: found.bucket,
     key: found.key,
     versionId: found.key === undefined ? undefined : target.query.get("versionId") ?? undefined,
     facts,
@@ -285,10 +316,14 @@ async function failure(
     log("error", "Request failed", {
       requestId: state.requestId,
       operation: state.operation,
+      bucket: state.corsBucket,
+      code: "InternalError",
       error: err instanceof Error ? err.stack ?? err.message : String(err),
     });
     s3err = new S3Error("InternalError", "We encountered an internal error. Please try again.");
   }
+  const scope = currentAudit();
+  if (scope) scope.errorCode = s3err.code;
   const response = errorResponse(s3err, {
     dialect: state.dialect,
     requestId: state.requestId,
@@ -330,7 +365,7 @@ export async function handleProtocol(
 ): Promise<Response> {
   const started = performance.now();
   const state: RequestState = {
-    requestId: newRequestId(),
+    requestId: currentAudit()?.requestId ?? newRequestId(),
     dialect: DIALECTS[deps.config.dialect],
     resource: "/",
     operation: "Unknown",
@@ -346,6 +381,13 @@ export async function handleProtocol(
   if (req.headers.has("origin")) await applyCors(req, response, deps, state);
   response.headers.set(h(state.dialect, "request-id"), state.requestId);
   response.headers.set("server", "store");
+  deps.ops.metrics.observe({
+    operation: state.operation,
+    status: response.status,
+    seconds: (performance.now() - started) / 1000,
+    bytesIn: declaredLength(req.headers),
+    bytesOut: declaredLength(response.headers),
+  });
   if (isDebug()) {
     log("debug", "Request", {
       requestId: state.requestId,

@@ -7,6 +7,12 @@ import { DuplicateError, type UserRecord } from "../meta/store.ts";
 import type { AppDeps } from "../protocol.ts";
 import { parseUserInput, validateBucketAccess } from "./admin_input.ts";
 import { uploadsRoute } from "./admin_uploads.ts";
+import { auditRoute } from "../audit/admin.ts";
+import { currentAudit } from "../audit/scope.ts";
+import { errorsRoute } from "../errorlog/admin.ts";
+import { adminSharesRoute } from "../share/api.ts";
+import { ldapRoute } from "./admin_ldap.ts";
+import { opsRoute } from "./admin_ops.ts";
 import {
   ApiError,
   apiErrorResponse,
@@ -23,7 +29,7 @@ function digest(text: string): Uint8Array {
   return createHash("sha256").update(text).digest();
 }
 
-function checkBasicAuth(req: Request, deps: AppDeps): void {
+export function checkBasicAuth(req: Request, deps: AppDeps): void {
   const header = req.headers.get("authorization") ?? "";
   const unauthorized = new ApiError(
     401,
@@ -152,7 +158,8 @@ async function userAction(
 
 async function route(req: Request, deps: AppDeps): Promise<Response> {
   const [resource, accessKey, action, ...rest] = pathSegments(req.url, "/admin");
-  if (resource === "scrub" && accessKey === undefined) return await scrubRoute(req, deps);
+  const ops = accessKey === undefined ? opsRoute(req, deps, resource) : undefined;
+  if (ops) return await ops;
   if (resource === "notify" && accessKey === "targets" && action === undefined) {
     if (req.method !== "GET") throw new ApiError(405, "method_not_allowed", "Use GET.");
     const targets = await deps.notifier.status();
@@ -160,6 +167,14 @@ async function route(req: Request, deps: AppDeps): Promise<Response> {
   }
   if (resource === "lifecycle" && accessKey === undefined) {
     return await lifecycleRoute(req, deps);
+  }
+  if (resource === "audit") return await auditRoute(req, deps, accessKey, action);
+  if (resource === "errors" && accessKey === undefined) return await errorsRoute(req, deps);
+  if (resource === "shares" && action === undefined) {
+    return await adminSharesRoute(req, deps, accessKey);
+  }
+  if (resource === "ldap") {
+    return await ldapRoute(req, deps, pathSegments(req.url, "/admin/ldap"));
   }
   if (resource === "uploads") {
     return await uploadsRoute(req, deps, pathSegments(req.url, "/admin/uploads"));
@@ -186,19 +201,6 @@ async function route(req: Request, deps: AppDeps): Promise<Response> {
   throw new ApiError(405, "method_not_allowed", "Method not allowed.");
 }
 
-/** POST runs a scrub now and answers its report; GET answers the last report. */
-async function scrubRoute(req: Request, deps: AppDeps): Promise<Response> {
-  if (req.method === "POST") return jsonResponse(200, await deps.scrubber.runNow());
-  if (req.method === "GET") {
-    const last = deps.scrubber.last();
-    if (!last) {
-      throw new ApiError(404, "no_scrub_yet", "No scrub has run since the server started.");
-    }
-    return jsonResponse(200, last);
-  }
-  throw new ApiError(405, "method_not_allowed", "Use POST to scrub, GET for the last report.");
-}
-
 /** POST runs lifecycle now and answers its report; GET answers the last report. */
 async function lifecycleRoute(req: Request, deps: AppDeps): Promise<Response> {
   if (req.method === "POST") return jsonResponse(200, await deps.lifecycle.runNow());
@@ -221,10 +223,21 @@ export async function handleAdmin(
   deps: AppDeps,
   client: string,
 ): Promise<Response> {
-  const requestId = crypto.randomUUID();
+  const scope = currentAudit();
+  const requestId = scope?.requestId ?? crypto.randomUUID();
   try {
+    if (scope) {
+      // Every administration request is a sign-in with the administrator's credentials.
+      scope.always = true;
+      const [resource, target, action] = pathSegments(req.url, "/admin");
+      scope.operation = `Admin:${req.method} ${[resource, action].filter(Boolean).join("/")}`;
+      scope.key = target ?? "";
+    }
     await limitedSignIn(deps.signIns, client, () => checkBasicAuth(req, deps));
-    return await route(req, deps);
+    if (scope) scope.principal = `admin:${deps.credentials.admin.user}`;
+    const res = await route(req, deps);
+    res.headers.set("x-request-id", requestId);
+    return res;
   } catch (err) {
     return apiErrorResponse(err, requestId);
   }

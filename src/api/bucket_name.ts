@@ -11,7 +11,16 @@ export function validateBucketName(name: string): void {
 }
 
 /** Names whose paths the server uses for its own interfaces. */
-const RESERVED = new Set(["admin", "api", "browse", "cluster", "health", "feed"]);
+const RESERVED = new Set([
+  "admin",
+  "api",
+  "browse",
+  "cluster",
+  "health",
+  "feed",
+  "share",
+  "metrics",
+]);
 
 function bucketNameProblem(name: string): string | undefined {
   if (RESERVED.has(name)) return `"${name}" is reserved for the server's own interfaces`;

@@ -3,6 +3,7 @@ import { BodyStalledError, readAtMost } from "../http/progress.ts";
 import type { SignInLimiter } from "../auth/sign_in_limiter.ts";
 import { log } from "../log.ts";
 import { isDiskFull } from "../storage/disk_errors.ts";
+import { currentAudit } from "../audit/scope.ts";
 
 export class ApiError extends Error {
   constructor(
@@ -53,6 +54,14 @@ export async function limitedSignIn<T>(
 }
 
 export function apiErrorResponse(err: unknown, requestId: string): Response {
+  const scope = currentAudit();
+  if (scope) {
+    scope.errorCode = err instanceof ApiError
+      ? err.code
+      : isDiskFull(err)
+      ? "insufficient_storage"
+      : "internal_error";
+  }
   if (err instanceof ApiError) {
     return jsonResponse(err.status, { error: { code: err.code, message: err.message } }, {
       ...err.headers,

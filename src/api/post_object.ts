@@ -1,6 +1,7 @@
 // PostObject: browser-based uploads with an HTML form (POST /{bucket}, multipart/form-data).
 // The fields before the file carry what PutObject takes as headers, plus the Signature V4 POST
 // policy that authorizes the upload; the file part streams into the object layer.
+import { checkSessionToken } from "../auth/sts/sessions.ts";
 import { OPERATION_RULES } from "../auth/actions.ts";
 import type { Principal } from "../auth/principal.ts";
 import {
@@ -121,6 +122,7 @@ async function authorizeForm(
       "The access key Id you provided does not exist in our records.",
     );
   }
+  checkSessionToken(principal, values.get(h(dialect, "security-token")) ?? null, Date.now());
   const policy = parsePostPolicy(values.get("policy")!);
   const checked = new Map(values);
   checked.set("bucket", ctx.bucket);

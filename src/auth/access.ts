@@ -88,12 +88,21 @@ export class AccessControl {
     target: AccessTarget,
   ): Promise<Verdict> {
     if (!principal.enabled) throw accessDenied();
+    const rule = OPERATION_RULES[operation];
+    if (principal.session?.policy && !rule) {
+      // Account operations under a session policy: listing shows the principal's own buckets;
+      // creating one needs the policy to allow CreateBucket.
+      if (operation === "CreateBucket") {
+        this.#sessionAllows(principal, "CreateBucket", target.bucketName ?? "", undefined, target);
+      } else if (operation !== "ListBuckets") {
+        throw accessDenied();
+      }
+    }
     if (principal.kind === "admin") return "allow";
     if (ACCOUNT_OPERATIONS.has(operation)) {
       if (principal.kind === "anonymous") throw accessDenied();
       return "allow";
     }
-    const rule = OPERATION_RULES[operation];
     if (rule?.byHandler) return "per-key";
     if (rule?.perKey) {
       // An anonymous caller's document is not even read unless some key could be allowed (a
@@ -133,6 +142,13 @@ export class AccessControl {
     target: AccessTarget,
   ): Promise<Verdict> {
     if (!principal.enabled) throw accessDenied();
+    if (principal.session?.policy) {
+      const action = target.versionId !== undefined && rule.versionAction
+        ? rule.versionAction
+        : rule.action;
+      const name = target.bucket?.name ?? target.bucketName ?? "";
+      this.#sessionAllows(principal, action, name, rule.object ? target.key : undefined, target);
+    }
     if (principal.kind === "admin") return "allow";
     const bucket = target.bucket;
     // A missing bucket: the handler answers NoSuchBucket (to anonymous callers too).
@@ -191,6 +207,25 @@ export class AccessControl {
       ? privateAcl({ id: owner, displayName: owner })
       : aclFromJson(object.acl);
     if (!aclGrants(effectiveAcl(acl, guards), who(principal), permission)) throw accessDenied();
+  }
+
+  /** A session policy must allow the action too: it narrows, never widens (AccessDenied). */
+  #sessionAllows(
+    principal: Principal,
+    action: string,
+    bucket: string,
+    key: string | undefined,
+    target: AccessTarget,
+  ): void {
+    const verdict = evaluatePolicy(principal.session!.policy!, {
+      action,
+      bucket,
+      key,
+      userName: principal.displayName,
+      userId: principal.id,
+      ...target.facts,
+    });
+    if (verdict !== "Allow") throw accessDenied();
   }
 
   /** The bucket's public access block and object ownership setting (see public_access.ts). */

@@ -181,7 +181,8 @@ function parseActions(list: string[], where: string, stored: boolean): string[] 
   });
 }
 
-function parseResource(text: string, bucket: string, where: string): PolicyResource {
+/** `bucket` undefined: any bucket (a session policy). */
+function parseResource(text: string, bucket: string | undefined, where: string): PolicyResource {
   if (text === "*") return { bucket: "*" };
   for (const d of DIALECT_LIST) {
     if (!text.startsWith(d.resourceArnPrefix)) continue;
@@ -191,7 +192,9 @@ function parseResource(text: string, bucket: string, where: string): PolicyResou
       bucket: rest.slice(0, slash),
       key: rest.slice(slash + 1),
     };
-    if (resource.bucket === "" || !wildcardMatch(resource.bucket, bucket)) {
+    if (
+      resource.bucket === "" || (bucket !== undefined && !wildcardMatch(resource.bucket, bucket))
+    ) {
       throw malformed(`${where}: resource "${text}" is not in bucket ${bucket}`);
     }
     return resource;
@@ -215,7 +218,7 @@ function either(raw: Record<string, unknown>, name: string, where: string) {
 function parseStatement(
   raw: unknown,
   index: number,
-  opts: { bucket: string; stored: boolean },
+  opts: { bucket?: string; stored: boolean },
 ): PolicyStatement {
   let where = `Statement ${index + 1}`;
   if (!isRecord(raw)) throw malformed(`${where} must be an object`);
@@ -227,7 +230,12 @@ function parseStatement(
   if (effect !== "Allow" && effect !== "Deny") {
     throw malformed(`${where}: Effect must be "Allow" or "Deny"`);
   }
-  const principal = either(raw, "Principal", where);
+  // A session policy (no bucket) speaks for its session only: it names no principal.
+  const session = opts.bucket === undefined;
+  if (session && (raw.Principal !== undefined || raw.NotPrincipal !== undefined)) {
+    throw malformed(`${where}: a session policy cannot name a Principal`);
+  }
+  const principal = session ? { value: "*", not: false } : either(raw, "Principal", where);
   const action = either(raw, "Action", where);
   const resource = either(raw, "Resource", where);
   const statement: PolicyStatement = {
@@ -256,6 +264,18 @@ export function parseBucketPolicy(
   bucket: string,
   opts: { stored?: boolean } = {},
 ): BucketPolicy {
+  return parsePolicy(text, bucket, opts.stored ?? false);
+}
+
+/**
+ * Parses a session policy (the `Policy` of a token service request): the same document without
+ * Principal, its resources in any bucket. It can only narrow what the session's user may do.
+ */
+export function parseSessionPolicy(text: string, opts: { stored?: boolean } = {}): BucketPolicy {
+  return parsePolicy(text, undefined, opts.stored ?? false);
+}
+
+function parsePolicy(text: string, bucket: string | undefined, stored: boolean): BucketPolicy {
   if (new TextEncoder().encode(text).byteLength > MAX_POLICY_BYTES) {
     throw malformed(`Policies must be no larger than ${MAX_POLICY_BYTES} bytes`);
   }
@@ -277,9 +297,7 @@ export function parseBucketPolicy(
   if (!list || list.length === 0) {
     throw malformed("Policies must have a Statement: an object or a non-empty array");
   }
-  const statements = list.map((s, i) =>
-    parseStatement(s, i, { bucket, stored: opts.stored ?? false })
-  );
+  const statements = list.map((s, i) => parseStatement(s, i, { bucket, stored }));
   const sids = statements.flatMap((s) => (s.sid ? [s.sid] : []));
   const duplicate = sids.find((sid, i) => sids.indexOf(sid) !== i);
   if (duplicate !== undefined) throw malformed(`Statement ids must be unique: "${duplicate}"`);

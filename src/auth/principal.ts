@@ -1,5 +1,6 @@
 // Who is asking: the administrator, a user, or nobody.
 import type { BucketAccess } from "../meta/store.ts";
+import type { BucketPolicy } from "./policy.ts";
 
 export interface Principal {
   kind: "admin" | "user" | "anonymous";
@@ -10,6 +11,16 @@ export interface Principal {
   accessKey?: string;
   enabled: boolean;
   bucketAccess: BucketAccess[];
+  /** Present when the request is signed with temporary credentials (token service). */
+  session?: PrincipalSession;
+}
+
+export interface PrincipalSession {
+  /** The session token every request must carry. */
+  token: string;
+  expiresAt: number;
+  /** The session policy: it can only narrow what the principal may do. */
+  policy?: BucketPolicy;
 }
 
 export const ANONYMOUS: Principal = {

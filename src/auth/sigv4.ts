@@ -41,6 +41,11 @@ export interface SignatureInput {
   region: string;
   now: number;
   secretFor: (accessKey: string) => Promise<string | undefined>;
+  /** Services accepted in the credential scope instead of the dialect's (the token service). */
+  services?: readonly string[];
+  /** The body's SHA-256 (hex) when the server has read it: clients of the token service send
+   * no content-sha256 header. */
+  payloadSha256?: string;
 }
 
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
@@ -163,7 +168,7 @@ function parseCredential(
       { details: { Region: input.region } },
     );
   }
-  if (!input.dialect.services.includes(service)) {
+  if (!(input.services ?? input.dialect.services).includes(service)) {
     throw new S3Error(errorCode, `The service '${service}' is not served here.`);
   }
   return { accessKey, date, region, service };
@@ -298,7 +303,7 @@ export async function verifyHeaderAuth(
       "The difference between the request time and the current time is too large.",
     );
   }
-  const payload = input.headers.get(h(d, "content-sha256"));
+  const payload = input.payloadSha256 ?? input.headers.get(h(d, "content-sha256"));
   if (!payload) {
     throw new S3Error(
       "InvalidRequest",

@@ -166,6 +166,7 @@ export class Consumer {
     // One line per failing round, not per event: an outage must not flood the log.
     if (this.stats.lastError !== message || Date.now() - (this.stats.lastErrorAt ?? 0) > 60_000) {
       log("warn", "Event delivery failed; will retry", {
+        source: "notify",
         consumer: this.name,
         error: message,
         cursor: this.stats.cursor,

@@ -19,6 +19,8 @@ export interface Dialect {
   readonly services: readonly string[];
   /** XML namespace of response documents. */
   readonly xmlns: string;
+  /** XML namespace of the token service's (STS) documents. */
+  readonly stsXmlns: string;
   /** Prefix of policy actions and service condition keys, e.g. `store:` (`store:GetObject`). */
   readonly actionPrefix: string;
   /** Prefix of global policy condition keys, e.g. `store:` (`store:SourceIp`). */
@@ -65,6 +67,7 @@ const STORE: Dialect = {
   keySeed: "STORE4",
   services: ["store", "s3"],
   xmlns: "http://store.local/doc/2006-03-01/",
+  stsXmlns: "http://store.local/doc/sts/2011-06-15/",
   actionPrefix: "store:",
   globalKeyPrefix: "store:",
   resourceArnPrefix: "arn:store:store:::",
@@ -91,6 +94,7 @@ const AMZ: Dialect = {
   keySeed: "AWS4",
   services: ["s3", "store"],
   xmlns: "http://s3.amazonaws.com/doc/2006-03-01/",
+  stsXmlns: "https://sts.amazonaws.com/doc/2011-06-15/",
   actionPrefix: "s3:",
   globalKeyPrefix: "aws:",
   resourceArnPrefix: "arn:aws:s3:::",

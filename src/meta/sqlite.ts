@@ -6,9 +6,17 @@ import { listVersions } from "./sqlite_versions.ts";
 import { MIGRATIONS } from "./sqlite_schema.ts";
 import { SqliteChunks } from "./sqlite_chunks.ts";
 import { SqliteEvents } from "./sqlite_events.ts";
+import { SqliteAudit } from "./sqlite_audit.ts";
+import { SqliteErrors } from "./sqlite_errors.ts";
+import { SqliteShares } from "./sqlite_shares.ts";
+import type { AuditAnchor, AuditEntry, AuditFacts } from "../audit/chain.ts";
+import { type AuditScope, currentAudit } from "../audit/scope.ts";
+import { SqliteOps } from "./sqlite_ops.ts";
 import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
+import { SqliteSts } from "./sqlite_sts.ts";
 import type {
+  AuditQuery,
   BucketConfigKind,
   BucketListQuery,
   BucketRecord,
@@ -16,6 +24,9 @@ import type {
   CompletedUpload,
   CurrentGuard,
   DataRef,
+  ErrorQuery,
+  ErrorRecord,
+  LdapMapping,
   ListPage,
   ListQuery,
   MetaStore,
@@ -24,12 +35,15 @@ import type {
   PartRecord,
   PutResult,
   Retention,
+  SessionRecord,
+  ShareRecord,
   StoredEvent,
   TagSet,
   TokenRecord,
   UploadListPage,
   UploadListQuery,
   UploadRecord,
+  Usage,
   UserRecord,
   VersionChunk,
   VersionListPage,
@@ -89,6 +103,30 @@ function toVersion(row: Row): ObjectVersion {
   };
 }
 
+/** What a committed change adds to its request's audit facts. */
+interface ChangeDetail {
+  key?: string;
+  versionId?: string;
+  bytes?: number;
+}
+
+function changeFacts(scope: AuditScope, change: ChangeDetail): AuditFacts {
+  return {
+    requestId: scope.requestId,
+    principal: scope.principal,
+    source: scope.source,
+    operation: scope.operation,
+    bucket: scope.bucket,
+    key: change.key ?? scope.key,
+    versionId: change.versionId ?? "",
+    // The change committed: the request succeeded as far as this entry is concerned.
+    status: 200,
+    errorCode: "",
+    bytes: change.bytes ?? 0,
+    detail: scope.detail ? JSON.stringify(scope.detail) : "",
+  };
+}
+
 /** Stored tags: NULL for none. */
 function tagsColumn(tags: TagSet | undefined): string | null {
   return tags && Object.keys(tags).length > 0 ? JSON.stringify(tags) : null;
@@ -102,8 +140,16 @@ export class SqliteMetaStore implements MetaStore {
   readonly #uploads: SqliteUploads;
   readonly #batch: GroupCommit;
   readonly #events: SqliteEvents;
+  readonly #audit: SqliteAudit;
+  readonly #errors: SqliteErrors;
+  readonly #shares: SqliteShares;
+  /** Whether changes made in a request's audit scope write their entry (STORE_AUDIT). */
+  readonly #auditing: boolean;
+  readonly #sts: SqliteSts;
+  readonly #ops: SqliteOps;
 
-  constructor(path: string) {
+  constructor(path: string, opts: { audit?: boolean } = {}) {
+    this.#auditing = opts.audit ?? true;
     this.#db = new DatabaseSync(path);
     this.#db.exec("PRAGMA journal_mode = WAL");
     // FULL: every commit is fsynced, so an acknowledged write survives a power loss.
@@ -112,10 +158,42 @@ export class SqliteMetaStore implements MetaStore {
     this.#db.exec("PRAGMA foreign_keys = ON");
     this.#migrate();
     this.#batch = new GroupCommit(this.#db);
-    this.#users = new SqliteUsers((sql) => this.#stmt(sql), (fn) => this.#tx(fn));
+    // User writes run inside #change's savepoint: no transaction of their own.
+    this.#users = new SqliteUsers((sql) => this.#stmt(sql), (fn) => fn());
     this.#chunks = new SqliteChunks((sql) => this.#stmt(sql));
     this.#uploads = new SqliteUploads((sql) => this.#stmt(sql), this.#chunks);
     this.#events = new SqliteEvents((sql) => this.#stmt(sql));
+    this.#audit = new SqliteAudit((sql) => this.#stmt(sql));
+    this.#errors = new SqliteErrors((sql) => this.#stmt(sql));
+    this.#shares = new SqliteShares((sql) => this.#stmt(sql));
+    this.#sts = new SqliteSts((sql) => this.#stmt(sql));
+    this.#ops = new SqliteOps(this.#db, (sql) => this.#stmt(sql), this.#batch);
+  }
+
+  /**
+   * Runs a write in the next group commit. Inside a request's audit scope the entry of the
+   * change joins the same savepoint, so both commit or neither; `detail` says what changed
+   * (undefined: nothing did, no entry).
+   */
+  #change<T>(
+    fn: () => T,
+    detail: (result: T) => ChangeDetail | undefined = () => ({}),
+  ): Promise<T> {
+    const scope = this.#auditing ? currentAudit() : undefined;
+    if (!scope) return this.#batch.run(fn);
+    let written = 0;
+    return this.#batch.run(() => {
+      const result = fn();
+      const change = detail(result);
+      if (change) {
+        this.#audit.append(changeFacts(scope, change));
+        written++;
+      }
+      return result;
+    }).then((result) => {
+      scope.recorded += written;
+      return result;
+    });
   }
 
   #migrate(): void {
@@ -150,11 +228,13 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   createBucket(b: BucketRecord): Promise<"created" | "exists"> {
-    const result = this.#stmt(
-      "INSERT INTO buckets (name, owner, created_at, region, versioning, object_lock) " +
-        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING",
-    ).run(b.name, b.owner, b.createdAt, b.region, b.versioning, b.objectLock ? 1 : 0);
-    return Promise.resolve(result.changes === 1 ? "created" : "exists");
+    return this.#change(() => {
+      const result = this.#stmt(
+        "INSERT INTO buckets (name, owner, created_at, region, versioning, object_lock) " +
+          "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING",
+      ).run(b.name, b.owner, b.createdAt, b.region, b.versioning, b.objectLock ? 1 : 0);
+      return result.changes === 1 ? "created" as const : "exists" as const;
+    }, (r) => r === "created" ? {} : undefined);
   }
 
   getBucket(name: string): Promise<BucketRecord | undefined> {
@@ -178,7 +258,7 @@ export class SqliteMetaStore implements MetaStore {
   deleteBucket(
     name: string,
   ): Promise<{ outcome: "deleted" | "not_empty" | "missing"; freed: ChunkRecord[] }> {
-    return this.#batch.run(() => {
+    return this.#change(() => {
       if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(name)) {
         return { outcome: "missing" as const, freed: [] };
       }
@@ -189,7 +269,7 @@ export class SqliteMetaStore implements MetaStore {
       this.#stmt("DELETE FROM bucket_configs WHERE bucket = ?").run(name);
       this.#stmt("DELETE FROM buckets WHERE name = ?").run(name);
       return { outcome: "deleted" as const, freed };
-    });
+    }, (r) => r.outcome === "deleted" ? {} : undefined);
   }
 
   putObjectVersion(
@@ -197,11 +277,11 @@ export class SqliteMetaStore implements MetaStore {
     chunks: VersionChunk[] = [],
     opts: { guard?: CurrentGuard; outbox?: OutboxEvent } = {},
   ): Promise<PutResult> {
-    return this.#batch.run(() => {
+    return this.#change(() => {
       const result = this.#putVersion(v, chunks, opts.guard);
       if (opts.outbox) this.#events.append(opts.outbox);
       return result;
-    });
+    }, () => ({ key: v.key, versionId: v.versionId ?? "", bytes: v.size }));
   }
 
   /** The body of putObjectVersion, for use inside a transaction. */
@@ -306,7 +386,7 @@ export class SqliteMetaStore implements MetaStore {
       outbox?: (removed: ObjectVersion) => OutboxEvent | undefined;
     } = {},
   ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }> {
-    return this.#batch.run(() => {
+    return this.#change(() => {
       const row = this.#stmt(
         `SELECT ${VERSION_COLUMNS}, is_latest FROM versions ` +
           "WHERE bucket = ? AND key = ? AND version_id = ?",
@@ -326,7 +406,7 @@ export class SqliteMetaStore implements MetaStore {
       const event = opts.outbox?.(removed);
       if (event) this.#events.append(event);
       return { removed, freed };
-    });
+    }, (r) => r.removed ? { key, versionId: versionId ?? "" } : undefined);
   }
 
   versionChunks(vid: number, range?: { from: number; to: number }): Promise<VersionChunk[]> {
@@ -364,7 +444,7 @@ export class SqliteMetaStore implements MetaStore {
     change: { retention?: Retention | null; legalHold?: boolean },
     guard?: (version: ObjectVersion) => void,
   ): Promise<boolean> {
-    return this.#batch.run(() => {
+    return this.#change(() => {
       const row = this.#stmt(
         `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
       ).get(target.bucket, target.key, target.versionId) as Row | undefined;
@@ -383,23 +463,24 @@ export class SqliteMetaStore implements MetaStore {
         );
       }
       return true;
-    });
+    }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
   }
 
   setBucketObjectLock(bucket: string): Promise<void> {
-    this.#stmt("UPDATE buckets SET object_lock = 1, versioning = 'Enabled' WHERE name = ?").run(
-      bucket,
-    );
-    return Promise.resolve();
+    return this.#change(() => {
+      this.#stmt("UPDATE buckets SET object_lock = 1, versioning = 'Enabled' WHERE name = ?")
+        .run(bucket);
+    });
   }
 
   setBucketVersioning(bucket: string, status: "Enabled" | "Suspended"): Promise<void> {
-    const result = this.#stmt("UPDATE buckets SET versioning = ? WHERE name = ?").run(
-      status,
-      bucket,
-    );
-    if (result.changes !== 1) throw new MissingBucketError(bucket);
-    return Promise.resolve();
+    return this.#change(() => {
+      const result = this.#stmt("UPDATE buckets SET versioning = ? WHERE name = ?").run(
+        status,
+        bucket,
+      );
+      if (result.changes !== 1) throw new MissingBucketError(bucket);
+    });
   }
 
   listObjects(bucket: string, query: ListQuery): Promise<ListPage> {
@@ -413,7 +494,7 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   putBucketConfig(bucket: string, kind: BucketConfigKind, value: string): Promise<void> {
-    this.#tx(() => {
+    return this.#change(() => {
       if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(bucket)) {
         throw new MissingBucketError(bucket);
       }
@@ -422,12 +503,12 @@ export class SqliteMetaStore implements MetaStore {
           "ON CONFLICT(bucket, kind) DO UPDATE SET value = excluded.value",
       ).run(bucket, kind, value);
     });
-    return Promise.resolve();
   }
 
   deleteBucketConfig(bucket: string, kind: BucketConfigKind): Promise<void> {
-    this.#stmt("DELETE FROM bucket_configs WHERE bucket = ? AND kind = ?").run(bucket, kind);
-    return Promise.resolve();
+    return this.#change(() => {
+      this.#stmt("DELETE FROM bucket_configs WHERE bucket = ? AND kind = ?").run(bucket, kind);
+    });
   }
 
   listBucketConfigs(
@@ -449,13 +530,13 @@ export class SqliteMetaStore implements MetaStore {
     acl: string,
     outbox?: OutboxEvent,
   ): Promise<boolean> {
-    return this.#batch.run(() => {
+    return this.#change(() => {
       const result = this.#stmt(
         "UPDATE versions SET acl = ? WHERE bucket = ? AND key = ? AND version_id = ?",
       ).run(acl, target.bucket, target.key, target.versionId);
       if (result.changes === 1 && outbox) this.#events.append(outbox);
       return result.changes === 1;
-    });
+    }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
   }
 
   setObjectTags(
@@ -463,14 +544,14 @@ export class SqliteMetaStore implements MetaStore {
     tags: TagSet,
     outbox?: OutboxEvent,
   ): Promise<boolean> {
-    return this.#batch.run(() => {
+    return this.#change(() => {
       const result = this.#stmt(
         "UPDATE versions SET tags = ? " +
           "WHERE bucket = ? AND key = ? AND version_id = ? AND delete_marker = 0",
       ).run(tagsColumn(tags), target.bucket, target.key, target.versionId);
       if (result.changes === 1 && outbox) this.#events.append(outbox);
       return result.changes === 1;
-    });
+    }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
   }
 
   appendEvents(events: OutboxEvent[]): Promise<number> {
@@ -515,7 +596,9 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   createUser(user: UserRecord): Promise<void> {
-    return this.#users.create(user);
+    return this.#change(() => {
+      this.#users.create(user);
+    });
   }
 
   getUser(
@@ -529,15 +612,15 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   updateUser(user: UserRecord): Promise<boolean> {
-    return this.#users.update(user);
+    return this.#change(() => this.#users.update(user), (r) => r ? {} : undefined);
   }
 
   deleteUser(id: string): Promise<boolean> {
-    return this.#users.delete(id);
+    return this.#change(() => this.#users.delete(id), (r) => r ? {} : undefined);
   }
 
   createToken(token: TokenRecord): Promise<void> {
-    return this.#users.createToken(token);
+    return this.#change(() => this.#users.createToken(token));
   }
 
   getToken(hash: string): Promise<TokenRecord | undefined> {
@@ -545,15 +628,38 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   deleteToken(hash: string): Promise<boolean> {
-    return this.#users.deleteToken(hash);
+    return this.#change(() => this.#users.deleteToken(hash), (r) => r ? {} : undefined);
   }
 
   deleteUserTokens(userId: string): Promise<void> {
-    return this.#users.deleteUserTokens(userId);
+    return this.#change(() => this.#users.deleteUserTokens(userId));
+  }
+
+  createSession(session: SessionRecord): Promise<void> {
+    return this.#change(() => this.#sts.createSession(session));
+  }
+
+  getSession(accessKey: string): Promise<SessionRecord | undefined> {
+    return Promise.resolve(this.#sts.getSession(accessKey));
+  }
+
+  putLdapMapping(mapping: LdapMapping): Promise<void> {
+    return this.#change(() => this.#sts.putMapping(mapping));
+  }
+
+  deleteLdapMapping(kind: LdapMapping["kind"], name: string): Promise<boolean> {
+    return this.#change(
+      () => this.#sts.deleteMapping(kind, name),
+      (deleted) => deleted ? {} : undefined,
+    );
+  }
+
+  listLdapMappings(): Promise<LdapMapping[]> {
+    return Promise.resolve(this.#sts.listMappings());
   }
 
   createUpload(upload: UploadRecord): Promise<void> {
-    return Promise.resolve(this.#uploads.create(upload));
+    return this.#change(() => this.#uploads.create(upload), () => ({ key: upload.key }));
   }
 
   getUpload(bucket: string, key: string, uploadId: string): Promise<UploadRecord | undefined> {
@@ -565,7 +671,10 @@ export class SqliteMetaStore implements MetaStore {
     part: PartRecord,
     chunks: VersionChunk[],
   ): Promise<{ freed: ChunkRecord[] } | undefined> {
-    return this.#batch.run(() => this.#uploads.putPart(uploadId, part, chunks));
+    return this.#change(
+      () => this.#uploads.putPart(uploadId, part, chunks),
+      (r) => r ? { bytes: part.size } : undefined,
+    );
   }
 
   listParts(uploadId: string, after: number, max: number): Promise<PartRecord[]> {
@@ -594,24 +703,30 @@ export class SqliteMetaStore implements MetaStore {
     version: ObjectVersion,
     opts: { guard?: CurrentGuard; outbox?: OutboxEvent } = {},
   ): Promise<PutResult | undefined> {
-    return this.#batch.run(() => {
-      const chunks = this.#uploads.partChunks(upload.uploadId, parts);
-      if (!chunks) return undefined;
-      const result = this.#putVersion(version, chunks, opts.guard);
-      if (opts.outbox) this.#events.append(opts.outbox);
-      const dropped = this.#uploads.remove(upload.uploadId);
-      this.#uploads.recordCompleted({
-        uploadId: upload.uploadId,
-        bucket: version.bucket,
-        key: version.key,
-        etag: version.etag,
-        versionId: version.versionId,
-        checksum: version.checksum,
-        completedAt: Date.now(),
-      });
-      const freed = [...result.freed, ...dropped].filter((c) => !this.#chunks.hasChunk(c.id));
-      return { displaced: result.displaced, freed };
-    });
+    return this.#change(
+      () => {
+        const chunks = this.#uploads.partChunks(upload.uploadId, parts);
+        if (!chunks) return undefined;
+        const result = this.#putVersion(version, chunks, opts.guard);
+        if (opts.outbox) this.#events.append(opts.outbox);
+        const dropped = this.#uploads.remove(upload.uploadId);
+        this.#uploads.recordCompleted({
+          uploadId: upload.uploadId,
+          bucket: version.bucket,
+          key: version.key,
+          etag: version.etag,
+          versionId: version.versionId,
+          checksum: version.checksum,
+          completedAt: Date.now(),
+        });
+        const freed = [...result.freed, ...dropped].filter((c) => !this.#chunks.hasChunk(c.id));
+        return { displaced: result.displaced, freed };
+      },
+      (r) =>
+        r
+          ? { key: version.key, versionId: version.versionId ?? "", bytes: version.size }
+          : undefined,
+    );
   }
 
   getCompletedUpload(uploadId: string): Promise<CompletedUpload | undefined> {
@@ -619,10 +734,101 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   abortUpload(uploadId: string): Promise<{ freed: ChunkRecord[] } | undefined> {
-    return this.#batch.run(() => {
+    return this.#change(() => {
       if (!this.#uploads.exists(uploadId)) return undefined;
       return { freed: this.#uploads.remove(uploadId) };
+    }, (r) => r ? {} : undefined);
+  }
+
+  appendAudit(facts: AuditFacts): Promise<AuditEntry> {
+    return this.#batch.run(() => this.#audit.append(facts));
+  }
+
+  queryAudit(query: AuditQuery): Promise<AuditEntry[]> {
+    return Promise.resolve(this.#audit.query(query));
+  }
+
+  auditPage(afterSeq: number, limit: number): Promise<AuditEntry[]> {
+    return Promise.resolve(this.#audit.page(afterSeq, limit));
+  }
+
+  auditAnchor(): Promise<AuditAnchor> {
+    return Promise.resolve(this.#audit.anchor());
+  }
+
+  auditHead(): Promise<AuditAnchor> {
+    return Promise.resolve(this.#audit.head());
+  }
+
+  pruneAudit(
+    before: number,
+    checkpoint: (anchor: AuditAnchor, pruned: number) => AuditFacts,
+  ): Promise<{ anchor: AuditAnchor; pruned: number } | undefined> {
+    return this.#batch.run(() => {
+      const done = this.#audit.prune(before);
+      if (done) this.#audit.append(checkpoint(done.anchor, done.pruned));
+      return done;
     });
+  }
+
+  appendError(record: Omit<ErrorRecord, "id">, max: number): Promise<void> {
+    return this.#batch.run(() => this.#errors.append(record, max));
+  }
+
+  queryErrors(query: ErrorQuery): Promise<ErrorRecord[]> {
+    return Promise.resolve(this.#errors.query(query));
+  }
+
+  clearErrors(before?: number): Promise<number> {
+    return this.#change(() => this.#errors.clear(before));
+  }
+
+  createShare(share: ShareRecord): Promise<void> {
+    return this.#change(() => this.#shares.create(share));
+  }
+
+  getShare(by: { id: string } | { tokenHash: string }): Promise<ShareRecord | undefined> {
+    return Promise.resolve(this.#shares.get(by));
+  }
+
+  listShares(creator?: string): Promise<ShareRecord[]> {
+    return Promise.resolve(this.#shares.list(creator));
+  }
+
+  revokeShare(id: string): Promise<boolean> {
+    return this.#change(() => this.#shares.revoke(id, Date.now()), (r) => r ? {} : undefined);
+  }
+
+  countShareDownload(id: string): Promise<boolean> {
+    return this.#change(() => this.#shares.countDownload(id), (r) => r ? {} : undefined);
+  }
+
+  countShareUpload(id: string): Promise<void> {
+    return this.#batch.run(() => this.#shares.countUpload(id));
+  }
+
+  usage(): Promise<Usage> {
+    return Promise.resolve(this.#ops.usage());
+  }
+
+  probeWrite(): Promise<void> {
+    return this.#ops.probe();
+  }
+
+  setDriveNeedsHeal(driveId: number, needed: boolean): Promise<void> {
+    return this.#ops.setNeedsHeal(driveId, needed);
+  }
+
+  drivesNeedingHeal(): Promise<number[]> {
+    return Promise.resolve(this.#ops.drivesNeedingHeal());
+  }
+
+  snapshot(path: string): Promise<void> {
+    return Promise.resolve().then(() => this.#ops.snapshot(path));
+  }
+
+  quickCheck(): Promise<string[]> {
+    return Promise.resolve().then(() => this.#ops.quickCheck());
   }
 
   close(): Promise<void> {

@@ -207,6 +207,148 @@ export const MIGRATIONS: string[] = [
   );
   `,
   `
+  -- Audit log (issue 16): a hash chain, one row per recorded request or change, written in the
+  -- transaction of the change it records (src/audit/chain.ts). The anchor is the last entry
+  -- retention removed: what remains verifies from it.
+  CREATE TABLE audit_log (
+    seq INTEGER PRIMARY KEY,
+    at INTEGER NOT NULL,
+    request_id TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    source TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    version_id TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    error_code TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    detail TEXT NOT NULL,
+    hash TEXT NOT NULL
+  );
+  CREATE TABLE audit_anchor (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seq INTEGER NOT NULL,
+    hash TEXT NOT NULL
+  );
+  `,
+  `
+  -- Error log (issue 16): warnings and errors of requests and background work, capped in rows.
+  CREATE TABLE error_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    level TEXT NOT NULL,
+    source TEXT NOT NULL,
+    code TEXT NOT NULL,
+    bucket TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    message TEXT NOT NULL,
+    detail TEXT NOT NULL
+  );
+  CREATE INDEX error_log_by_time ON error_log(at);
+  `,
+  `
+  -- Bucket shares (issue 16): token-based temporary access to a bucket or prefix; only the
+  -- token's SHA-256 is kept.
+  CREATE TABLE shares (
+    id TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL UNIQUE,
+    creator TEXT NOT NULL,
+    bucket TEXT NOT NULL,
+    prefix TEXT NOT NULL,
+    permissions TEXT NOT NULL,
+    password_hash TEXT,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    max_downloads INTEGER,
+    downloads INTEGER NOT NULL,
+    uploads INTEGER NOT NULL,
+    revoked_at INTEGER
+  );
+  CREATE INDEX shares_by_creator ON shares(creator, created_at);
+  `,
+  `
+  -- LDAP sign-in and temporary credentials: sessions issued by the token service (secret and
+  -- token sealed with the master key) and the access mapped to directory groups and users.
+  CREATE TABLE sts_sessions (
+    access_key TEXT PRIMARY KEY,
+    sealed_secret TEXT NOT NULL,
+    sealed_token TEXT NOT NULL,
+    parent_kind TEXT NOT NULL,
+    parent_id TEXT NOT NULL,
+    ldap_dn TEXT,
+    ldap_groups TEXT,
+    policy TEXT,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  );
+  CREATE INDEX sts_sessions_by_expiry ON sts_sessions(expires_at);
+  CREATE TABLE ldap_mappings (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    bucket_access TEXT NOT NULL,
+    is_admin INTEGER NOT NULL,
+    PRIMARY KEY (kind, name)
+  );
+  `,
+  `
+  -- Metrics: objects and bytes stored, maintained by triggers in the writing transaction (never
+  -- counted by a scan). Objects are versions other than delete markers; shard_bytes is what the
+  -- chunks take on the drives, parity included.
+  CREATE TABLE usage (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    objects INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    chunks INTEGER NOT NULL,
+    shard_bytes INTEGER NOT NULL
+  );
+  INSERT INTO usage SELECT 1,
+    (SELECT count(*) FROM versions WHERE delete_marker = 0),
+    (SELECT coalesce(sum(size), 0) FROM versions WHERE delete_marker = 0),
+    (SELECT count(*) FROM chunks),
+    (SELECT coalesce(sum((stored_size + data_shards - 1) / data_shards
+      * (data_shards + parity_shards)), 0) FROM chunks);
+  CREATE TRIGGER usage_version_insert AFTER INSERT ON versions WHEN NEW.delete_marker = 0
+  BEGIN
+    UPDATE usage SET objects = objects + 1, bytes = bytes + NEW.size WHERE id = 1;
+  END;
+  CREATE TRIGGER usage_version_delete AFTER DELETE ON versions WHEN OLD.delete_marker = 0
+  BEGIN
+    UPDATE usage SET objects = objects - 1, bytes = bytes - OLD.size WHERE id = 1;
+  END;
+  CREATE TRIGGER usage_version_update AFTER UPDATE OF size, delete_marker ON versions
+  BEGIN
+    UPDATE usage SET
+      objects = objects - (OLD.delete_marker = 0) + (NEW.delete_marker = 0),
+      bytes = bytes - CASE WHEN OLD.delete_marker = 0 THEN OLD.size ELSE 0 END
+        + CASE WHEN NEW.delete_marker = 0 THEN NEW.size ELSE 0 END
+    WHERE id = 1;
+  END;
+  CREATE TRIGGER usage_chunk_insert AFTER INSERT ON chunks
+  BEGIN
+    UPDATE usage SET chunks = chunks + 1, shard_bytes = shard_bytes
+      + (NEW.stored_size + NEW.data_shards - 1) / NEW.data_shards
+      * (NEW.data_shards + NEW.parity_shards) WHERE id = 1;
+  END;
+  CREATE TRIGGER usage_chunk_delete AFTER DELETE ON chunks
+  BEGIN
+    UPDATE usage SET chunks = chunks - 1, shard_bytes = shard_bytes
+      - (OLD.stored_size + OLD.data_shards - 1) / OLD.data_shards
+      * (OLD.data_shards + OLD.parity_shards) WHERE id = 1;
+  END;
+  -- Readiness: /health/ready proves the metadata is writable by updating this one row.
+  CREATE TABLE health_probe (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    at INTEGER NOT NULL
+  );
+  `,
+  `
+  -- Healing: a drive that missed shard writes (offline, missing, replaced) is flagged until a
+  -- heal of everything it should hold has finished, across restarts.
+  ALTER TABLE drives ADD COLUMN needs_heal INTEGER NOT NULL DEFAULT 0;
+  `,
+  `
   -- Range reads of compressed and encrypted chunks: such chunks are written as independently
   -- decodable segments of this many plaintext bytes (src/storage/codec.ts); 0 for chunks stored
   -- as they are and for those written before, which are one piece.

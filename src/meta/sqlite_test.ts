@@ -1,6 +1,7 @@
 // The SQLite MetaStore: buckets, versions and the listing range scan.
 import { assertEquals } from "../../tests/integration/assert.ts";
 import { compareKeys, prefixSuccessor } from "./keys.ts";
+import { DatabaseSync } from "node:sqlite";
 import { SqliteMetaStore } from "./sqlite.ts";
 import type { ObjectVersion } from "./store.ts";
 
@@ -211,4 +212,62 @@ Deno.test("tags: kept per version, replaced, removed; delete markers and uploads
   await meta.createUpload({ ...upload, uploadId: "up2" });
   assertEquals((await meta.getUpload("b", "u", "up2"))?.tags, undefined);
   await meta.close();
+});
+
+Deno.test("usage counters follow every kind of write, equal to a full count", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/meta.db`;
+  let store = new SqliteMetaStore(path);
+  await store.createBucket({
+    name: "b",
+    owner: "o",
+    createdAt: 0,
+    region: "r",
+    versioning: "",
+    objectLock: false,
+  });
+  const counted = () => {
+    const db = new DatabaseSync(path, { readOnly: true });
+    try {
+      const v = db.prepare(
+        "SELECT count(*) AS n, coalesce(sum(size), 0) AS s FROM versions WHERE delete_marker = 0",
+      ).get() as { n: number; s: number };
+      const c = db.prepare(
+        "SELECT count(*) AS n, coalesce(sum((stored_size + data_shards - 1) / data_shards * " +
+          "(data_shards + parity_shards)), 0) AS s FROM chunks",
+      ).get() as { n: number; s: number };
+      return { objects: v.n, bytes: v.s, chunks: c.n, shardBytes: c.s };
+    } finally {
+      db.close();
+    }
+  };
+  const check = async (what: string) => assertEquals(await store.usage(), counted(), what);
+  const chunked = { data: { kind: "chunks" as const, vid: 0 } };
+  const refs = (...ids: string[]) =>
+    ids.map((id, i) => ({ chunk: chunk(id), offset: i * 10, size: 10 }));
+  await store.putObjectVersion(version("a", { size: 5 }));
+  await store.putObjectVersion(version("b", { ...chunked, size: 20 }), refs("c1", "c2"));
+  await check("puts");
+  assertEquals((await store.usage()).objects, 2);
+  await store.putObjectVersion(version("a", { size: 7 })); // replaces the null version
+  await store.putObjectVersion(version("b", { ...chunked, size: 10 }), refs("c2"));
+  await check("overwrites");
+  await store.setBucketVersioning("b", "Enabled");
+  await store.putObjectVersion(version("a", { versionId: "v1", size: 100 }));
+  await store.putObjectVersion(version("a", { versionId: "dm", deleteMarker: true, size: 0 }));
+  await check("versions and a delete marker");
+  assertEquals((await store.usage()).objects, 3);
+  await store.deleteObjectVersion("b", "a", "dm");
+  await store.deleteObjectVersion("b", "b", "null");
+  await check("deletes");
+  assertEquals(await store.usage(), { objects: 2, bytes: 107, chunks: 0, shardBytes: 0 });
+  await store.putObjectVersion(version("c", { ...chunked, size: 20 }), refs("c3", "c4"));
+  await store.close();
+
+  store = new SqliteMetaStore(path);
+  await check("reopened");
+  await store.putObjectVersion(version("d", { size: 3 }));
+  await check("a write after reopening");
+  await store.close();
+  await Deno.remove(dir, { recursive: true });
 });

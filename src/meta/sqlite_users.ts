@@ -45,7 +45,7 @@ export class SqliteUsers {
     if (byKey && byKey.id !== user.id) throw new DuplicateError("access_key");
   }
 
-  create(user: UserRecord): Promise<void> {
+  create(user: UserRecord): void {
     this.tx(() => {
       this.#checkUnique(user);
       this.stmt(
@@ -64,7 +64,6 @@ export class SqliteUsers {
         JSON.stringify(user.bucketAccess),
       );
     });
-    return Promise.resolve();
   }
 
   get(
@@ -85,8 +84,8 @@ export class SqliteUsers {
     );
   }
 
-  update(user: UserRecord): Promise<boolean> {
-    return Promise.resolve(this.tx(() => {
+  update(user: UserRecord): boolean {
+    return this.tx(() => {
       this.#checkUnique(user);
       const result = this.stmt(
         "UPDATE users SET name = ?, description = ?, email = ?, access_key = ?, sealed_secret = ?, " +
@@ -103,21 +102,20 @@ export class SqliteUsers {
         user.id,
       );
       return result.changes === 1;
-    }));
+    });
   }
 
-  delete(id: string): Promise<boolean> {
-    return Promise.resolve(this.tx(() => {
+  delete(id: string): boolean {
+    return this.tx(() => {
       this.stmt("DELETE FROM tokens WHERE user_id = ?").run(id);
       return this.stmt("DELETE FROM users WHERE id = ?").run(id).changes === 1;
-    }));
+    });
   }
 
-  createToken(token: TokenRecord): Promise<void> {
+  createToken(token: TokenRecord): void {
     this.stmt("DELETE FROM tokens WHERE expires_at < ?").run(Date.now());
     this.stmt("INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
       .run(token.hash, token.userId, token.createdAt, token.expiresAt);
-    return Promise.resolve();
   }
 
   getToken(hash: string): Promise<TokenRecord | undefined> {
@@ -125,12 +123,11 @@ export class SqliteUsers {
     return Promise.resolve(row ? toToken(row) : undefined);
   }
 
-  deleteToken(hash: string): Promise<boolean> {
-    return Promise.resolve(this.stmt("DELETE FROM tokens WHERE hash = ?").run(hash).changes === 1);
+  deleteToken(hash: string): boolean {
+    return this.stmt("DELETE FROM tokens WHERE hash = ?").run(hash).changes === 1;
   }
 
-  deleteUserTokens(userId: string): Promise<void> {
+  deleteUserTokens(userId: string): void {
     this.stmt("DELETE FROM tokens WHERE user_id = ?").run(userId);
-    return Promise.resolve();
   }
 }

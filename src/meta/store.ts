@@ -1,4 +1,5 @@
 // The MetaStore interface: a narrow, async view of ordered metadata records.
+import type { AuditAnchor, AuditEntry, AuditFacts } from "../audit/chain.ts";
 
 export interface BucketRecord {
   name: string;
@@ -176,6 +177,36 @@ export interface UserRecord {
   bucketAccess: BucketAccess[];
 }
 
+/** Temporary credentials issued by the token service (STS). */
+export interface SessionRecord {
+  accessKey: string;
+  /** The secret key sealed with the master key (context: the access key). */
+  sealedSecret: string;
+  /** The session token, sealed the same way: checked on each request, and signed into
+   * presigned URLs made for the session. */
+  sealedToken: string;
+  /** Whose access the session carries: a local user (or the administrator) by id, or a
+   * directory user by user name. */
+  parentKind: "user" | "ldap";
+  parentId: string;
+  /** Directory user: the DN and groups found at sign-in (used while the directory is down). */
+  ldapDn?: string;
+  ldapGroups?: string[];
+  /** The session policy text, when one narrows the session. */
+  policy?: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** Access granted to a directory group or user (`/admin/ldap`). */
+export interface LdapMapping {
+  kind: "group" | "user";
+  /** Group or user name, lower case. */
+  name: string;
+  bucketAccess: BucketAccess[];
+  isAdmin: boolean;
+}
+
 export interface TokenRecord {
   /** SHA-256 (hex) of the bearer token. */
   hash: string;
@@ -308,7 +339,95 @@ export interface PutResult {
  */
 export type CurrentGuard = (current: ObjectVersion | undefined) => void;
 
-export interface MetaStore extends EventLog {
+/** Audit entries matching every given filter, after `afterSeq` in order. */
+export interface AuditQuery {
+  afterSeq: number;
+  limit: number;
+  since?: number;
+  until?: number;
+  bucket?: string;
+  principal?: string;
+  operation?: string;
+  status?: number;
+  keyPrefix?: string;
+}
+
+export interface ErrorRecord {
+  id: number;
+  at: number;
+  level: "warn" | "error";
+  /** Where it happened: request, lifecycle, scrub, notify, server... */
+  source: string;
+  code: string;
+  bucket: string;
+  requestId: string;
+  operation: string;
+  message: string;
+  /** The log line's other fields as JSON. */
+  detail: string;
+}
+
+export interface ErrorQuery {
+  afterId: number;
+  limit: number;
+  since?: number;
+  until?: number;
+  level?: string;
+  bucket?: string;
+  code?: string;
+  source?: string;
+}
+
+export type SharePermission = "read" | "write" | "list";
+
+export interface ShareRecord {
+  id: string;
+  tokenHash: string;
+  /** The creating principal's id: the share acts with that principal's access, checked at use. */
+  creator: string;
+  bucket: string;
+  prefix: string;
+  permissions: SharePermission[];
+  /** scrypt hash of the optional password (src/share/password.ts). */
+  passwordHash?: string;
+  createdAt: number;
+  expiresAt: number;
+  maxDownloads?: number;
+  downloads: number;
+  uploads: number;
+  revokedAt?: number;
+}
+
+/** The audit chain, the error log and shares (issue 16). */
+export interface RecordStore {
+  /** Appends an entry in its own transaction (requests that changed nothing). */
+  appendAudit(facts: AuditFacts): Promise<AuditEntry>;
+  queryAudit(query: AuditQuery): Promise<AuditEntry[]>;
+  /** Entries after `afterSeq` in order, at most `limit` (verification, export). */
+  auditPage(afterSeq: number, limit: number): Promise<AuditEntry[]>;
+  auditAnchor(): Promise<AuditAnchor>;
+  auditHead(): Promise<AuditAnchor>;
+  /**
+   * Removes entries older than `before` and appends the checkpoint entry `checkpoint` builds in
+   * the same transaction; undefined when nothing was old enough.
+   */
+  pruneAudit(
+    before: number,
+    checkpoint: (anchor: AuditAnchor, pruned: number) => AuditFacts,
+  ): Promise<{ anchor: AuditAnchor; pruned: number } | undefined>;
+  appendError(record: Omit<ErrorRecord, "id">, max: number): Promise<void>;
+  queryErrors(query: ErrorQuery): Promise<ErrorRecord[]>;
+  clearErrors(before?: number): Promise<number>;
+  createShare(share: ShareRecord): Promise<void>;
+  getShare(by: { id: string } | { tokenHash: string }): Promise<ShareRecord | undefined>;
+  listShares(creator?: string): Promise<ShareRecord[]>;
+  revokeShare(id: string): Promise<boolean>;
+  /** Counts a download against the share's limit; false when the limit is reached. */
+  countShareDownload(id: string): Promise<boolean>;
+  countShareUpload(id: string): Promise<void>;
+}
+
+export interface MetaStore extends EventLog, RecordStore {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
   /** The owner's buckets in name order: names starting with `prefix`, after `after`. */
@@ -420,6 +539,13 @@ export interface MetaStore extends EventLog {
   deleteToken(hash: string): Promise<boolean>;
   deleteUserTokens(userId: string): Promise<void>;
 
+  /** Stores a session and drops the expired ones. */
+  createSession(session: SessionRecord): Promise<void>;
+  getSession(accessKey: string): Promise<SessionRecord | undefined>;
+  putLdapMapping(mapping: LdapMapping): Promise<void>;
+  deleteLdapMapping(kind: LdapMapping["kind"], name: string): Promise<boolean>;
+  listLdapMappings(): Promise<LdapMapping[]>;
+
   createUpload(upload: UploadRecord): Promise<void>;
   getUpload(bucket: string, key: string, uploadId: string): Promise<UploadRecord | undefined>;
   /**
@@ -455,7 +581,28 @@ export interface MetaStore extends EventLog {
   /** Ends an upload and drops its parts; undefined when it does not exist. */
   abortUpload(uploadId: string): Promise<{ freed: ChunkRecord[] } | undefined>;
 
+  /** Objects and bytes stored, kept current by the writes themselves. */
+  usage(): Promise<Usage>;
+  /** A committed write that proves the metadata is writable (readiness). */
+  probeWrite(): Promise<void>;
+  /** Flags a drive that missed shard writes (or clears it once healed). */
+  setDriveNeedsHeal(driveId: number, needed: boolean): Promise<void>;
+  drivesNeedingHeal(): Promise<number[]>;
+  /** Writes a consistent snapshot of the whole metadata to `path` (which must not exist). */
+  snapshot(path: string): Promise<void>;
+  /** The integrity check: ["ok"] or the problems found. */
+  quickCheck(): Promise<string[]>;
   close(): Promise<void>;
+}
+
+/** Totals maintained by the metadata (see the usage table). */
+export interface Usage {
+  /** Versions other than delete markers, and their bytes. */
+  objects: number;
+  bytes: number;
+  chunks: number;
+  /** Bytes of shard payloads on the drives, parity included. */
+  shardBytes: number;
 }
 
 /** A unique field (user name, access key) is already taken. */

@@ -120,6 +120,7 @@ async function attempt(pass: Pass, what: string, key: string, fn: () => Promise<
     }
     pass.counts.errors++;
     log("warn", "Lifecycle action failed", {
+      source: "lifecycle",
       bucket: pass.bucket.name,
       key,
       action: what,

@@ -46,6 +46,11 @@ export class ChunkClaims {
     });
   }
 
+  /** Whether a writer holds a claim on the id (its metadata may not be committed yet). */
+  held(id: string): boolean {
+    return this.#pending.has(id);
+  }
+
   get size(): number {
     return this.#pending.size;
   }

@@ -7,7 +7,8 @@
 // byte range; a compressed or encrypted chunk is written as independently decodable segments
 // (codec.ts), whose table and the bodies of the segments under the range are read and decoded
 // (readRange). A range whose shards are missing or corrupt, a whole chunk, and a compressed or
-// encrypted chunk written before segments are read whole: decoded, rebuilt and healed.
+// encrypted chunk written before segments are read whole: decoded, rebuilt, and healed (queued
+// for the healer).
 import type { ChunkRecord, MetaStore } from "../meta/store.ts";
 import {
   ChunkIntegrityError,
@@ -22,7 +23,8 @@ import {
   segmentTableSize,
 } from "./codec.ts";
 import { type ChunkWork, type CpuPool, inlineCpu } from "./cpu_pool.ts";
-import { type DriveSet, placeShards } from "./drives.ts";
+import { type Drive, type DriveSet, placeShards } from "./drives.ts";
+import type { DriveMonitor } from "./drive_monitor.ts";
 import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
 import { ChunkClaims } from "./chunk_claims.ts";
 import {
@@ -49,6 +51,8 @@ export interface ChunkStoreOptions {
   dedup: boolean;
   /** Where hashing and compression run; inline on the calling thread when absent. */
   cpu?: CpuPool;
+  /** Which drives are usable (all present ones when absent). */
+  monitor?: DriveMonitor;
 }
 
 /** A chunk could not be read: too many shards are missing or corrupt. */
@@ -82,9 +86,20 @@ function randomId(): string {
 
 export class ChunkStore {
   readonly claims: ChunkClaims;
+  /**
+   * Takes a chunk a read or write found with a missing or bad shard to heal it in the
+   * background; false when it cannot (no healer, queue full): a read then heals it itself.
+   */
+  queueHeal: (chunkId: string) => boolean = () => false;
 
   constructor(readonly meta: MetaStore, readonly options: ChunkStoreOptions) {
     this.claims = new ChunkClaims((id) => meta.hasChunk(id));
+  }
+
+  /** The drive with this id when shard I/O may use it. */
+  drive(id: number): Drive | undefined {
+    const { monitor, drives } = this.options;
+    return monitor ? monitor.usable(id) : drives.byId.get(id);
   }
 
   /** The CPU pool of the write path (also used for the MD5 of bodies). */
@@ -174,12 +189,23 @@ export class ChunkStore {
     drives: number[],
     quorum: number,
   ): Promise<void> {
+    const monitor = this.options.monitor;
     const results = await Promise.allSettled(
-      shards.map((s, i) => {
-        const drive = this.options.drives.byId.get(drives[i]);
-        return drive
-          ? writeShard(drive, id, i, s)
-          : Promise.reject(new Error(`Drive ${drives[i]} is gone`));
+      shards.map(async (s, i) => {
+        const drive = this.drive(drives[i]);
+        if (!drive) {
+          await monitor?.missedWrite(drives[i]);
+          throw new Error(`Drive ${drives[i]} is offline or gone`);
+        }
+        try {
+          const dir = await writeShard(drive, id, i, s);
+          monitor?.succeeded(drive.id);
+          return dir;
+        } catch (err) {
+          monitor?.failed(drive.id, err);
+          this.queueHeal(id);
+          throw err;
+        }
       }),
     );
     const dirs = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
@@ -202,7 +228,7 @@ export class ChunkStore {
     const n = rec.dataShards + rec.parityShards;
     const shardLen = Math.ceil(rec.storedSize / rec.dataShards) || 0;
     const present = await Promise.all(
-      rec.drives.map((d, i) => shardPresent(this.options.drives.byId.get(d), rec.id, i, shardLen)),
+      rec.drives.map((d, i) => shardPresent(this.drive(d), rec.id, i, shardLen)),
     );
     const count = present.filter(Boolean).length;
     if (count === n) return rec;
@@ -232,9 +258,12 @@ export class ChunkStore {
     return rec;
   }
 
-  /** The chunk's plaintext; missing or corrupt shards are rebuilt from the others and healed. */
+  /**
+   * The chunk's plaintext; missing or corrupt shards are rebuilt from the others, and the chunk
+   * is queued for healing (healed here when the queue does not take it).
+   */
   async read(rec: ChunkRecord, opts: { key?: CryptoKey } = {}): Promise<Uint8Array> {
-    const { stored } = await this.#readStored(rec, { heal: true });
+    const { stored } = await this.#readStored(rec, { heal: "queue" });
     const plain = await decodeChunk(stored, rec, {
       key: opts.key,
       aad: rec.encrypted ? new TextEncoder().encode(rec.id) : undefined,
@@ -252,7 +281,7 @@ export class ChunkStore {
    * Bytes [from, to) of the chunk's plaintext. A part of a chunk stored as it is, or of a
    * segmented one, reads only the shard blocks under it (and decodes only its segments); whole
    * chunks, chunks in one piece, and ranges whose shards are missing or corrupt are read whole
-   * (rebuilt and healed). The answer holds no more memory than heldBytes says.
+   * (rebuilt, and queued for healing). The answer holds no more memory than heldBytes says.
    */
   async readRange(
     rec: ChunkRecord,
@@ -274,7 +303,7 @@ export class ChunkStore {
       if (decoded) return decoded;
     }
     // Whole, in one piece, or a shard is missing or corrupt: the chunk is read whole, which
-    // rebuilds and heals it; a part is copied out, so that the whole chunk is not kept.
+    // rebuilds it and queues its heal; a part is copied out, so that the whole chunk is not kept.
     const plain = await this.read(rec, opts);
     return whole ? plain : plain.slice(from, to);
   }
@@ -346,17 +375,17 @@ export class ChunkStore {
     for (let i = Math.floor(from / shardLen); i * shardLen < to; i++) {
       const lo = Math.max(from, i * shardLen);
       const hi = Math.min(to, (i + 1) * shardLen);
-      const drive = this.options.drives.byId.get(rec.drives[i]);
+      const drive = this.drive(rec.drives[i]);
+      const into = out.subarray(lo - from, hi - from);
       reads.push(
-        readShardRange(
-          drive,
-          rec.id,
-          i,
-          shardLen,
-          lo - i * shardLen,
-          hi - i * shardLen,
-          out.subarray(lo - from, hi - from),
-        ),
+        readShardRange(drive, rec.id, i, shardLen, lo - i * shardLen, hi - i * shardLen, into)
+          .then((read) => {
+            if (drive && this.options.monitor) {
+              if (read.state === "error") this.options.monitor.failed(drive.id, read.reason);
+              else this.options.monitor.succeeded(drive.id);
+            }
+            return read;
+          }),
       );
     }
     const states = await Promise.all(reads);
@@ -366,7 +395,7 @@ export class ChunkStore {
   /** Verifies every shard of a chunk and heals the bad ones (the scrub's unit of work). */
   async verify(rec: ChunkRecord): Promise<ChunkHealth> {
     try {
-      const { health } = await this.#readStored(rec, { heal: true, all: true });
+      const { health } = await this.#readStored(rec, { heal: "now", all: true });
       return health;
     } catch (err) {
       if (!(err instanceof ChunkLostError)) throw err;
@@ -376,14 +405,14 @@ export class ChunkStore {
 
   async #readStored(
     rec: ChunkRecord,
-    opts: { heal: boolean; all?: boolean },
+    opts: { heal: "now" | "queue"; all?: boolean },
   ): Promise<{ stored: Uint8Array; health: ChunkHealth }> {
     const k = rec.dataShards;
     const n = k + rec.parityShards;
     const shardLen = Math.ceil(rec.storedSize / k) || 0;
     const reads: (ShardRead | undefined)[] = new Array(n);
     const readOne = async (i: number) => {
-      reads[i] = await readShard(this.options.drives.byId.get(rec.drives[i]), rec.id, i, shardLen);
+      reads[i] = await this.#readShard(rec, i, shardLen);
     };
     await Promise.all(Array.from({ length: opts.all ? n : k }, (_, i) => readOne(i)));
     const ok = () => reads.filter((r) => r?.state === "ok").length;
@@ -401,7 +430,11 @@ export class ChunkStore {
     let full = shards;
     if (bad.length > 0) {
       full = coder(k, rec.parityShards).reconstruct(shards);
-      if (opts.heal) health.healed = await this.#heal(rec, full, bad);
+      // Shards on offline or missing drives wait for that drive's heal.
+      const fixable = bad.some((i) => this.drive(rec.drives[i]));
+      if (opts.heal === "now" || (fixable && !this.queueHeal(rec.id))) {
+        health.healed = await this.#heal(rec, full, bad);
+      }
     }
     // One data shard is the stored bytes themselves: no copy.
     const stored = k === 1
@@ -410,22 +443,50 @@ export class ChunkStore {
     return { stored, health };
   }
 
+  /** Reads one shard, telling the drive monitor how the drive did. */
+  async #readShard(rec: ChunkRecord, i: number, shardLen: number): Promise<ShardRead> {
+    const drive = this.drive(rec.drives[i]);
+    const read = await readShard(drive, rec.id, i, shardLen);
+    if (drive && this.options.monitor) {
+      if (read.state === "error") this.options.monitor.failed(drive.id, read.reason);
+      else this.options.monitor.succeeded(drive.id);
+    }
+    return read;
+  }
+
+  /**
+   * Checks the chunk's shards on the given drives (header, length, checksum) and, when one is
+   * missing or bad, rebuilds and rewrites it from the others: the heal of a returning drive.
+   */
+  async healOn(rec: ChunkRecord, driveIds: Set<number>): Promise<ChunkHealth> {
+    const shardLen = Math.ceil(rec.storedSize / rec.dataShards) || 0;
+    for (let i = 0; i < rec.drives.length; i++) {
+      if (!driveIds.has(rec.drives[i])) continue;
+      if ((await this.#readShard(rec, i, shardLen)).state !== "ok") return await this.verify(rec);
+    }
+    return { id: rec.id, bad: [], healed: [], lost: false };
+  }
+
   /** Rewrites rebuilt shards where they belong; returns the indexes healed. */
   async #heal(rec: ChunkRecord, shards: (Uint8Array | null)[], bad: number[]): Promise<number[]> {
     const healed: number[] = [];
     for (const i of bad) {
-      const drive = this.options.drives.byId.get(rec.drives[i]);
+      const drive = this.drive(rec.drives[i]);
       if (!drive || !shards[i]) continue;
       try {
         await syncDir(await writeShard(drive, rec.id, i, shards[i]!));
+        this.options.monitor?.succeeded(drive.id);
         healed.push(i);
-      } catch { /* the drive is failing; the next scrub tries again */ }
+      } catch (err) {
+        // The drive is failing; the heal queue (or its drive's heal) tries again.
+        this.options.monitor?.failed(drive.id, err);
+      }
     }
     return healed;
   }
 
   async #removeShards(id: string, drives: number[]): Promise<void> {
-    await Promise.all(drives.map((d, i) => removeShard(this.options.drives.byId.get(d), id, i)));
+    await Promise.all(drives.map((d, i) => removeShard(this.drive(d), id, i)));
   }
 
   /** Removes the shards of chunks no version refers to any more (after the metadata commit). */

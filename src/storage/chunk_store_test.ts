@@ -35,7 +35,12 @@ async function withStore(fn: (store: ChunkStore, drives: Drive[]) => Promise<voi
     hasChunk: () => Promise.resolve(false),
   };
   const store = new ChunkStore(meta as unknown as MetaStore, {
-    drives: { byId: new Map(drives.map((d) => [d.id, d])), list: drives },
+    drives: {
+      byId: new Map(drives.map((d) => [d.id, d])),
+      list: drives,
+      missing: [],
+      replaced: [],
+    },
     layout: { dataShards: 2, parityShards: 1 },
     compression: "auto",
     dedup: false,

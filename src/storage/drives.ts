@@ -19,9 +19,20 @@ export interface DriveSet {
   byId: Map<number, Drive>;
   /** Drives in configuration order. */
   list: Drive[];
+  /** Known drives whose directory was missing at start-up (see DriveMonitor). */
+  missing: MissingDrive[];
+  /** Drives that came back empty (replaced) at start-up: they need a heal. */
+  replaced: number[];
 }
 
-async function readIdentity(path: string): Promise<string | undefined> {
+export interface MissingDrive {
+  id: number;
+  uuid: string;
+  path: string;
+}
+
+/** The uuid in the drive's identity file; undefined when there is none. */
+export async function readIdentity(path: string): Promise<string | undefined> {
   try {
     const parsed = JSON.parse(await Deno.readTextFile(join(path, IDENTITY_FILE)));
     return typeof parsed.uuid === "string" ? parsed.uuid : undefined;
@@ -53,32 +64,84 @@ async function exists(path: string): Promise<boolean> {
  * shards count as lost and are rebuilt from the others. An empty directory where a known drive
  * was is its replacement: it takes over the old identity, so healing and scrubs refill it.
  */
+type Identity =
+  | { state: "ok" | "replaced"; uuid: string }
+  | { state: "missing"; uuid: string }
+  | { state: "unusable" };
+
 async function identityFor(
   path: string,
   registry: DriveRegistry,
   warn: (message: string) => void,
-): Promise<string | undefined> {
+): Promise<Identity> {
   const own = await readIdentity(path);
-  if (own !== undefined) return own;
+  if (own !== undefined) return { state: "ok", uuid: own };
   const known = await registry.knownAt(path);
   if (!(await exists(path))) {
     if (known !== undefined) {
       warn(`Drive ${path} is missing; its shards are rebuilt from the other drives`);
-      return undefined;
+      return { state: "missing", uuid: known };
     }
     await Deno.mkdir(path, { recursive: true, mode: DIR_MODE });
   } else if (!(await isEmptyOrMissing(path))) {
     warn(`Drive ${path} has no identity file and is not empty; it is not used`);
-    return undefined;
+    return { state: "unusable" };
   }
-  if (known !== undefined) {
-    warn(`Drive ${path} was replaced; a scrub (POST /admin/scrub) refills it`);
-  }
+  if (known !== undefined) warn(`Drive ${path} was replaced; it is healed in the background`);
   const uuid = known ?? crypto.randomUUID();
+  await writeIdentity(path, uuid);
+  return { state: known !== undefined ? "replaced" : "ok", uuid };
+}
+
+async function writeIdentity(path: string, uuid: string): Promise<void> {
   await Deno.writeTextFile(join(path, IDENTITY_FILE), JSON.stringify({ uuid }) + "\n", {
     mode: FILE_MODE,
   });
-  return uuid;
+}
+
+/** Makes the drive's directories and answers it. */
+async function prepare(id: number, uuid: string, path: string): Promise<Drive> {
+  const drive = { id, uuid, path, shardDir: join(path, "chunks"), tmpDir: join(path, "tmp") };
+  await Deno.mkdir(drive.shardDir, { recursive: true, mode: DIR_MODE });
+  await Deno.mkdir(drive.tmpDir, { recursive: true, mode: DIR_MODE });
+  return drive;
+}
+
+/**
+ * A drive missing at start-up, once its directory is back: with its own identity file, or empty
+ * (a replacement, which takes the identity over). Undefined while it is still absent or holds
+ * something else.
+ */
+export async function reopenDrive(missing: MissingDrive): Promise<Drive | undefined> {
+  if (!(await exists(missing.path))) return undefined;
+  const own = await readIdentity(missing.path).catch(() => undefined);
+  if (own === undefined) {
+    if (!(await isEmptyOrMissing(missing.path))) return undefined;
+    await writeIdentity(missing.path, missing.uuid);
+  } else if (own !== missing.uuid) {
+    return undefined;
+  }
+  return await prepare(missing.id, missing.uuid, missing.path);
+}
+
+/** Whether the drive answers: its identity file reads back and a probe file can be written. */
+export async function probeDrive(drive: Drive): Promise<boolean> {
+  try {
+    if ((await readIdentity(drive.path)) !== drive.uuid) return false;
+    if (!(await Deno.stat(drive.shardDir)).isDirectory) return false;
+    const probe = join(drive.tmpDir, `probe-${crypto.randomUUID()}`);
+    const file = await Deno.open(probe, { write: true, createNew: true, mode: FILE_MODE });
+    try {
+      await file.write(new Uint8Array([1]));
+      await file.sync();
+    } finally {
+      file.close();
+    }
+    await Deno.remove(probe);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Opens every configured drive that can be used (see identityFor). */
@@ -87,23 +150,22 @@ export async function openDrives(
   registry: DriveRegistry,
   warn: (message: string) => void,
 ): Promise<DriveSet> {
-  const list: Drive[] = [];
+  const set: DriveSet = { list: [], byId: new Map(), missing: [], replaced: [] };
   for (const path of paths) {
-    const uuid = await identityFor(path, registry, warn);
-    if (uuid === undefined) continue;
-    const drive: Drive = {
-      id: await registry.register(uuid, path),
-      uuid,
-      path,
-      shardDir: join(path, "chunks"),
-      tmpDir: join(path, "tmp"),
-    };
-    await Deno.mkdir(drive.shardDir, { recursive: true, mode: DIR_MODE });
-    await Deno.mkdir(drive.tmpDir, { recursive: true, mode: DIR_MODE });
-    list.push(drive);
+    const identity = await identityFor(path, registry, warn);
+    if (identity.state === "unusable") continue;
+    const id = await registry.register(identity.uuid, path);
+    if (identity.state === "missing") {
+      set.missing.push({ id, uuid: identity.uuid, path });
+      continue;
+    }
+    if (identity.state === "replaced") set.replaced.push(id);
+    const drive = await prepare(id, identity.uuid, path);
+    set.list.push(drive);
+    set.byId.set(id, drive);
   }
-  if (list.length === 0) throw new Error("No usable data directory");
-  return { list, byId: new Map(list.map((d) => [d.id, d])) };
+  if (set.list.length === 0) throw new Error("No usable data directory");
+  return set;
 }
 
 async function isEmptyOrMissing(path: string): Promise<boolean> {

@@ -1,44 +1,46 @@
 // The scrub: every chunk's shards read and verified, bad ones rebuilt and rewritten.
 import type { ChunkStore } from "./chunk_store.ts";
+import { advance, finish, startProgress, type WalkProgress } from "./progress.ts";
+import { Throttle } from "./throttle.ts";
 
-export interface ScrubReport {
-  startedAt: string;
-  finishedAt: string;
+export interface ScrubReport extends WalkProgress {
+  /** Chunks verified (chunksDone). */
   chunks: number;
   shardsChecked: number;
-  /** Shards found missing or corrupt. */
-  badShards: number;
-  healedShards: number;
-  /** Chunks with fewer than k good shards: their objects cannot be read. */
-  lostChunks: string[];
 }
 
 const PAGE = 200;
 
-export async function scrub(store: ChunkStore): Promise<ScrubReport> {
+/** Scrubs every chunk; `report` is updated as it goes (GET /admin/scrub shows it running). */
+export async function scrub(
+  store: ChunkStore,
+  throttle = new Throttle(0),
+  onStart: (report: ScrubReport) => void = () => {},
+): Promise<ScrubReport> {
   const report: ScrubReport = {
-    startedAt: new Date().toISOString(),
-    finishedAt: "",
+    ...startProgress((await store.meta.usage()).chunks),
     chunks: 0,
     shardsChecked: 0,
-    badShards: 0,
-    healedShards: 0,
-    lostChunks: [],
   };
+  onStart(report);
   let after = "";
   while (true) {
     const page = await store.meta.listChunks(after, PAGE);
     for (const rec of page) {
-      const health = await store.verify(rec);
+      const health = await throttle.run(() => store.verify(rec));
+      const n = rec.dataShards + rec.parityShards;
       report.chunks++;
-      report.shardsChecked += rec.dataShards + rec.parityShards;
+      report.shardsChecked += n;
+      report.bytes += Math.ceil(rec.storedSize / rec.dataShards) * n;
       report.badShards += health.bad.length;
       report.healedShards += health.healed.length;
+      report.errors += health.bad.length - health.healed.length;
       if (health.lost) report.lostChunks.push(rec.id);
+      advance(report);
     }
     if (page.length < PAGE) break;
     after = page[page.length - 1].id;
   }
-  report.finishedAt = new Date().toISOString();
+  finish(report);
   return report;
 }

@@ -101,7 +101,11 @@ export async function syncDir(path: string): Promise<void> {
 }
 
 /** Why a shard could not be used. */
-type ShardProblem = { state: "missing" } | { state: "corrupt"; reason: string };
+type ShardProblem =
+  | { state: "missing" }
+  | { state: "corrupt"; reason: string }
+  /** The drive failed to read (an I/O error, not bad content). */
+  | { state: "error"; reason: string };
 export type ShardRead = { state: "ok"; payload: Uint8Array } | ShardProblem;
 export type ShardState = { state: "ok" } | ShardProblem;
 
@@ -151,7 +155,7 @@ export async function readShard(
     bytes = await Deno.readFile(shardPath(drive, chunkId, index));
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) return { state: "missing" };
-    return corrupt(String(err));
+    return { state: "error", reason: String(err) };
   }
   const h = parseHeader(bytes, index, expectedLength);
   if (typeof h === "string") return corrupt(h);
@@ -191,7 +195,7 @@ export async function readShardRange(
     file = await Deno.open(shardPath(drive, chunkId, index), { read: true });
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) return { state: "missing" };
-    return corrupt(String(err));
+    return { state: "error", reason: String(err) };
   }
   try {
     // Header and table in one read, sized for the block size this version writes.
@@ -251,7 +255,7 @@ export async function readShardRange(
     const bad = problems.find((p) => p !== undefined);
     return bad ? corrupt(bad) : { state: "ok" };
   } catch (err) {
-    return corrupt(String(err));
+    return { state: "error", reason: String(err) };
   } finally {
     file.close();
   }

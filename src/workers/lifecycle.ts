@@ -1,5 +1,6 @@
 // The lifecycle worker: every interval it applies the lifecycle configuration of each bucket that
 // has one. One run at a time; also started on demand (tests, POST /admin/lifecycle).
+import { newScope, runAudited } from "../audit/scope.ts";
 import { log } from "../log.ts";
 import {
   applyLifecycle,
@@ -59,18 +60,30 @@ async function runLifecycle(
       try {
         const record = await layer.meta.getBucket(bucket);
         if (!record) continue;
-        const counts = await applyLifecycle(layer, record, readStoredLifecycle(value), {
-          now: started,
-          dayMs: opts.daySeconds * 1000,
-          pageSize: opts.pageSize,
-          stopped,
-          onAction: opts.onAction,
+        // Its changes are audited as the lifecycle's, one scope per bucket and run.
+        const scope = newScope({
+          requestId: `lifecycle-${started}`,
+          principal: "system:lifecycle",
+          operation: "Lifecycle",
+          bucket,
         });
+        const counts = await runAudited(
+          scope,
+          () =>
+            applyLifecycle(layer, record, readStoredLifecycle(value), {
+              now: started,
+              dayMs: opts.daySeconds * 1000,
+              pageSize: opts.pageSize,
+              stopped,
+              onAction: opts.onAction,
+            }),
+        );
         totals.buckets++;
         for (const k of Object.keys(counts) as (keyof LifecycleCounts)[]) totals[k] += counts[k];
       } catch (err) {
         totals.errors++;
         log("error", "Lifecycle failed for a bucket", {
+          source: "lifecycle",
           bucket,
           error: err instanceof Error ? err.message : String(err),
         });

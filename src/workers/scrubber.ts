@@ -2,22 +2,31 @@
 import { log } from "../log.ts";
 import type { ChunkStore } from "../storage/chunk_store.ts";
 import { scrub, type ScrubReport } from "../storage/scrub.ts";
+import type { Throttle } from "../storage/throttle.ts";
 
 export interface Scrubber {
   /** Runs a scrub now (or joins the one running) and returns its report. */
   runNow(): Promise<ScrubReport>;
-  last(): ScrubReport | undefined;
+  /** The scrub running now, else the last one finished. */
+  current(): ScrubReport | undefined;
+  /** Scrubs finished since start-up. */
+  runs(): number;
   stop(): Promise<void>;
 }
 
-export function startScrubber(store: ChunkStore, intervalSeconds: number): Scrubber {
+export function startScrubber(
+  store: ChunkStore,
+  intervalSeconds: number,
+  throttle: Throttle,
+): Scrubber {
   let running: Promise<ScrubReport> | undefined;
-  let lastReport: ScrubReport | undefined;
+  let current: ScrubReport | undefined;
+  let runs = 0;
   const runNow = () => {
-    running ??= scrub(store).then((report) => {
-      lastReport = report;
+    running ??= scrub(store, throttle, (report) => (current = report)).then((report) => {
+      runs++;
       const level = report.lostChunks.length > 0 ? "error" : report.badShards > 0 ? "warn" : "info";
-      log(level, "Scrub finished", { ...report });
+      log(level, "Scrub finished", { source: "scrub", ...report });
       return report;
     }).finally(() => (running = undefined));
     return running;
@@ -30,7 +39,8 @@ export function startScrubber(store: ChunkStore, intervalSeconds: number): Scrub
     : undefined;
   return {
     runNow,
-    last: () => lastReport,
+    current: () => current,
+    runs: () => runs,
     async stop() {
       if (timer !== undefined) clearInterval(timer);
       await running?.catch(() => {});

@@ -1,12 +1,14 @@
-// Tests in a real browser (headless Chromium): CORS from another origin and the /browse pages.
+// Tests in a real browser (headless Chromium): CORS from another origin, the /browse pages and
+// a share's pages.
 // One browser and one server are shared by all steps.
 import { startServer } from "../integration/server.ts";
 import { launchChromium } from "./chromium.ts";
 import { browseInBrowser } from "./browse_steps.ts";
 import { corsInBrowser } from "./cors_steps.ts";
+import { shareInBrowser } from "./share_steps.ts";
 
 Deno.test({
-  name: "browser: CORS from another origin and the /browse pages",
+  name: "browser: CORS from another origin, the /browse pages and a share",
   // puppeteer keeps timers of its own connection alive past close().
   sanitizeOps: false,
   sanitizeResources: false,
@@ -21,6 +23,10 @@ Deno.test({
       await t.step(
         "/browse: paging, folders, preview, download, hostile keys",
         () => browseInBrowser(chromium, server),
+      );
+      await t.step(
+        "/share: password form, listing, folders, hostile keys",
+        () => shareInBrowser(chromium, server),
       );
     } finally {
       await chromium.close();

@@ -880,3 +880,42 @@ Deno.test("PostObject: Object Lock fields and the bucket's default retention app
     assertEquals(heldHead.headers.get("x-store-object-lock-legal-hold"), "ON");
   });
 });
+
+Deno.test("PostObject: a form signed with session keys needs the session token", async () => {
+  await withServer(async (server) => {
+    await createBucket(as(server, undefined, "store"), "session-forms");
+    const user = await createUser(server, "former", [
+      { bucket: "session-forms", permission: "write" },
+    ]);
+    // AssumeRole signed with the user's own keys (the token service's scope service is sts).
+    const res = await signedFetch(server, {
+      method: "POST",
+      path: "/",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "Action=AssumeRole&Version=2011-06-15&RoleArn=arn%3Astore%3Aiam%3A%3A1%3Arole%2Fx" +
+        "&RoleSessionName=forms",
+      accessKey: user.accessKey,
+      secret: user.secret,
+      service: "sts",
+    });
+    const xml = await res.text();
+    assertEquals(res.status, 200, xml);
+    const session: TestUser = {
+      ...user,
+      accessKey: xmlValue(xml, "AccessKeyId")!,
+      secret: xmlValue(xml, "SecretAccessKey")!,
+    };
+    const token = xmlValue(xml, "SessionToken")!;
+    const base = { dialect: "store" as const, bucket: "session-forms", file: "x", user: session };
+    await expectError(
+      await post(server, { ...base, fields: [["key", "no-token"]] }),
+      "InvalidToken",
+      400,
+    );
+    const ok = await post(server, {
+      ...base,
+      fields: [["key", "with-token"], [headerName("store", "security-token"), token]],
+    });
+    assertEquals(ok.status, 204, await ok.text());
+  });
+});
