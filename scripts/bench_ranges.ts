@@ -56,6 +56,12 @@ try {
     "PUT",
   );
   client.close();
+  if (values.sse) {
+    const { target, headers } = signer.sign({ method: "HEAD", path });
+    const head = await fetch(server.endpoint.url + target, { method: "HEAD", headers });
+    const sse = head.headers.get("x-amz-server-side-encryption");
+    if (sse !== "AES256") throw new Error(`The object is not stored with SSE-S3 (${sse})`);
+  }
 
   for (let round = 1; round <= rounds; round++) {
     // Resets VmHWM, so the peak is the range GETs' own.
