@@ -12,6 +12,7 @@ function toChunk(row: Row): ChunkRecord {
     storedSize: row.stored_size as number,
     compression: row.compression as ChunkRecord["compression"],
     encrypted: row.encrypted === 1,
+    ...(row.segment_size ? { segmentSize: row.segment_size as number } : {}),
     dataShards: row.data_shards as number,
     parityShards: row.parity_shards as number,
     drives: (row.drives as string).split(",").map(Number),
@@ -25,7 +26,8 @@ export class SqliteChunks {
   addRefs(vid: number, chunks: VersionChunk[]): void {
     const upsert = this.stmt(
       "INSERT INTO chunks (id, refcount, plain_size, stored_size, compression, encrypted, " +
-        "data_shards, parity_shards, drives, created_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?) " +
+        "segment_size, data_shards, parity_shards, drives, created_at) " +
+        "VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?) " +
         "ON CONFLICT(id) DO UPDATE SET refcount = refcount + 1",
     );
     const link = this.stmt(
@@ -39,6 +41,7 @@ export class SqliteChunks {
         c.storedSize,
         c.compression,
         c.encrypted ? 1 : 0,
+        c.segmentSize ?? 0,
         c.dataShards,
         c.parityShards,
         c.drives.join(","),

@@ -348,4 +348,10 @@ export const MIGRATIONS: string[] = [
   -- heal of everything it should hold has finished, across restarts.
   ALTER TABLE drives ADD COLUMN needs_heal INTEGER NOT NULL DEFAULT 0;
   `,
+  `
+  -- Range reads of compressed and encrypted chunks: such chunks are written as independently
+  -- decodable segments of this many plaintext bytes (src/storage/codec.ts); 0 for chunks stored
+  -- as they are and for those written before, which are one piece.
+  ALTER TABLE chunks ADD COLUMN segment_size INTEGER NOT NULL DEFAULT 0;
+  `,
 ];

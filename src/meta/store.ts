@@ -25,6 +25,8 @@ export interface ChunkRecord {
   storedSize: number;
   compression: "none" | "zstd";
   encrypted: boolean;
+  /** Plaintext bytes per independently decodable segment (codec.ts); absent: one piece. */
+  segmentSize?: number;
   dataShards: number;
   parityShards: number;
   /** Drive id of each shard, data shards first. */

@@ -1,5 +1,9 @@
 // The read path: the chunks overlapping a byte range, decoded one after another and sent in
 // small slices, with memory bounded per connection and server-wide:
+// - of each chunk only the part within the range (and not yet sent) is read, and accounted as
+//   ChunkStore.heldBytes says: about that part for a chunk stored as it is or in segments
+//   (readRange reads only the shard blocks and segments under it), the whole chunk for a
+//   compressed or encrypted chunk written in one piece;
 // - the stream is pull-based (highWaterMark 0): a slice is cut only when the client took the
 //   last one, and the next chunk is decoded ahead only when the read budget has room at once;
 // - every decoded chunk holds a grant of the server-wide ReadBudget; readers wait in line for
@@ -33,7 +37,9 @@ const PINNED_MAX_MS = 2000;
 const YIELD_AFTER_MS = 250;
 
 interface Held {
+  /** Plaintext of the chunk from `from` on. */
   plain: Uint8Array;
+  from: number;
   grant: Grant;
 }
 
@@ -97,8 +103,14 @@ class RangeReader {
     // A client that keeps up gets views of the decoded chunk (no copy); they pin the chunk,
     // whose grant is therefore kept until the next pull. A slow one gets copies.
     this.#pinned = keepingUp;
-    const plain = this.#current.plain;
-    const slice = keepingUp ? plain.subarray(from, until) : plain.slice(from, until);
+    const { plain, from: base } = this.#current;
+    // What is left of a small range, read into a buffer of its own, is handed over as it is:
+    // a copy would take as much memory.
+    const rest = from === base && until - base === plain.byteLength && until - from <= SLICE &&
+      plain.byteLength === plain.buffer.byteLength;
+    const slice = keepingUp || rest
+      ? plain.subarray(from - base, until - base)
+      : plain.slice(from - base, until - base);
     this.#pos = to;
     if (to >= chunkEnd) {
       // A copy frees the chunk now; a view keeps it (and its grant) until the next pull.
@@ -129,12 +141,23 @@ class RangeReader {
     return held;
   }
 
+  /** The part of chunk `i` still to send (chunk-relative) and the memory reading it holds. */
+  #span(i: number): { from: number; to: number; bytes: number } {
+    const { chunk, offset, size } = this.chunks[i];
+    const from = Math.max(0, this.#pos - offset);
+    const to = Math.min(size, this.#end - offset);
+    return { from, to, bytes: this.store.heldBytes(chunk, from, to) };
+  }
+
   async #decode(i: number, granted?: Grant): Promise<Held> {
-    const grant = granted ?? await this.opts.limits.budget.acquire(this.chunks[i].size, i);
+    const { from, to, bytes } = this.#span(i);
+    const grant = granted ?? await this.opts.limits.budget.acquire(bytes, i);
     try {
       if (this.#closed) throw new Error("The read was closed");
-      const plain = await this.store.read(this.chunks[i].chunk, { key: this.opts.key });
-      return { plain, grant };
+      const plain = await this.store.readRange(this.chunks[i].chunk, from, to, {
+        key: this.opts.key,
+      });
+      return { plain, from, grant };
     } catch (err) {
       grant.release();
       throw err;
@@ -144,7 +167,7 @@ class RangeReader {
   /** Starts decoding chunk `i` when it is within the range and the budget has room now. */
   #readAhead(i: number): void {
     if (i >= this.chunks.length || this.chunks[i].offset >= this.#end) return;
-    const grant = this.opts.limits.budget.tryAcquire(this.chunks[i].size);
+    const grant = this.opts.limits.budget.tryAcquire(this.#span(i).bytes);
     if (!grant) return;
     const held = this.#decode(i, grant);
     held.catch(() => {});

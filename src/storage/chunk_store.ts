@@ -1,14 +1,36 @@
 // Chunks: content-addressed pieces of objects, encoded (zstd, AES-256-GCM), erasure-coded into
 // k data + m parity shards spread over the drives, verified on every read and healed.
+//
+// The stored bytes of a chunk are split into k contiguous slices, one per data shard, so a byte
+// range of them is read from the data shards it overlaps, fetching and verifying only the shard
+// blocks under it. A range of a chunk stored as it is (not compressed, not encrypted) is such a
+// byte range; a compressed or encrypted chunk is written as independently decodable segments
+// (codec.ts), whose table and the bodies of the segments under the range are read and decoded
+// (readRange). A range whose shards are missing or corrupt, a whole chunk, and a compressed or
+// encrypted chunk written before segments are read whole: decoded, rebuilt, and healed (queued
+// for the healer).
 import type { ChunkRecord, MetaStore } from "../meta/store.ts";
-import { type CompressionMode, decodeChunk, encodeChunk, encodePrepared } from "./codec.ts";
+import {
+  ChunkIntegrityError,
+  type CompressionMode,
+  decodeChunk,
+  decodeSegment,
+  encodeChunk,
+  encodePrepared,
+  SEGMENT_SIZE,
+  segmentBounds,
+  segmentCount,
+  segmentTableSize,
+} from "./codec.ts";
 import { type ChunkWork, type CpuPool, inlineCpu } from "./cpu_pool.ts";
 import { type Drive, type DriveSet, placeShards } from "./drives.ts";
 import type { DriveMonitor } from "./drive_monitor.ts";
 import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
 import { ChunkClaims } from "./chunk_claims.ts";
 import {
+  BLOCK_SIZE,
   readShard,
+  readShardRange,
   removeShard,
   shardPresent,
   type ShardRead,
@@ -51,6 +73,11 @@ function coder(k: number, m: number): ReedSolomon {
   let rs = coders.get(key);
   if (!rs) coders.set(key, rs = new ReedSolomon(k, m));
   return rs;
+}
+
+/** Whether the chunk's stored bytes are its plaintext (so a range maps onto its data shards). */
+function storedAsIs(rec: ChunkRecord): boolean {
+  return rec.compression === "none" && !rec.encrypted && rec.storedSize === rec.plainSize;
 }
 
 function randomId(): string {
@@ -123,11 +150,12 @@ export class ChunkStore {
   ): Promise<ChunkRecord> {
     const { dataShards: k, parityShards: m } = this.options.layout;
     // encodeChunk in two steps: compression on the CPU pool, encryption (WebCrypto) here.
-    const packed = await work.compress(this.options.compression);
+    const packed = await work.compress(this.options.compression, undefined, SEGMENT_SIZE);
     work.done();
     const { bytes, form } = await encodePrepared(plain, packed, {
       key,
       aad: key ? new TextEncoder().encode(id) : undefined,
+      segmentSize: SEGMENT_SIZE,
     });
     const shards = split(bytes, k);
     if (m > 0) {
@@ -143,6 +171,7 @@ export class ChunkStore {
       storedSize: bytes.byteLength,
       compression: form.compression,
       encrypted: form.encrypted,
+      ...(form.segmentSize ? { segmentSize: form.segmentSize } : {}),
       dataShards: k,
       parityShards: m,
       drives,
@@ -206,6 +235,7 @@ export class ChunkStore {
     if (count >= rec.dataShards && !(await this.verify(rec)).lost) return rec;
     const { bytes, form } = await encodeChunk(plain, {
       compression: rec.compression === "zstd" ? "on" : "off",
+      segmentSize: rec.segmentSize ?? 0,
     });
     if (bytes.byteLength !== rec.storedSize || form.compression !== rec.compression) {
       throw new ChunkLostError(`Chunk ${rec.id} is lost and cannot be rebuilt from this upload`);
@@ -245,6 +275,121 @@ export class ChunkStore {
       );
     }
     return plain;
+  }
+
+  /**
+   * Bytes [from, to) of the chunk's plaintext. A part of a chunk stored as it is, or of a
+   * segmented one, reads only the shard blocks under it (and decodes only its segments); whole
+   * chunks, chunks in one piece, and ranges whose shards are missing or corrupt are read whole
+   * (rebuilt, and queued for healing). The answer holds no more memory than heldBytes says.
+   */
+  async readRange(
+    rec: ChunkRecord,
+    from: number,
+    to: number,
+    opts: { key?: CryptoKey } = {},
+  ): Promise<Uint8Array> {
+    if (from < 0 || to > rec.plainSize || from > to) {
+      throw new RangeError(`Range ${from}-${to} is outside chunk ${rec.id} (${rec.plainSize})`);
+    }
+    if (from === to) return new Uint8Array(0);
+    // A whole chunk is read as such: every data shard verified whole (padding-only ones too).
+    const whole = from === 0 && to === rec.plainSize;
+    if (!whole && storedAsIs(rec)) {
+      const direct = await this.#readDirect(rec, from, to);
+      if (direct) return direct;
+    } else if (!whole && rec.segmentSize) {
+      const decoded = await this.#readSegments(rec, from, to, opts.key);
+      if (decoded) return decoded;
+    }
+    // Whole, in one piece, or a shard is missing or corrupt: the chunk is read whole, which
+    // rebuilds it and queues its heal; a part is copied out, so that the whole chunk is not kept.
+    const plain = await this.read(rec, opts);
+    return whole ? plain : plain.slice(from, to);
+  }
+
+  /**
+   * The memory reading a range of this chunk takes: the range and two scratch shard blocks,
+   * plus the segments under it and their stored bodies for a segmented chunk; the whole chunk
+   * when it is read whole.
+   */
+  heldBytes(rec: ChunkRecord, from: number, to: number): number {
+    const part = from > 0 || to < rec.plainSize;
+    if (part && storedAsIs(rec)) return to - from + 2 * BLOCK_SIZE;
+    if (!part || !rec.segmentSize) return rec.plainSize;
+    const s = rec.segmentSize;
+    const segments = Math.ceil(to / s) - Math.floor(from / s);
+    return to - from + 2 * BLOCK_SIZE + 2 * segments * s;
+  }
+
+  /**
+   * A range of a segmented chunk: its segment table and the bodies of the segments under the
+   * range, read from the data shards, then decoded; undefined when a shard is not good or a
+   * segment does not decode (the whole-chunk read then rebuilds, heals or reports it).
+   */
+  async #readSegments(
+    rec: ChunkRecord,
+    from: number,
+    to: number,
+    key: CryptoKey | undefined,
+  ): Promise<Uint8Array | undefined> {
+    const size = rec.segmentSize!;
+    const count = segmentCount(rec.plainSize, size);
+    const tableSize = segmentTableSize(count);
+    if (tableSize > rec.storedSize) return undefined;
+    const table = await this.#readDirect(rec, 0, tableSize);
+    if (!table) return undefined;
+    const first = Math.floor(from / size);
+    const last = Math.ceil(to / size) - 1;
+    try {
+      const bounds = segmentBounds(table, rec.storedSize);
+      if (bounds.length !== count + 1) return undefined;
+      const bodies = await this.#readDirect(rec, bounds[first], bounds[last + 1]);
+      if (!bodies) return undefined;
+      const out = new Uint8Array(to - from);
+      const aad = rec.encrypted ? new TextEncoder().encode(rec.id) : undefined;
+      for (let index = first; index <= last; index++) {
+        const at = bounds[index] - bounds[first];
+        const body = bodies.subarray(at, at + bounds[index + 1] - bounds[index]);
+        const plain = await decodeSegment(body, rec, { index, count }, {
+          key,
+          aad,
+          size: Math.min(size, rec.plainSize - index * size),
+        });
+        const lo = Math.max(from, index * size);
+        const hi = Math.min(to, (index + 1) * size);
+        out.set(plain.subarray(lo - index * size, hi - index * size), lo - from);
+      }
+      return out;
+    } catch (err) {
+      if (err instanceof ChunkIntegrityError) return undefined;
+      throw err;
+    }
+  }
+
+  /** The range from the data shards it overlaps, or undefined when one of them is not good. */
+  async #readDirect(rec: ChunkRecord, from: number, to: number): Promise<Uint8Array | undefined> {
+    const shardLen = Math.ceil(rec.storedSize / rec.dataShards);
+    const out = new Uint8Array(to - from);
+    const reads = [];
+    for (let i = Math.floor(from / shardLen); i * shardLen < to; i++) {
+      const lo = Math.max(from, i * shardLen);
+      const hi = Math.min(to, (i + 1) * shardLen);
+      const drive = this.drive(rec.drives[i]);
+      const into = out.subarray(lo - from, hi - from);
+      reads.push(
+        readShardRange(drive, rec.id, i, shardLen, lo - i * shardLen, hi - i * shardLen, into)
+          .then((read) => {
+            if (drive && this.options.monitor) {
+              if (read.state === "error") this.options.monitor.failed(drive.id, read.reason);
+              else this.options.monitor.succeeded(drive.id);
+            }
+            return read;
+          }),
+      );
+    }
+    const states = await Promise.all(reads);
+    return states.every((r) => r.state === "ok") ? out : undefined;
   }
 
   /** Verifies every shard of a chunk and heals the bad ones (the scrub's unit of work). */

@@ -6,6 +6,16 @@
 // and chunk index), so neither a chunk moved to another place nor a flipped compression flag
 // decodes: both fail authentication.
 //
+// Segmented layout (segmentSize > 0, what the chunk store writes for compressed or encrypted
+// chunks): the plaintext is cut into segments of segmentSize bytes (the last may be shorter; an
+// empty chunk has one empty segment), each compressed and/or sealed on its own, so that a range
+// decodes only the segments under it:
+//   count u32 | end u32 x count | bodies
+// where `end` is the offset of the end of each body from the end of the table (big-endian). A
+// sealed body is laid out as above, with the segment's index and the count (u32 each) appended
+// to its additional data: segments cannot be reordered, moved or dropped. Segment size 0 is the
+// whole-chunk form written before segments (still read; used for SSE's sealed data keys).
+//
 // Measured on Deno 2.9.6: node:zlib's zstd functions (async, sync and stream alike) run on the
 // calling thread; only the WebCrypto AES-GCM calls leave it. So the write path splits encoding in
 // two: compressChunk (the CPU-heavy part) runs on a worker of the CPU pool (cpu_pool.ts), and
@@ -21,6 +31,8 @@ export type CompressionMode = "auto" | "on" | "off";
 export interface StoredForm {
   compression: Compression;
   encrypted: boolean;
+  /** Plaintext bytes per independently decodable segment; absent or 0: one piece. */
+  segmentSize?: number;
 }
 
 export interface EncodeOptions {
@@ -31,6 +43,8 @@ export interface EncodeOptions {
   aad?: Uint8Array;
   /** zstd level, 1 (default) to 3 are the sensible choices for this path. */
   level?: number;
+  /** Segments of this many plaintext bytes (see the segmented layout); 0 (default): one piece. */
+  segmentSize?: number;
 }
 
 export interface DecodeOptions {
@@ -50,6 +64,8 @@ export class ChunkIntegrityError extends Error {
 
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
+/** The segment size the chunk store writes. */
+export const SEGMENT_SIZE = 64 * 1024;
 /** "auto" leaves smaller chunks alone: the frame overhead eats most of the gain. */
 export const MIN_COMPRESS_BYTES = 4096;
 /** "auto" tries this much of a chunk first to tell whether the data compresses at all. */
@@ -100,25 +116,101 @@ function decompress(data: Uint8Array, size: number | undefined): Uint8Array {
 
 /**
  * The compressed form of `plain` when it is worth keeping under `mode`, otherwise undefined: the
- * first, CPU-heavy step of encodeChunk (the CPU pool runs it on a worker).
+ * first, CPU-heavy step of encodeChunk (the CPU pool runs it on a worker). With a segment size,
+ * the answer is the segmented layout of the compressed segments.
  */
 export async function compressChunk(
   plain: Uint8Array,
   mode: CompressionMode,
   level: number = DEFAULT_LEVEL,
+  segmentSize = 0,
 ): Promise<Uint8Array | undefined> {
   if (mode === "off") return undefined;
+  const all = (probe?: Uint8Array) =>
+    segmentSize > 0
+      ? compressSegments(plain, segmentSize, level, probe)
+      : probe ?? compress(plain, level);
   if (mode === "on") {
-    const packed = await compress(plain, level);
+    const packed = await all();
     return packed.byteLength < plain.byteLength ? packed : undefined;
   }
   if (mode !== "auto") throw new Error(`Unknown compression mode "${mode}"`);
   const probe = await autoProbe(plain);
   if (!probe) return undefined;
-  const packed = plain.byteLength <= PROBE_BYTES && level === DEFAULT_LEVEL
-    ? probe
-    : await compress(plain, level);
+  // The probe is the compressed first 64 KiB: the whole of a short chunk, or its first segment.
+  const reusable = level === DEFAULT_LEVEL &&
+    (segmentSize > 0 ? segmentSize === PROBE_BYTES : plain.byteLength <= PROBE_BYTES);
+  const packed = await all(reusable ? probe : undefined);
   return packed.byteLength <= plain.byteLength * KEEP_RATIO ? packed : undefined;
+}
+
+async function compressSegments(
+  plain: Uint8Array,
+  segmentSize: number,
+  level: number,
+  first?: Uint8Array,
+): Promise<Uint8Array> {
+  const bodies: Uint8Array[] = [];
+  for (const [j, segment] of segmentsOf(plain, segmentSize).entries()) {
+    bodies.push(j === 0 && first ? first : await compress(segment, level));
+  }
+  return packSegments(bodies);
+}
+
+/** The plaintext cut into segments (at least one). */
+function segmentsOf(plain: Uint8Array, segmentSize: number): Uint8Array[] {
+  const count = segmentCount(plain.byteLength, segmentSize);
+  return Array.from(
+    { length: count },
+    (_, j) => plain.subarray(j * segmentSize, (j + 1) * segmentSize),
+  );
+}
+
+/** How many segments a chunk of `plainSize` bytes has. */
+export function segmentCount(plainSize: number, segmentSize: number): number {
+  return Math.max(1, Math.ceil(plainSize / segmentSize));
+}
+
+/** The size of the table in front of the bodies of `count` segments. */
+export function segmentTableSize(count: number): number {
+  return 4 + 4 * count;
+}
+
+function packSegments(bodies: Uint8Array[]): Uint8Array {
+  const head = segmentTableSize(bodies.length);
+  const total = bodies.reduce((n, b) => n + b.byteLength, head);
+  const out = new Uint8Array(total);
+  const v = new DataView(out.buffer);
+  v.setUint32(0, bodies.length);
+  let at = 0;
+  bodies.forEach((b, j) => {
+    out.set(b, head + at);
+    at += b.byteLength;
+    v.setUint32(4 + 4 * j, at);
+  });
+  return out;
+}
+
+/**
+ * Where each segment's body starts in the stored bytes, plus the end of the last (count + 1
+ * offsets), from the table at the start of `stored` (`storedSize` bytes in all). Throws
+ * ChunkIntegrityError when the table does not describe bytes of that size.
+ */
+export function segmentBounds(table: Uint8Array, storedSize: number): number[] {
+  const bad = () => new ChunkIntegrityError("Segment table is damaged");
+  if (table.byteLength < 4) throw bad();
+  const v = new DataView(table.buffer, table.byteOffset, table.byteLength);
+  const count = v.getUint32(0);
+  const head = segmentTableSize(count);
+  if (count === 0 || head > storedSize || head > table.byteLength) throw bad();
+  const bounds = [head];
+  for (let j = 0; j < count; j++) {
+    const end = head + v.getUint32(4 + 4 * j);
+    if (end < bounds[j]) throw bad();
+    bounds.push(end);
+  }
+  if (bounds[count] !== storedSize) throw bad();
+  return bounds;
 }
 
 /**
@@ -135,10 +227,17 @@ export async function autoProbe(plain: Uint8Array): Promise<Uint8Array | undefin
 function additionalData(
   compression: Compression,
   aad: Uint8Array | undefined,
+  segment?: { index: number; count: number },
 ): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(1 + (aad?.byteLength ?? 0));
+  const length = 1 + (aad?.byteLength ?? 0);
+  const out = new Uint8Array(length + (segment ? 8 : 0));
   out[0] = FORM_BYTE[compression];
   if (aad) out.set(aad, 1);
+  if (segment) {
+    const v = new DataView(out.buffer);
+    v.setUint32(length, segment.index);
+    v.setUint32(length + 4, segment.count);
+  }
   return out;
 }
 
@@ -190,24 +289,51 @@ export async function encodeChunk(
   plain: Uint8Array,
   opts: EncodeOptions,
 ): Promise<{ bytes: Uint8Array; form: StoredForm }> {
-  const packed = await compressChunk(plain, opts.compression, opts.level ?? DEFAULT_LEVEL);
-  return await encodePrepared(plain, packed, opts);
+  const segmentSize = opts.segmentSize ?? 0;
+  const packed = await compressChunk(
+    plain,
+    opts.compression,
+    opts.level ?? DEFAULT_LEVEL,
+    segmentSize,
+  );
+  return await encodePrepared(plain, packed, { ...opts, segmentSize });
 }
 
 /**
- * The rest of encodeChunk once `packed` (compressChunk's answer for the same plaintext) is known:
- * the stored bytes and their form.
+ * The rest of encodeChunk once `packed` (compressChunk's answer for the same plaintext and
+ * segment size) is known: the stored bytes and their form. A chunk neither compressed nor
+ * encrypted is stored as it is, whatever the segment size.
  */
 export async function encodePrepared(
   plain: Uint8Array,
   packed: Uint8Array | undefined,
-  opts: { key?: CryptoKey; aad?: Uint8Array },
+  opts: { key?: CryptoKey; aad?: Uint8Array; segmentSize?: number },
 ): Promise<{ bytes: Uint8Array; form: StoredForm }> {
   const compression: Compression = packed ? "zstd" : "none";
-  const body = packed ?? plain;
-  if (!opts.key) return { bytes: body, form: { compression, encrypted: false } };
-  const bytes = await seal(body, opts.key, additionalData(compression, opts.aad));
-  return { bytes, form: { compression, encrypted: true } };
+  const segmentSize = opts.segmentSize ?? 0;
+  const form: StoredForm = { compression, encrypted: !!opts.key };
+  if (segmentSize > 0 && (packed || opts.key)) form.segmentSize = segmentSize;
+  if (!opts.key) return { bytes: packed ?? plain, form };
+  if (!segmentSize) {
+    return {
+      bytes: await seal(packed ?? plain, opts.key, additionalData(compression, opts.aad)),
+      form,
+    };
+  }
+  const bodies = packed
+    ? bodiesOf(packed, segmentBounds(packed, packed.byteLength))
+    : segmentsOf(plain, segmentSize);
+  const count = bodies.length;
+  const sealed = await Promise.all(
+    bodies.map((b, index) =>
+      seal(b, opts.key!, additionalData(compression, opts.aad, { index, count }))
+    ),
+  );
+  return { bytes: packSegments(sealed), form };
+}
+
+function bodiesOf(stored: Uint8Array, bounds: number[]): Uint8Array[] {
+  return bounds.slice(1).map((end, j) => stored.subarray(bounds[j], end));
 }
 
 /**
@@ -220,6 +346,7 @@ export async function decodeChunk(
   form: StoredForm,
   opts: DecodeOptions,
 ): Promise<Uint8Array> {
+  if (form.segmentSize) return await decodeSegmented(stored, form, opts);
   let body = stored;
   if (form.encrypted) {
     if (!opts.key) throw new Error("A key is required to decode an encrypted chunk");
@@ -235,6 +362,66 @@ export async function decodeChunk(
   }
   if (opts.size !== undefined && plain.byteLength !== opts.size) {
     throw new ChunkIntegrityError(`Chunk decodes to ${plain.byteLength} bytes, not ${opts.size}`);
+  }
+  return plain;
+}
+
+async function decodeSegmented(
+  stored: Uint8Array,
+  form: StoredForm,
+  opts: DecodeOptions,
+): Promise<Uint8Array> {
+  const segmentSize = form.segmentSize!;
+  const bodies = bodiesOf(stored, segmentBounds(stored, stored.byteLength));
+  const count = bodies.length;
+  if (opts.size !== undefined && count !== segmentCount(opts.size, segmentSize)) {
+    throw new ChunkIntegrityError(`Chunk has ${count} segments, not ${opts.size} bytes' worth`);
+  }
+  const pieces: Uint8Array[] = [];
+  for (const [index, body] of bodies.entries()) {
+    // Every segment but the last is whole; the last is what remains (up to a segment).
+    const size = index < count - 1
+      ? segmentSize
+      : opts.size === undefined
+      ? undefined
+      : opts.size - index * segmentSize;
+    pieces.push(await decodeSegment(body, form, { index, count }, { ...opts, size }));
+  }
+  if (pieces.length === 1) return pieces[0];
+  const out = new Uint8Array(pieces.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of pieces) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/**
+ * One segment's body -> its plaintext (`opts.size` bytes when given; at most the segment size).
+ * Throws ChunkIntegrityError as decodeChunk does.
+ */
+export async function decodeSegment(
+  body: Uint8Array,
+  form: StoredForm,
+  segment: { index: number; count: number },
+  opts: DecodeOptions,
+): Promise<Uint8Array> {
+  let plain = body;
+  if (form.encrypted) {
+    if (!opts.key) throw new Error("A key is required to decode an encrypted chunk");
+    plain = await open(body, opts.key, additionalData(form.compression, opts.aad, segment));
+  }
+  if (form.compression === "zstd") {
+    try {
+      plain = decompress(plain, opts.size ?? form.segmentSize);
+    } catch (err) {
+      throw new ChunkIntegrityError("Compressed segment does not decode", { cause: err });
+    }
+  }
+  const max = form.segmentSize ?? Infinity;
+  if (opts.size !== undefined ? plain.byteLength !== opts.size : plain.byteLength > max) {
+    throw new ChunkIntegrityError(`Segment ${segment.index} decodes to ${plain.byteLength} bytes`);
   }
   return plain;
 }

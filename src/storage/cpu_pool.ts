@@ -49,7 +49,11 @@ export interface ChunkWork {
    */
   sha256(next?: CompressionMode): Promise<string>;
   /** codec.ts compressChunk of the plaintext. */
-  compress(mode: CompressionMode, level?: number): Promise<Uint8Array | undefined>;
+  compress(
+    mode: CompressionMode,
+    level?: number,
+    segmentSize?: number,
+  ): Promise<Uint8Array | undefined>;
   /** No more steps: the copy the workers saw may serve another chunk. */
   done(): void;
 }
@@ -210,13 +214,13 @@ export class CpuPool {
         if (probe) worthCompressing = answer.worthCompressing;
         return answer.sha256!;
       },
-      compress: async (mode, level) => {
+      compress: async (mode, level, segmentSize) => {
         if (mode === "off" || (mode === "auto" && worthCompressing === false)) return undefined;
         const answer = await run(
-          (bytes, id) => ({ op: "compress", id, bytes, mode, level }),
+          (bytes, id) => ({ op: "compress", id, bytes, mode, level, segmentSize }),
           COST.compress,
         );
-        return answer ? answer.packed : await compressChunk(plain, mode, level);
+        return answer ? answer.packed : await compressChunk(plain, mode, level, segmentSize);
       },
       done: () => {
         if (finished) return;
@@ -366,7 +370,7 @@ function sha256Hex(bytes: Uint8Array): string {
 function inlineChunk(plain: Uint8Array): ChunkWork {
   return {
     sha256: () => Promise.resolve(sha256Hex(plain)),
-    compress: (mode, level) => compressChunk(plain, mode, level),
+    compress: (mode, level, segmentSize) => compressChunk(plain, mode, level, segmentSize),
     done: () => {},
   };
 }

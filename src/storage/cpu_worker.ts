@@ -17,6 +17,7 @@ export type CpuRequest =
     bytes: Uint8Array<ArrayBuffer>;
     mode: CompressionMode;
     level?: number;
+    segmentSize?: number;
   }
   /** Tests only: the worker dies of an uncaught exception. */
   | { op: "crash" };
@@ -69,7 +70,7 @@ async function handle(req: Exclude<CpuRequest, { op: "md5-drop" } | { op: "crash
       };
     }
     case "compress": {
-      const found = await compressChunk(req.bytes, req.mode, req.level);
+      const found = await compressChunk(req.bytes, req.mode, req.level, req.segmentSize);
       const packed = found && whole(found);
       return {
         reply: { id: req.id, bytes: req.bytes, packed },

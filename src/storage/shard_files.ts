@@ -1,30 +1,64 @@
-// Shard files: one per shard of a chunk, with a header carrying a checksum so bitrot is caught
-// on every read. Written to a temp name, fsynced and renamed: a shard is whole or absent.
+// Shard files: one per shard of a chunk, with checksums so bitrot is caught on every read.
+// Written to a temp name, fsynced and renamed: a shard is whole or absent.
+//
+// Layout (all integers big-endian):
+//   header, 16 bytes: magic "STSH" | version u8 | shard index u8 | log2(block size) u8 | 0 u8 |
+//                     payload length u32 | checksum u32
+//   version 1 (read only): payload; the checksum is the CRC-32 of the whole payload.
+//   version 2 (written):   block table | payload. The table holds the CRC-32 of each 16 KiB block
+//                          of the payload (the last one may be shorter); the header's checksum is
+//                          the CRC-32 of the header's first 12 bytes followed by the table. A range
+//                          of the payload is read and verified by reading only the header, the
+//                          table and the blocks it overlaps (readShardRange).
 import zlib from "node:zlib";
 import { join } from "node:path";
 import { DIR_MODE, FILE_MODE } from "./private_modes.ts";
 import type { Drive } from "./drives.ts";
 
 const MAGIC = 0x53545348; // "STSH"
-const VERSION = 1;
+const WHOLE_CRC = 1;
+const BLOCK_CRCS = 2;
 export const HEADER_SIZE = 16;
+const BLOCK_LOG2 = 14;
+/** The unit a range read fetches and verifies. */
+export const BLOCK_SIZE = 1 << BLOCK_LOG2;
 
 const crc32: (data: Uint8Array, value?: number) => number =
   (zlib as unknown as { crc32: (d: Uint8Array, v?: number) => number }).crc32;
+
+function blockCount(length: number, blockSize = BLOCK_SIZE): number {
+  return Math.ceil(length / blockSize);
+}
+
+/** The size of a (version 2) shard file holding `length` payload bytes. */
+export function shardFileSize(length: number): number {
+  return HEADER_SIZE + 4 * blockCount(length) + length;
+}
 
 export function shardPath(drive: Drive, chunkId: string, index: number): string {
   return join(drive.shardDir, chunkId.slice(0, 2), `${chunkId}.${index}`);
 }
 
-function header(index: number, payload: Uint8Array): Uint8Array {
-  const h = new Uint8Array(HEADER_SIZE);
-  const v = new DataView(h.buffer);
+/** The header and block table of a shard holding `payload`. */
+function headerAndTable(index: number, payload: Uint8Array): Uint8Array {
+  const blocks = blockCount(payload.byteLength);
+  const out = new Uint8Array(HEADER_SIZE + 4 * blocks);
+  const v = new DataView(out.buffer);
   v.setUint32(0, MAGIC);
-  v.setUint8(4, VERSION);
+  v.setUint8(4, BLOCK_CRCS);
   v.setUint8(5, index);
+  v.setUint8(6, BLOCK_LOG2);
   v.setUint32(8, payload.byteLength);
-  v.setUint32(12, crc32(payload));
-  return h;
+  for (let b = 0; b < blocks; b++) {
+    v.setUint32(HEADER_SIZE + 4 * b, crc32(payload.subarray(b * BLOCK_SIZE, (b + 1) * BLOCK_SIZE)));
+  }
+  v.setUint32(12, tableChecksum(out));
+  return out;
+}
+
+/** The checksum of a version 2 header: its first 12 bytes and the block table after it. */
+function tableChecksum(headerAndTable: Uint8Array): number {
+  return crc32(headerAndTable.subarray(HEADER_SIZE), crc32(headerAndTable.subarray(0, 12)));
 }
 
 /** Writes one shard durably (file fsynced; the directory is synced by the caller). */
@@ -38,7 +72,7 @@ export async function writeShard(
   const tmp = join(drive.tmpDir, `${chunkId}.${index}.${crypto.randomUUID()}`);
   const file = await Deno.open(tmp, { write: true, createNew: true, mode: FILE_MODE });
   try {
-    await writeAll(file, header(index, payload));
+    await writeAll(file, headerAndTable(index, payload));
     await writeAll(file, payload);
     await file.sync();
   } catch (err) {
@@ -66,14 +100,49 @@ export async function syncDir(path: string): Promise<void> {
   }
 }
 
-export type ShardRead =
-  | { state: "ok"; payload: Uint8Array }
+/** Why a shard could not be used. */
+type ShardProblem =
   | { state: "missing" }
   | { state: "corrupt"; reason: string }
   /** The drive failed to read (an I/O error, not bad content). */
   | { state: "error"; reason: string };
+export type ShardRead = { state: "ok"; payload: Uint8Array } | ShardProblem;
+export type ShardState = { state: "ok" } | ShardProblem;
 
-/** Reads and verifies a shard: its header, length and checksum must all match. */
+const corrupt = (reason: string): ShardProblem => ({ state: "corrupt", reason });
+
+/** A parsed header, or why it is not one of shard `index` with `expectedLength` bytes. */
+function parseHeader(
+  bytes: Uint8Array,
+  index: number,
+  expectedLength: number,
+): { version: number; blockSize: number; checksum: number } | string {
+  if (bytes.byteLength < HEADER_SIZE) return "bad header";
+  const v = new DataView(bytes.buffer, bytes.byteOffset, HEADER_SIZE);
+  const version = v.getUint8(4);
+  if (v.getUint32(0) !== MAGIC || v.getUint8(5) !== index) return "bad header";
+  if (version !== WHOLE_CRC && version !== BLOCK_CRCS) return `unknown version ${version}`;
+  if (v.getUint32(8) !== expectedLength) return `length ${v.getUint32(8)} != ${expectedLength}`;
+  const log2 = v.getUint8(6);
+  if (version === BLOCK_CRCS && (log2 < 9 || log2 > 24)) return "bad block size";
+  return { version, blockSize: 1 << log2, checksum: v.getUint32(12) };
+}
+
+/**
+ * Verifies the blocks of `data`, which starts at block `first` of a version 2 payload whose
+ * header and table are `head`; undefined when they all match.
+ */
+function badBlock(head: Uint8Array, blockSize: number, first: number, data: Uint8Array) {
+  const table = new DataView(head.buffer, head.byteOffset + HEADER_SIZE);
+  for (let at = 0, b = first; at < data.byteLength; at += blockSize, b++) {
+    if (crc32(data.subarray(at, at + blockSize)) !== table.getUint32(4 * b)) {
+      return `checksum mismatch in block ${b}`;
+    }
+  }
+  return undefined;
+}
+
+/** Reads and verifies a whole shard: its header, length and every checksum must match. */
 export async function readShard(
   drive: Drive | undefined,
   chunkId: string,
@@ -88,21 +157,120 @@ export async function readShard(
     if (err instanceof Deno.errors.NotFound) return { state: "missing" };
     return { state: "error", reason: String(err) };
   }
-  if (bytes.byteLength !== HEADER_SIZE + expectedLength) {
-    return {
-      state: "corrupt",
-      reason: `length ${bytes.byteLength - HEADER_SIZE} != ${expectedLength}`,
+  const h = parseHeader(bytes, index, expectedLength);
+  if (typeof h === "string") return corrupt(h);
+  if (h.version === WHOLE_CRC) {
+    if (bytes.byteLength !== HEADER_SIZE + expectedLength) return corrupt("file length");
+    const payload = bytes.subarray(HEADER_SIZE);
+    return h.checksum === crc32(payload) ? { state: "ok", payload } : corrupt("checksum mismatch");
+  }
+  const start = HEADER_SIZE + 4 * blockCount(expectedLength, h.blockSize);
+  if (bytes.byteLength !== start + expectedLength) return corrupt("file length");
+  const head = bytes.subarray(0, start);
+  if (tableChecksum(head) !== h.checksum) return corrupt("block table checksum mismatch");
+  const payload = bytes.subarray(start);
+  const bad = badBlock(head, h.blockSize, 0, payload);
+  return bad ? corrupt(bad) : { state: "ok", payload };
+}
+
+/**
+ * Reads bytes [from, to) of a shard's payload into `into` (to - from bytes), verified. A version
+ * 2 shard is read only where the range is: its header and block table, the whole blocks under
+ * the range straight into `into`, and the partly covered first and last blocks through a
+ * block-sized scratch buffer. A version 1 shard has one checksum over everything, so it is read
+ * and verified whole.
+ */
+export async function readShardRange(
+  drive: Drive | undefined,
+  chunkId: string,
+  index: number,
+  expectedLength: number,
+  from: number,
+  to: number,
+  into: Uint8Array,
+): Promise<ShardState> {
+  if (!drive) return { state: "missing" };
+  let file: Deno.FsFile;
+  try {
+    file = await Deno.open(shardPath(drive, chunkId, index), { read: true });
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return { state: "missing" };
+    return { state: "error", reason: String(err) };
+  }
+  try {
+    // Header and table in one read, sized for the block size this version writes.
+    let head = new Uint8Array(HEADER_SIZE + 4 * blockCount(expectedLength));
+    head = head.subarray(0, await readAt(file, 0, head));
+    const h = parseHeader(head, index, expectedLength);
+    if (typeof h === "string") return corrupt(h);
+    if (h.version === WHOLE_CRC) {
+      const whole = await readShard(drive, chunkId, index, expectedLength);
+      if (whole.state === "ok") into.set(whole.payload.subarray(from, to));
+      return whole.state === "ok" ? { state: "ok" } : whole;
+    }
+    const bs = h.blockSize;
+    const start = HEADER_SIZE + 4 * blockCount(expectedLength, bs);
+    if (head.byteLength !== start) {
+      head = new Uint8Array(start);
+      if (await readAt(file, 0, head) !== start) return corrupt("file length");
+    }
+    if (tableChecksum(head) !== h.checksum) return corrupt("block table checksum mismatch");
+    const table = new DataView(head.buffer, head.byteOffset + HEADER_SIZE);
+    /** Reads blocks [b, ...) of the payload into `buf` and verifies them. */
+    const read = async (b: number, buf: Uint8Array): Promise<string | undefined> => {
+      if (await readAt(file, start + b * bs, buf) !== buf.byteLength) return "file length";
+      for (let at = 0; at < buf.byteLength; at += bs, b++) {
+        if (crc32(buf.subarray(at, at + bs)) !== table.getUint32(4 * b)) {
+          return `checksum mismatch in block ${b}`;
+        }
+      }
+      return undefined;
     };
+    /** A block partly under the range: read whole, the covered part copied. */
+    const partial = async (b: number): Promise<string | undefined> => {
+      const block = new Uint8Array(Math.min(bs, expectedLength - b * bs));
+      const bad = await read(b, block);
+      const lo = Math.max(from, b * bs);
+      const hi = Math.min(to, b * bs + block.byteLength);
+      if (!bad) into.set(block.subarray(lo - b * bs, hi - b * bs), lo - from);
+      return bad;
+    };
+    // Blocks wholly under the range: [firstWhole, endWhole).
+    const firstWhole = Math.ceil(from / bs);
+    const endWhole = to === expectedLength ? blockCount(expectedLength, bs) : Math.floor(to / bs);
+    const headBlock = Math.floor(from / bs);
+    const tailBlock = Math.floor(to / bs);
+    const problems = [
+      from % bs !== 0 ? await partial(headBlock) : undefined,
+      endWhole > firstWhole
+        ? await read(
+          firstWhole,
+          into.subarray(firstWhole * bs - from, Math.min(endWhole * bs, expectedLength) - from),
+        )
+        : undefined,
+      tailBlock >= endWhole && to % bs !== 0 && (tailBlock !== headBlock || from % bs === 0)
+        ? await partial(tailBlock)
+        : undefined,
+    ];
+    const bad = problems.find((p) => p !== undefined);
+    return bad ? corrupt(bad) : { state: "ok" };
+  } catch (err) {
+    return { state: "error", reason: String(err) };
+  } finally {
+    file.close();
   }
-  const v = new DataView(bytes.buffer, bytes.byteOffset, HEADER_SIZE);
-  if (v.getUint32(0) !== MAGIC || v.getUint8(4) !== VERSION || v.getUint8(5) !== index) {
-    return { state: "corrupt", reason: "bad header" };
+}
+
+/** Fills `buf` from `position` of `file`; the bytes read (fewer at the end of the file). */
+async function readAt(file: Deno.FsFile, position: number, buf: Uint8Array): Promise<number> {
+  await file.seek(position, Deno.SeekMode.Start);
+  let got = 0;
+  while (got < buf.byteLength) {
+    const n = await file.read(buf.subarray(got));
+    if (n === null) break;
+    got += n;
   }
-  const payload = bytes.subarray(HEADER_SIZE);
-  if (v.getUint32(8) !== expectedLength || v.getUint32(12) !== crc32(payload)) {
-    return { state: "corrupt", reason: "checksum mismatch" };
-  }
-  return { state: "ok", payload };
+  return got;
 }
 
 export async function removeShard(
@@ -118,7 +286,7 @@ export async function removeShard(
   }
 }
 
-/** Whether a shard file exists with the expected length (a cheap check, no checksum). */
+/** Whether a shard file exists with a length it can have (a cheap check, no checksum). */
 export async function shardPresent(
   drive: Drive | undefined,
   chunkId: string,
@@ -127,8 +295,8 @@ export async function shardPresent(
 ): Promise<boolean> {
   if (!drive) return false;
   try {
-    return (await Deno.stat(shardPath(drive, chunkId, index))).size ===
-      HEADER_SIZE + expectedLength;
+    const { size } = await Deno.stat(shardPath(drive, chunkId, index));
+    return size === shardFileSize(expectedLength) || size === HEADER_SIZE + expectedLength;
   } catch {
     return false;
   }

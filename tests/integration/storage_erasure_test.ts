@@ -1,7 +1,8 @@
 // Erasure coding end to end: with up to m shards of a chunk missing, corrupt or cut short, reads
 // return the exact bytes and the damaged shards are rewritten (by the read itself when it needed
 // them, otherwise by the scrub); a whole drive may vanish; beyond m lost shards a read fails and
-// never returns wrong bytes; the scrub reports and heals what it finds.
+// never returns wrong bytes (a range on intact data shards of such a chunk is still served from
+// them, verified); the scrub reports and heals what it finds.
 import { assert, assertEquals, assertMatch } from "./assert.ts";
 import { ADMIN_PASSWORD, ADMIN_USER, randomBytes, type TestServer } from "./server.ts";
 import { join } from "node:path";
@@ -438,13 +439,29 @@ Deno.test("erasure 4+2: more than 2 shards lost, reads fail and never return wro
           for (let attempt = 0; attempt < 3; attempt++) {
             await expectReadFails(server, obj, `${key} chunk ${idx}, ${kind}`);
           }
-          const from = idx * CHUNK - 10;
+          // A range into a lost data shard fails; one on an intact data shard of the lost chunk
+          // is served from it (its blocks verified).
+          const size = Math.min(CHUNK, obj.bytes.byteLength - idx * CHUNK);
+          const shardLen = Math.ceil(size / 4);
+          const lostData = Math.min(...victims.filter((i) => i < 4));
+          const from = idx * CHUNK + lostData * shardLen - 10;
           await expectReadFails(
             server,
             obj,
             `${key} range into chunk ${idx}`,
             { from, to: from + 20 },
           );
+          const intact = [0, 1, 2, 3].find((i) => !victims.includes(i));
+          if (intact !== undefined) {
+            const at = idx * CHUNK + intact * shardLen;
+            const to = at + Math.min(shardLen, size - intact * shardLen, 100) - 1;
+            await expectBytes(server, BUCKET, key, obj.bytes.subarray(at, to + 1), {
+              header: `bytes=${at}-${to}`,
+              from: at,
+              to,
+              total: obj.bytes.byteLength,
+            });
+          }
           for (const [i, p] of s.paths.entries()) await Deno.writeFile(p, s.original[i]);
           await expectBytes(server, BUCKET, key, obj.bytes);
         }
