@@ -8,10 +8,10 @@ import { loadMasterKey } from "./src/auth/master_key.ts";
 import { SecretSealer } from "./src/auth/secrets.ts";
 import { SignInLimiter } from "./src/auth/sign_in_limiter.ts";
 import { SseKeys } from "./src/object/sse.ts";
-import { ConfigError, loadConfig } from "./src/config.ts";
+import { type Config, ConfigError, loadConfig } from "./src/config.ts";
 import { InFlight } from "./src/http/in_flight.ts";
 import { setBodyTimeout } from "./src/http/progress.ts";
-import { serveConnections } from "./src/net/listener.ts";
+import { type ConnectionServer, serveConnections, type TlsKeyPair } from "./src/net/listener.ts";
 import { log, setLogLevel } from "./src/log.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
@@ -27,6 +27,13 @@ import { startLifecycle } from "./src/workers/lifecycle.ts";
 import { openTarget, parseTargetSpecs } from "./src/events/env_targets.ts";
 import { Notifier } from "./src/events/notifier.ts";
 import type { NotificationTarget } from "./src/events/target.ts";
+import { AccessLog, withAccessLog } from "./src/ops/access_log.ts";
+import {
+  checkDataDirs,
+  explainListenError,
+  readTlsFiles,
+  StartupError,
+} from "./src/ops/startup.ts";
 
 /** How long shutdown waits for running requests (uploads) before closing anyway. */
 const SHUTDOWN_DRAIN_MS = 60_000;
@@ -46,24 +53,42 @@ function tightenInBackground(roots: string[]): Promise<void> {
   );
 }
 
-async function main(): Promise<void> {
-  let config;
-  let targets: NotificationTarget[];
-  try {
-    config = loadConfig();
-    targets = parseTargetSpecs(Deno.env.toObject()).map(openTarget);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(`Configuration error: ${err.message}`);
-      Deno.exit(2);
-    }
-    throw err;
+/** Every start-up failure is one line naming the cause (and the setting), exit code 2. */
+function startupFailed(err: unknown): never {
+  if (err instanceof ConfigError) console.error(`Configuration error: ${err.message}`);
+  else if (err instanceof StartupError) console.error(`Start-up error: ${err.message}`);
+  else {
+    const name = err instanceof Error ? err.name : "Error";
+    const message = err instanceof Error ? err.message : String(err);
+    console.error(`Start-up error: ${name}: ${message.split("\n")[0]}`);
   }
+  Deno.exit(2);
+}
+
+async function main(): Promise<void> {
+  let stop: (signal: string) => Promise<void>;
+  let finished: Promise<void>;
+  try {
+    ({ stop, finished } = await start());
+  } catch (err) {
+    startupFailed(err);
+  }
+  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
+  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
+  await finished;
+}
+
+/** Opens everything and starts serving; throws what keeps the server from starting. */
+async function start() {
+  const config = loadConfig();
+  const targets: NotificationTarget[] = parseTargetSpecs(Deno.env.toObject()).map(openTarget);
   setLogLevel(config.logLevel);
   const startedAt = Date.now();
   // Everything the server creates is for its own account only (meta.db and its WAL too).
   Deno.umask(PRIVATE_UMASK);
-  await Deno.mkdir(config.dataDir, { recursive: true, mode: DIR_MODE });
+  await checkDataDirs(config, (path) => Deno.mkdir(path, { recursive: true, mode: DIR_MODE }));
+  const tlsPair = config.tls ? await readTlsFiles(config.tls) : undefined;
+  const accessLog = config.accessLog ? await openAccessLog(config.accessLog.file) : undefined;
   const admin = await loadAdminCredentials(config.dataDir, {
     user: config.adminUser,
     password: config.adminPassword,
@@ -126,7 +151,7 @@ async function main(): Promise<void> {
   });
   await notifier.start();
   log("info", "Notification targets", { targets: targets.map((t) => `${t.kind}:${t.id}`) });
-  const handler = createHandler({
+  const appHandler = createHandler({
     config,
     layer,
     credentials: new Credentials(admin, meta, sealer),
@@ -144,28 +169,10 @@ async function main(): Promise<void> {
     }),
   });
 
+  const handler = accessLog ? withAccessLog(accessLog, config.trustProxy, appHandler) : appHandler;
+
   setBodyTimeout(config.bodyTimeout * 1000);
-  const server = serveConnections({
-    hostname: config.address,
-    port: config.port,
-    limits: {
-      headerTimeoutMs: config.headerTimeout * 1000,
-      idleTimeoutMs: config.idleTimeout * 1000,
-      maxConnections: config.maxConnections,
-    },
-    onListen: ({ hostname, port }) => {
-      log("info", "Listening", {
-        url: `http://${hostname}:${port}`,
-        dataDir: config.dataDir,
-        maxConnections: config.maxConnections,
-      });
-    },
-    onError: (error) => {
-      log("error", "Request failed", { error: error instanceof Error ? error.stack : `${error}` });
-      return new Response(null, { status: 500 });
-    },
-    warn: (message, fields) => log("warn", message, fields),
-  }, handler);
+  const server = listen(config, tlsPair, handler);
 
   const tightening = tightenInBackground([config.dataDir, ...drives.list.map((d) => d.path)]);
   const sweep = sweepDrives(chunks, startedAt).then(
@@ -188,12 +195,78 @@ async function main(): Promise<void> {
     await tightening;
     await meta.close();
     cpu.close();
+    await accessLog?.close();
     log("info", "Stopped");
     Deno.exit(0);
   };
-  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
-  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
-  await server.finished;
+  // SIGHUP: new connections get the certificate and key as the files are now; the access log
+  // file is opened again (after rotation). Without a listener SIGHUP would end the process.
+  Deno.addSignalListener("SIGHUP", () => {
+    if (config.tls && tlsPair) void reloadTls(config.tls, server);
+    if (accessLog?.file) {
+      accessLog.reopen().catch((err) =>
+        log("error", "Reopening the access log failed", { error: String(err) })
+      );
+    }
+  });
+  return { stop, finished: server.finished };
+}
+
+function listen(
+  config: Config,
+  tls: TlsKeyPair | undefined,
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+): ConnectionServer {
+  try {
+    return serveConnections({
+      hostname: config.address,
+      port: config.port,
+      tls,
+      limits: {
+        headerTimeoutMs: config.headerTimeout * 1000,
+        idleTimeoutMs: config.idleTimeout * 1000,
+        maxConnections: config.maxConnections,
+      },
+      onListen: ({ hostname, port }) => {
+        log("info", "Listening", {
+          url: `${tls ? "https" : "http"}://${hostname}:${port}`,
+          dataDir: config.dataDir,
+          maxConnections: config.maxConnections,
+        });
+      },
+      onError: (error) => {
+        log("error", "Request failed", {
+          error: error instanceof Error ? error.stack : `${error}`,
+        });
+        return new Response(null, { status: 500 });
+      },
+      warn: (message, fields) => log("warn", message, fields),
+    }, handler);
+  } catch (err) {
+    throw explainListenError(err, config) ?? err;
+  }
+}
+
+async function reloadTls(files: NonNullable<Config["tls"]>, server: ConnectionServer) {
+  try {
+    await server.reloadTls(await readTlsFiles(files));
+    log("info", "TLS certificate reloaded", { cert: files.certFile });
+  } catch (err) {
+    log("error", "TLS certificate not reloaded; the previous one stays in use", {
+      cert: files.certFile,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
+}
+
+async function openAccessLog(file: string | undefined): Promise<AccessLog> {
+  try {
+    return await AccessLog.open(file);
+  } catch (err) {
+    throw new StartupError(
+      `STORE_ACCESS_LOG_FILE: cannot open ${file}: ${err instanceof Error ? err.message : err}`,
+    );
+  }
 }
 
 if (import.meta.main) await main();
