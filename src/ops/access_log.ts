@@ -114,6 +114,14 @@ export function withAccessLog(
   return async (req, info) => {
     const time = new Date().toISOString();
     const started = performance.now();
+    // Read now: the request's details are gone once its response has been sent.
+    const forwarded = trustProxy
+      ? req.headers.get("x-forwarded-for")?.split(",")[0].trim()
+      : undefined;
+    const remote = forwarded || ((info.remoteAddr as Deno.NetAddr).hostname ?? null);
+    const method = req.method;
+    const path = pathOf(req.url);
+    const bytesIn = Number(req.headers.get("content-length") ?? 0) || 0;
     const notes: RequestNotes = {};
     let response = await current.run(notes, () => handler(req, info));
     const declared = response.headers.get("content-length");
@@ -125,23 +133,20 @@ export function withAccessLog(
         headers: response.headers,
       });
     }
-    const forwarded = trustProxy
-      ? req.headers.get("x-forwarded-for")?.split(",")[0].trim()
-      : undefined;
     const status = response.status;
     const line = (completed: boolean) =>
       log.write({
         time,
         requestId: notes.requestId ?? null,
-        remote: forwarded || ((info.remoteAddr as Deno.NetAddr).hostname ?? null),
+        remote,
         principal: notes.principal ?? null,
-        method: req.method,
-        path: pathOf(req.url),
+        method,
+        path,
         operation: notes.operation ?? null,
         bucket: notes.bucket ?? null,
         key: notes.key ?? null,
         status,
-        bytesIn: Number(req.headers.get("content-length") ?? 0) || 0,
+        bytesIn,
         bytesOut,
         ms: Math.round((performance.now() - started) * 10) / 10,
         completed,
