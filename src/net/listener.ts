@@ -197,11 +197,7 @@ export function serveConnections(
     return true;
   };
 
-  const track = (conn: Deno.Conn) => {
-    // Responses are written in pieces: without this, Nagle's algorithm and delayed ACKs add
-    // up to 40 ms to a response that ends in a small piece.
-    (conn as Deno.TcpConn).setNoDelay?.(true);
-    const c = new Connection(opts.limits, waiting);
+  const serve = (conn: Deno.Conn, c: Connection) => {
     const info = { close: () => c.close(), tls };
     const server = serveOn(
       conn,
@@ -220,6 +216,49 @@ export function serveConnections(
       c.ended();
       servers.delete(server);
     });
+  };
+
+  /**
+   * The TLS handshake runs here, under the header timeout: Deno's HTTP server would wait for a
+   * client that never finishes it. The connection counts against the cap meanwhile.
+   */
+  const handshake = (conn: Deno.TlsConn, c: Connection) => {
+    const drop = () => {
+      try {
+        conn.close();
+      } catch { /* already closed */ }
+    };
+    c.signal.addEventListener("abort", drop, { once: true });
+    const pending = {
+      finished: Promise.resolve(),
+      shutdown: () => {
+        c.close();
+        return Promise.resolve();
+      },
+    };
+    servers.add(pending);
+    c.closed = pending.finished = conn.handshake().then(
+      () => {
+        servers.delete(pending);
+        c.signal.removeEventListener("abort", drop);
+        if (c.signal.aborted) drop();
+        else serve(conn, c);
+      },
+      () => {
+        servers.delete(pending);
+        c.ended();
+        drop();
+      },
+    );
+  };
+
+  const track = (conn: Deno.Conn) => {
+    // Responses are written in pieces: without this, Nagle's algorithm and delayed ACKs add
+    // up to 40 ms to a response that ends in a small piece.
+    (conn as Deno.TcpConn).setNoDelay?.(true);
+    const c = new Connection(opts.limits, waiting);
+    if (tls) handshake(conn as Deno.TlsConn, c);
+    else serve(conn, c);
   };
 
   /** Accepts from `from` until the server closes or `from` is replaced (TLS reload). */
