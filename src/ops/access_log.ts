@@ -78,7 +78,7 @@ export class AccessLog {
 }
 
 function openAppend(path: string): Promise<Deno.FsFile> {
-  return Deno.open(path, { append: true, create: true, mode: 0o640 });
+  return Deno.open(path, { append: true, create: true, mode: 0o600 });
 }
 
 function pathOf(url: string): string {
