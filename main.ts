@@ -13,7 +13,7 @@ import { Directory } from "./src/auth/ldap/directory.ts";
 import { LdapService } from "./src/auth/ldap/service.ts";
 import { InFlight } from "./src/http/in_flight.ts";
 import { setBodyTimeout } from "./src/http/progress.ts";
-import { serveConnections } from "./src/net/listener.ts";
+import { type ConnectionServer, serveConnections, type TlsKeyPair } from "./src/net/listener.ts";
 import { log, setLogLevel, setLogSink } from "./src/log.ts";
 import { AuditRecorder } from "./src/audit/recorder.ts";
 import { startAuditRetention } from "./src/audit/retention.ts";
@@ -33,6 +33,13 @@ import { openTarget, parseTargetSpecs } from "./src/events/env_targets.ts";
 import { Notifier } from "./src/events/notifier.ts";
 import type { NotificationTarget } from "./src/events/target.ts";
 import { backgroundThrottle, openDriveMonitor, startOps } from "./src/ops/ops.ts";
+import { AccessLog, withAccessLog } from "./src/ops/access_log.ts";
+import {
+  checkDataDirs,
+  explainListenError,
+  readTlsFiles,
+  StartupError,
+} from "./src/ops/startup.ts";
 
 /** How long shutdown waits for running requests (uploads) before closing anyway. */
 const SHUTDOWN_DRAIN_MS = 60_000;
@@ -92,24 +99,42 @@ function openMetadata(path: string, audit: boolean): SqliteMetaStore {
   }
 }
 
-async function main(): Promise<void> {
-  let config;
-  let targets: NotificationTarget[];
-  try {
-    config = loadConfig();
-    targets = parseTargetSpecs(Deno.env.toObject()).map(openTarget);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(`Configuration error: ${err.message}`);
-      Deno.exit(2);
-    }
-    throw err;
+/** Every start-up failure is one line naming the cause (and the setting), exit code 2. */
+function startupFailed(err: unknown): never {
+  if (err instanceof ConfigError) console.error(`Configuration error: ${err.message}`);
+  else if (err instanceof StartupError) console.error(`Start-up error: ${err.message}`);
+  else {
+    const name = err instanceof Error ? err.name : "Error";
+    const message = err instanceof Error ? err.message : String(err);
+    console.error(`Start-up error: ${name}: ${message.split("\n")[0]}`);
   }
+  Deno.exit(2);
+}
+
+async function main(): Promise<void> {
+  let stop: (signal: string) => Promise<void>;
+  let finished: Promise<void>;
+  try {
+    ({ stop, finished } = await start());
+  } catch (err) {
+    startupFailed(err);
+  }
+  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
+  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
+  await finished;
+}
+
+/** Opens everything and starts serving; throws what keeps the server from starting. */
+async function start() {
+  const config = loadConfig();
+  const targets: NotificationTarget[] = parseTargetSpecs(Deno.env.toObject()).map(openTarget);
   setLogLevel(config.logLevel);
   const startedAt = Date.now();
   // Everything the server creates is for its own account only (meta.db and its WAL too).
   Deno.umask(PRIVATE_UMASK);
-  await Deno.mkdir(config.dataDir, { recursive: true, mode: DIR_MODE });
+  await checkDataDirs(config, (path) => Deno.mkdir(path, { recursive: true, mode: DIR_MODE }));
+  const tlsPair = config.tls ? await readTlsFiles(config.tls) : undefined;
+  const accessLog = config.accessLog ? await openAccessLog(config.accessLog.file) : undefined;
   const admin = await loadAdminCredentials(config.dataDir, {
     user: config.adminUser,
     password: config.adminPassword,
@@ -198,7 +223,7 @@ async function main(): Promise<void> {
     windowMs: config.signInWindow * 1000,
   });
   const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
-  const handler = createHandler({
+  const appHandler = createHandler({
     config,
     layer,
     credentials: new Credentials(admin, meta, sealer, ldap),
@@ -219,28 +244,11 @@ async function main(): Promise<void> {
     }),
   });
 
+  const handler = accessLog ? withAccessLog(accessLog, config.trustProxy, appHandler) : appHandler;
+
   setBodyTimeout(config.bodyTimeout * 1000);
-  const server = serveConnections({
-    hostname: config.address,
-    port: config.port,
-    limits: {
-      headerTimeoutMs: config.headerTimeout * 1000,
-      idleTimeoutMs: config.idleTimeout * 1000,
-      maxConnections: config.maxConnections,
-    },
-    onListen: ({ hostname, port }) => {
-      log("info", "Listening", {
-        url: `http://${hostname}:${port}`,
-        dataDir: config.dataDir,
-        maxConnections: config.maxConnections,
-      });
-    },
-    onError: (error) => {
-      log("error", "Request failed", { error: error instanceof Error ? error.stack : `${error}` });
-      return new Response(null, { status: 500 });
-    },
-    warn: (message, fields) => log("warn", message, fields),
-  }, handler);
+  const server = listen(config, tlsPair, handler);
+  ops.metrics.countConnections(() => server.open);
 
   const tightening = tightenInBackground([config.dataDir, ...drives.list.map((d) => d.path)]);
   const sweep = sweepDrives(chunks, startedAt).then(
@@ -266,12 +274,78 @@ async function main(): Promise<void> {
     setLogSink(undefined);
     await meta.close();
     cpu.close();
+    await accessLog?.close();
     log("info", "Stopped");
     Deno.exit(0);
   };
-  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
-  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
-  await server.finished;
+  // SIGHUP: new connections get the certificate and key as the files are now; the access log
+  // file is opened again (after rotation). Without a listener SIGHUP would end the process.
+  Deno.addSignalListener("SIGHUP", () => {
+    if (config.tls && tlsPair) void reloadTls(config.tls, server);
+    if (accessLog?.file) {
+      accessLog.reopen().catch((err) =>
+        log("error", "Reopening the access log failed", { error: String(err) })
+      );
+    }
+  });
+  return { stop, finished: server.finished };
+}
+
+function listen(
+  config: Config,
+  tls: TlsKeyPair | undefined,
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+): ConnectionServer {
+  try {
+    return serveConnections({
+      hostname: config.address,
+      port: config.port,
+      tls,
+      limits: {
+        headerTimeoutMs: config.headerTimeout * 1000,
+        idleTimeoutMs: config.idleTimeout * 1000,
+        maxConnections: config.maxConnections,
+      },
+      onListen: ({ hostname, port }) => {
+        log("info", "Listening", {
+          url: `${tls ? "https" : "http"}://${hostname}:${port}`,
+          dataDir: config.dataDir,
+          maxConnections: config.maxConnections,
+        });
+      },
+      onError: (error) => {
+        log("error", "Request failed", {
+          error: error instanceof Error ? error.stack : `${error}`,
+        });
+        return new Response(null, { status: 500 });
+      },
+      warn: (message, fields) => log("warn", message, fields),
+    }, handler);
+  } catch (err) {
+    throw explainListenError(err, config) ?? err;
+  }
+}
+
+async function reloadTls(files: NonNullable<Config["tls"]>, server: ConnectionServer) {
+  try {
+    await server.reloadTls(await readTlsFiles(files));
+    log("info", "TLS certificate reloaded", { cert: files.certFile });
+  } catch (err) {
+    log("error", "TLS certificate not reloaded; the previous one stays in use", {
+      cert: files.certFile,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
+}
+
+async function openAccessLog(file: string | undefined): Promise<AccessLog> {
+  try {
+    return await AccessLog.open(file);
+  } catch (err) {
+    throw new StartupError(
+      `STORE_ACCESS_LOG_FILE: cannot open ${file}: ${err instanceof Error ? err.message : err}`,
+    );
+  }
 }
 
 if (import.meta.main) await main();

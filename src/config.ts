@@ -100,6 +100,17 @@ export interface Config {
   backupKeep: number;
   /** PRAGMA quick_check of the metadata before serving (STORE_CHECK_ON_START). */
   checkOnStart: boolean;
+  /** PEM certificate chain and key files: HTTPS on the same port (STORE_TLS_CERT/_KEY). */
+  tls?: { certFile: string; keyFile: string };
+  /** SSE-C keys accepted over plain HTTP (STORE_ALLOW_INSECURE_SSE_C, default false). */
+  allowInsecureSseC: boolean;
+  /**
+   * A TLS-terminating proxy in front: its X-Forwarded-Proto and X-Forwarded-For are believed
+   * (STORE_TRUST_PROXY, default false).
+   */
+  trustProxy: boolean;
+  /** One JSON line per request (STORE_ACCESS_LOG); to this file, else stdout. */
+  accessLog?: { file?: string };
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -147,6 +158,25 @@ function choiceSetting<T extends string>(env: Env, name: string, choices: T[], f
   return raw as T;
 }
 
+/** true/false (on/off, yes/no, 1/0 also accepted). */
+function boolSetting(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env(name);
+  if (raw === undefined || raw === "") return fallback;
+  const value = raw.toLowerCase();
+  if (["true", "on", "yes", "1"].includes(value)) return true;
+  if (["false", "off", "no", "0"].includes(value)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function tlsSetting(env: Env): Config["tls"] {
+  const certFile = env("STORE_TLS_CERT") || undefined;
+  const keyFile = env("STORE_TLS_KEY") || undefined;
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw new ConfigError("STORE_TLS_CERT and STORE_TLS_KEY must be set together");
+  }
+  return certFile && keyFile ? { certFile, keyFile } : undefined;
+}
+
 function maxConnectionsSetting(env: Env, fdLimit: number | undefined): number {
   const ceiling = maxConnectionsFor(fdLimit);
   const value = intSetting(env, "STORE_MAX_CONNECTIONS", 0, 0, Number.MAX_SAFE_INTEGER);
@@ -164,7 +194,12 @@ export function loadConfig(
   env: Env = (n) => Deno.env.get(n),
   fdLimit: number | undefined = openFileLimit(),
 ): Config {
-  const region = env("STORE_REGION") || "us-east-1";
+  const region = env("STORE_REGION") ?? "us-east-1";
+  if (region === "") {
+    throw new ConfigError(
+      "STORE_REGION is set but empty: name a region (e.g. us-east-1) or unset it",
+    );
+  }
   if (!/^[a-z0-9-]{1,32}$/.test(region)) {
     throw new ConfigError(
       `STORE_REGION must be lowercase letters, digits and dashes, got "${region}"`,
@@ -196,6 +231,16 @@ export function loadConfig(
   const metaDir = dataDir ?? dataDirs[0] ?? "./data";
   const drives = dataDirs.length > 0 ? dataDirs : [metaDir];
   const dedup = choiceSetting(env, "STORE_DEDUP", ["on", "off"], "on");
+  const erasure = erasureSetting(env, drives.length);
+  // On one drive k+m shards share it (against bitrot); over several, a drive holding more than
+  // one shard of a chunk would take more than its share of the redundancy with it.
+  if (drives.length > 1 && erasure.dataShards + erasure.parityShards > drives.length) {
+    throw new ConfigError(
+      `STORE_EC ${erasure.dataShards}+${erasure.parityShards} is wider than the ${drives.length} ` +
+        `drives in STORE_DATA_DIRS: k+m must be at most the number of drives`,
+    );
+  }
+  const accessLog = choiceSetting(env, "STORE_ACCESS_LOG", ["on", "off"], "off");
   return {
     address: env("STORE_ADDRESS") || "0.0.0.0",
     port: intSetting(env, "STORE_PORT", 9000, 0, 65535),
@@ -209,7 +254,7 @@ export function loadConfig(
     masterKey,
     tokenTtl: intSetting(env, "STORE_TOKEN_TTL", 3600, 60, 7 * 24 * 3600),
     dataDirs: drives,
-    erasure: erasureSetting(env, drives.length),
+    erasure,
     chunkSize: intSetting(env, "STORE_CHUNK_SIZE", 4 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024),
     compression: choiceSetting(env, "STORE_COMPRESSION", ["auto", "on", "off"], "auto"),
     dedup: dedup === "on",
@@ -243,6 +288,10 @@ export function loadConfig(
     errorLogMax: intSetting(env, "STORE_ERROR_LOG_MAX", 10_000, 1, 10_000_000),
     ldap: ldapSetting(env),
     ...operationsSettings(env),
+    tls: tlsSetting(env),
+    allowInsecureSseC: boolSetting(env, "STORE_ALLOW_INSECURE_SSE_C", false),
+    trustProxy: boolSetting(env, "STORE_TRUST_PROXY", false),
+    accessLog: accessLog === "on" ? { file: env("STORE_ACCESS_LOG_FILE") || undefined } : undefined,
   };
 }
 

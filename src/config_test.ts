@@ -178,3 +178,41 @@ Deno.test("operations settings: healing, drive checks, metrics token, backups", 
   rejects({ STORE_BACKUP_KEEP: "0" }, /STORE_BACKUP_KEEP must be between/);
   rejects({ STORE_CHECK_ON_START: "yes" }, /STORE_CHECK_ON_START must be one of true, false/);
 });
+
+Deno.test("TLS, secrets over plain HTTP, proxy and access log settings", () => {
+  const c = load({});
+  assertEquals([c.tls, c.allowInsecureSseC, c.trustProxy, c.accessLog], [
+    undefined,
+    false,
+    false,
+    undefined,
+  ]);
+  const on = load({
+    STORE_TLS_CERT: "/etc/store/cert.pem",
+    STORE_TLS_KEY: "/etc/store/key.pem",
+    STORE_ALLOW_INSECURE_SSE_C: "true",
+    STORE_TRUST_PROXY: "on",
+    STORE_ACCESS_LOG: "on",
+    STORE_ACCESS_LOG_FILE: "/var/log/store/access.log",
+  });
+  assertEquals(on.tls, { certFile: "/etc/store/cert.pem", keyFile: "/etc/store/key.pem" });
+  assertEquals([on.allowInsecureSseC, on.trustProxy], [true, true]);
+  assertEquals(on.accessLog, { file: "/var/log/store/access.log" });
+  assertEquals(load({ STORE_ACCESS_LOG: "on" }).accessLog, { file: undefined });
+  rejects({ STORE_TLS_CERT: "/c.pem" }, /STORE_TLS_CERT and STORE_TLS_KEY must be set together/);
+  rejects({ STORE_TLS_KEY: "/k.pem" }, /must be set together/);
+  rejects({ STORE_ALLOW_INSECURE_SSE_C: "maybe" }, /STORE_ALLOW_INSECURE_SSE_C must be true or/);
+  rejects({ STORE_TRUST_PROXY: "2" }, /STORE_TRUST_PROXY must be true or false/);
+  rejects({ STORE_ACCESS_LOG: "json" }, /STORE_ACCESS_LOG must be one of on, off/);
+});
+
+Deno.test("an empty region and an erasure layout wider than the drives are refused", () => {
+  rejects({ STORE_REGION: "" }, /STORE_REGION is set but empty/);
+  rejects({ STORE_DATA_DIRS: "/a,/b,/c", STORE_EC: "2+2" }, /STORE_EC 2\+2 is wider than the 3/);
+  assertEquals(load({ STORE_DATA_DIRS: "/a,/b,/c,/d", STORE_EC: "2+2" }).erasure, {
+    dataShards: 2,
+    parityShards: 2,
+  });
+  // One drive may hold every shard (bitrot repair at the cost of space).
+  assertEquals(load({ STORE_EC: "4+2" }).erasure, { dataShards: 4, parityShards: 2 });
+});

@@ -20,11 +20,13 @@ import { requestBody } from "./http/body.ts";
 import { detectDialect, type Dialect, dialectErrorCode, DIALECTS, h, q } from "./http/dialect.ts";
 import { S3Error } from "./http/errors.ts";
 import { escapeXml } from "./http/xml.ts";
+import { isSecureRequest, refuseInsecureCustomerKeys } from "./http/secure_transport.ts";
 import type { InFlight } from "./http/in_flight.ts";
 import { METHODS, route } from "./http/router.ts";
 import { isDiskFull } from "./storage/disk_errors.ts";
 import type { DiskReserve } from "./storage/disk_reserve.ts";
 import { isDebug, log } from "./log.ts";
+import { noteRequest } from "./ops/access_log.ts";
 import { DeleteMarkerError, type ObjectLayer } from "./object/layer.ts";
 import { toHex } from "./http/hex.ts";
 import { checkExpectedOwner } from "./api/expected_owner.ts";
@@ -153,13 +155,13 @@ export async function authenticate(
 export function requestFacts(
   info: Deno.ServeHandlerInfo,
   target: Target,
-  req: { headers: Headers; dialect: Dialect },
+  req: { headers: Headers; dialect: Dialect; trustProxy: boolean },
 ): RequestFacts {
   const addr = info.remoteAddr as Deno.NetAddr;
   const maxKeys = target.query.get("max-keys");
   return {
     sourceIp: addr.hostname ?? "",
-    secureTransport: false,
+    secureTransport: isSecureRequest(req.headers, req.trustProxy),
     now: new Date(),
     prefix: target.query.get("prefix") ?? undefined,
     maxKeys: maxKeys !== null && /^\d+$/.test(maxKeys) ? Number(maxKeys) : undefined,
@@ -198,6 +200,9 @@ interface RequestState {
   operation: string;
   /** The bucket named by the path: its CORS rules apply to the response, errors included. */
   corsBucket: string;
+  key?: string;
+  /** Who signed the request (access key), for the access log. */
+  principal?: string;
 }
 
 function bucketOfPath(path: string): string {
@@ -239,6 +244,7 @@ async function dispatch(
     scope.bucket = found.bucket ?? "";
     scope.key = found.key ?? "";
   }
+  state.key = found.key;
   if (found.operation === "OptionsObject") {
     // Preflights are never signed: the answer depends only on the bucket's CORS rules.
     req.body?.cancel().catch(() => {});
@@ -252,9 +258,15 @@ async function dispatch(
   const operation = found.operation;
   const { principal, signed } = await authenticate(req, target, dialect, deps);
   if (scope) scope.principal = principalName(principal);
+  state.principal = principal.accessKey ?? principal.displayName;
   const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
   checkExpectedOwner(req.headers, dialect, "expected-bucket-owner", bucket);
-  const facts = requestFacts(info, target, { headers: req.headers, dialect });
+  const facts = requestFacts(info, target, {
+    headers: req.headers,
+    dialect,
+    trustProxy: deps.config.trustProxy,
+  });
+  refuseInsecureCustomerKeys(req.headers, facts.secureTransport || deps.config.allowInsecureSseC);
   const verdict = await deps.access.decide(principal, operation, {
     bucket,
     bucketName: found.bucket,
@@ -387,6 +399,13 @@ export async function handleProtocol(
     seconds: (performance.now() - started) / 1000,
     bytesIn: declaredLength(req.headers),
     bytesOut: declaredLength(response.headers),
+  });
+  noteRequest({
+    requestId: state.requestId,
+    operation: state.operation,
+    bucket: state.corsBucket || undefined,
+    key: state.key,
+    principal: state.principal,
   });
   if (isDebug()) {
     log("debug", "Request", {

@@ -81,7 +81,11 @@ export async function handleFeed(
     const rest = target.path.slice("/feed".length).replace(/^\//, "");
     if (rest.includes("/")) throw new S3Error("InvalidURI", "Use /feed or /feed/{bucket}.");
     const principal = await feedPrincipal(req, deps, dialect);
-    const facts = requestFacts(info, target, { headers: req.headers, dialect });
+    const facts = requestFacts(info, target, {
+      headers: req.headers,
+      dialect,
+      trustProxy: deps.config.trustProxy,
+    });
     const mayRead = accessChecker(deps, principal, facts);
     if (rest !== "") {
       const bucket = await deps.layer.requireBucket(rest);

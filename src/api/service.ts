@@ -82,6 +82,8 @@ async function issueLdapToken(
       "ldap_username and ldap_password are required strings.",
     );
   }
+  const scope = currentAudit();
+  if (scope) scope.principal = `ldap:${username.slice(0, 256)}`;
   const ldap = deps.credentials.ldap;
   if (!ldap) throw new ApiError(400, "ldap_disabled", "LDAP sign-in is not enabled.");
   let identity;

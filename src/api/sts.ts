@@ -2,6 +2,8 @@
 // name and password; AssumeRole, signed with a user's own keys, issues session keys no stronger
 // than that user. Both answer the protocol's XML with temporary credentials; an optional session
 // Policy narrows them further. Parameters come in the form body or the query string.
+import { currentAudit } from "../audit/scope.ts";
+import { principalName } from "../audit/recorder.ts";
 import { createHash } from "node:crypto";
 import { DirectoryError } from "../auth/ldap/directory.ts";
 import { ldapSignIn, SignInThrottled } from "../auth/ldap/sign_in.ts";
@@ -200,6 +202,8 @@ async function assumeRole(
     services: ["sts"],
     payloadSha256: ctx.sha256,
   });
+  const scope = currentAudit();
+  if (scope) scope.principal = principalName(principal);
   if (principal.kind === "anonymous") {
     throw new StsError(403, "MissingAuthenticationToken", "AssumeRole must be signed.");
   }
@@ -269,6 +273,14 @@ export async function handleSts(
       throw new StsError(400, "InvalidParameterValue", `Version must be ${STS_VERSION}.`);
     }
     const action = params.get("Action");
+    const scope = currentAudit();
+    if (scope) {
+      // A sign-in: recorded whatever its outcome, under the name it asked for.
+      scope.always = true;
+      scope.operation = `TokenService:${action ?? ""}`.slice(0, 64);
+      const username = params.get("LDAPUsername");
+      if (username !== null) scope.principal = `ldap:${username.slice(0, 256)}`;
+    }
     if (action === "AssumeRoleWithLDAPIdentity") {
       return await assumeRoleWithLdap(deps, params, ctx);
     }

@@ -58,7 +58,9 @@ const parser = new XMLParser({
   // elements is dropped by dropFormatting instead.
   trimValues: false,
   processEntities: true,
-  htmlEntities: false,
+  // Character references (`&#xA;`, `&#13;`) are how clients send line breaks and control
+  // characters in keys; this option decodes them (and `&amp;` last, so `&amp;#65;` stays text).
+  htmlEntities: true,
   ignoreDeclaration: true,
 });
 

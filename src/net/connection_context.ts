@@ -1,16 +1,29 @@
 // The connection a request arrived on, as seen from code deep in the request's handling: a
 // response body that makes no progress (its client stopped reading) is ended by closing the
-// connection, because an error in the body stream is not noticed while a write is pending.
+// connection, because an error in the body stream is not noticed while a write is pending; and
+// whether the connection is TLS (secrets in headers are refused over plain HTTP).
 import { AsyncLocalStorage } from "node:async_hooks";
 
-const current = new AsyncLocalStorage<() => void>();
+export interface ConnectionInfo {
+  /** Closes the connection. */
+  close: () => void;
+  /** The connection is TLS (served by this process, not by a proxy in front of it). */
+  tls: boolean;
+}
 
-/** Runs `fn` (a request's handler) with `close` as the way to close its connection. */
-export function withConnection<T>(close: () => void, fn: () => T): T {
-  return current.run(close, fn);
+const current = new AsyncLocalStorage<ConnectionInfo>();
+
+/** Runs `fn` (a request's handler) with the connection it arrived on. */
+export function withConnection<T>(conn: ConnectionInfo, fn: () => T): T {
+  return current.run(conn, fn);
 }
 
 /** Closes the connection of the request being handled; undefined outside a request. */
 export function connectionCloser(): (() => void) | undefined {
-  return current.getStore();
+  return current.getStore()?.close;
+}
+
+/** Whether the request being handled arrived over TLS (false outside a request). */
+export function connectionIsTls(): boolean {
+  return current.getStore()?.tls ?? false;
 }

@@ -12,6 +12,12 @@
 //   thrown.
 // Stalled request and response bodies are bounded where they are read and written
 // (src/http/progress.ts, src/object/read_stream.ts).
+//
+// With a certificate and key the same loop serves HTTPS (the limits hold there too; the header
+// timeout covers the TLS handshake). `reloadTls` swaps them for new connections: the pair is
+// tried on a throw-away listener first, then the listening socket is closed and bound again with
+// it as soon as it is released (a gap of about a millisecond, without unstable SO_REUSEPORT);
+// open connections are not touched.
 
 import { withConnection } from "./connection_context.ts";
 
@@ -41,10 +47,18 @@ export interface ConnectionLimits {
   maxConnections: number;
 }
 
+/** A certificate chain and its private key, PEM text. */
+export interface TlsKeyPair {
+  cert: string;
+  key: string;
+}
+
 export interface ListenOptions {
   hostname: string;
   port: number;
   limits: ConnectionLimits;
+  /** Serve HTTPS with this certificate and key. */
+  tls?: TlsKeyPair;
   onListen?: (addr: Deno.NetAddr) => void;
   onError: (error: unknown) => Response | Promise<Response>;
   warn: (message: string, fields: Record<string, unknown>) => void;
@@ -58,6 +72,11 @@ export interface ConnectionServer {
   readonly finished: Promise<void>;
   /** Stops accepting; running responses finish, idle connections close. */
   shutdown(): Promise<void>;
+  /**
+   * New connections get this certificate and key; open ones keep theirs. Throws (and keeps the
+   * old pair) when the pair is unusable or the server does not serve TLS.
+   */
+  reloadTls(pair: TlsKeyPair): Promise<void>;
 }
 
 const REFUSAL = new TextEncoder().encode(
@@ -131,7 +150,12 @@ export function serveConnections(
   handler: Deno.ServeHandler<Deno.NetAddr>,
 ): ConnectionServer {
   const serveOn = serveOnConnection();
-  const listener = Deno.listen({ hostname: opts.hostname, port: opts.port });
+  let listener: Deno.Listener = opts.tls
+    ? Deno.listenTls({ ...opts.tls, hostname: opts.hostname, port: opts.port })
+    : Deno.listen({ hostname: opts.hostname, port: opts.port });
+  const tls = opts.tls !== undefined;
+  /** Listeners closed by a TLS reload: their accept loops end instead of retrying. */
+  const retired = new WeakSet<Deno.Listener>();
   const servers = new Set<{ shutdown(): Promise<void>; finished: Promise<void> }>();
   /** Connections waiting for a request's headers, oldest first: the first to give way. */
   const waiting = new Set<Connection>();
@@ -173,18 +197,14 @@ export function serveConnections(
     return true;
   };
 
-  const track = (conn: Deno.TcpConn) => {
-    // Responses are written in pieces: without this, Nagle's algorithm and delayed ACKs add
-    // up to 40 ms to a response that ends in a small piece.
-    conn.setNoDelay(true);
-    const c = new Connection(opts.limits, waiting);
-    const close = () => c.close();
+  const serve = (conn: Deno.Conn, c: Connection) => {
+    const info = { close: () => c.close(), tls };
     const server = serveOn(
       conn,
       c.signal,
-      (req, info) => {
-        c.onRequest(info.completed);
-        return withConnection(close, () => handler(req, info));
+      (req, serveInfo) => {
+        c.onRequest(serveInfo.completed);
+        return withConnection(info, () => handler(req, serveInfo));
       },
       opts.onError,
       () => {},
@@ -198,15 +218,59 @@ export function serveConnections(
     });
   };
 
-  const acceptLoop = async () => {
-    let backoff = 0;
-    while (!closed) {
-      let conn: Deno.TcpConn;
+  /**
+   * The TLS handshake runs here, under the header timeout: Deno's HTTP server would wait for a
+   * client that never finishes it. The connection counts against the cap meanwhile.
+   */
+  const handshake = (conn: Deno.TlsConn, c: Connection) => {
+    const drop = () => {
       try {
-        conn = await listener.accept();
+        conn.close();
+      } catch { /* already closed */ }
+    };
+    c.signal.addEventListener("abort", drop, { once: true });
+    const pending = {
+      finished: Promise.resolve(),
+      shutdown: () => {
+        c.close();
+        return Promise.resolve();
+      },
+    };
+    servers.add(pending);
+    c.closed = pending.finished = conn.handshake().then(
+      () => {
+        servers.delete(pending);
+        c.signal.removeEventListener("abort", drop);
+        if (c.signal.aborted) drop();
+        else serve(conn, c);
+      },
+      () => {
+        servers.delete(pending);
+        c.ended();
+        drop();
+      },
+    );
+  };
+
+  const track = (conn: Deno.Conn) => {
+    // Responses are written in pieces: without this, Nagle's algorithm and delayed ACKs add
+    // up to 40 ms to a response that ends in a small piece.
+    (conn as Deno.TcpConn).setNoDelay?.(true);
+    const c = new Connection(opts.limits, waiting);
+    if (tls) handshake(conn as Deno.TlsConn, c);
+    else serve(conn, c);
+  };
+
+  /** Accepts from `from` until the server closes or `from` is replaced (TLS reload). */
+  const acceptLoop = async (from: Deno.Listener) => {
+    let backoff = 0;
+    while (!closed && !retired.has(from)) {
+      let conn: Deno.Conn;
+      try {
+        conn = await from.accept();
         backoff = 0;
       } catch (err) {
-        if (closed) break;
+        if (closed || retired.has(from)) break;
         warnThrottled("Accepting a connection failed", err);
         backoff = Math.min(MAX_BACKOFF_MS, backoff === 0 ? 10 : backoff * 2);
         await new Promise((r) => setTimeout(r, backoff));
@@ -228,10 +292,14 @@ export function serveConnections(
   const addr = listener.addr as Deno.NetAddr;
   opts.onListen?.(addr);
   // The loop handles its own errors; should it still end while open, it is started again.
-  const keepAccepting = (): Promise<void> =>
-    acceptLoop().catch((err) => opts.warn("Accept loop failed", { error: `${err}` }))
-      .then(() => closed ? undefined : new Promise((r) => setTimeout(r, 100)).then(keepAccepting));
-  const accepting = keepAccepting();
+  const keepAccepting = (from: Deno.Listener): Promise<void> =>
+    acceptLoop(from).catch((err) => opts.warn("Accept loop failed", { error: `${err}` }))
+      .then(() =>
+        closed || retired.has(from)
+          ? undefined
+          : new Promise((r) => setTimeout(r, 100)).then(() => keepAccepting(from))
+      );
+  let accepting = keepAccepting(listener);
   let shutdownDone: Promise<void> | undefined;
   const settled = (p: Promise<void>) => p.then(() => {}, () => {});
   return {
@@ -240,7 +308,12 @@ export function serveConnections(
       return servers.size;
     },
     get finished() {
-      return accepting.then(() => shutdownDone ?? Promise.resolve());
+      // A TLS reload replaces the loop: wait for whichever runs when this one ends.
+      const wait = (): Promise<void> => {
+        const current = accepting;
+        return current.then(() => current === accepting ? shutdownDone : wait());
+      };
+      return wait().then(() => {});
     },
     shutdown() {
       if (shutdownDone) return shutdownDone;
@@ -250,6 +323,32 @@ export function serveConnections(
       } catch { /* already closed */ }
       shutdownDone = Promise.all([...servers].map((s) => settled(s.shutdown()))).then(() => {});
       return shutdownDone;
+    },
+    async reloadTls(pair) {
+      if (!tls) throw new Error("The server does not serve TLS");
+      if (closed) return;
+      // An unusable pair throws here, while the old listener still serves.
+      Deno.listenTls({ ...pair, hostname: addr.hostname, port: 0 }).close();
+      const previous = listener;
+      const previousLoop = accepting;
+      retired.add(previous);
+      try {
+        previous.close();
+      } catch { /* already closed */ }
+      // The socket is released once the pending accept has given up.
+      await previousLoop;
+      let next: Deno.Listener | undefined;
+      for (let attempt = 0; !next; attempt++) {
+        try {
+          next = Deno.listenTls({ ...pair, hostname: addr.hostname, port: addr.port });
+        } catch (err) {
+          if (!(err instanceof Deno.errors.AddrInUse) || attempt >= 200) throw err;
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      }
+      listener = next;
+      if (closed) next.close();
+      else accepting = keepAccepting(next);
     },
   };
 }

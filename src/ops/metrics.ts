@@ -39,6 +39,7 @@ export class Metrics {
   readonly #bytesOut = new Map<string, number>();
   readonly #loop = new Histogram(LOOP_BOUNDS);
   #loopMax = 0;
+  #openConnections: () => number = () => 0;
   readonly #timer: ReturnType<typeof setInterval>;
 
   constructor(readonly sources: MetricSources) {
@@ -50,6 +51,11 @@ export class Metrics {
       this.#loopMax = Math.max(this.#loopMax, late);
       expected = now + LOOP_SAMPLE_MS;
     }, LOOP_SAMPLE_MS);
+  }
+
+  /** Where the open-connection count comes from (the listener starts after the metrics). */
+  countConnections(open: () => number): void {
+    this.#openConnections = open;
   }
 
   observe(o: RequestObservation): void {
@@ -161,6 +167,12 @@ export class Metrics {
       .sample("store_queue_depth", targets.reduce((n, t) => n + t.queue_depth, 0), {
         queue: "events",
       });
+    out.single(
+      "store_open_connections",
+      "gauge",
+      "Client connections open right now (STORE_MAX_CONNECTIONS caps them).",
+      this.#openConnections(),
+    );
     const mem = Deno.memoryUsage();
     out.single("store_heap_used_bytes", "gauge", "V8 heap in use.", mem.heapUsed)
       .single("store_heap_total_bytes", "gauge", "V8 heap reserved.", mem.heapTotal)

@@ -7,6 +7,7 @@ import { ANONYMOUS } from "../auth/principal.ts";
 import { compareKeys } from "../meta/keys.ts";
 import type { BucketRecord, ListEntry } from "../meta/store.ts";
 import type { AppDeps } from "../protocol.ts";
+import { isSecureRequest } from "../http/secure_transport.ts";
 import { ICON_SVG } from "./assets/icon_svg.ts";
 import {
   fileRow,
@@ -95,11 +96,17 @@ function parseRequest(url: string): BrowseRequest | undefined {
   return { bucket, folder, search: query.get("q") ?? "", limit, after, token };
 }
 
-function factsOf(info: Deno.ServeHandlerInfo, prefix: string, limit: number): RequestFacts {
+function factsOf(
+  req: Request,
+  info: Deno.ServeHandlerInfo,
+  deps: AppDeps,
+  opts: { prefix: string; limit: number },
+): RequestFacts {
   const addr = info.remoteAddr as Deno.NetAddr;
+  const { prefix, limit } = opts;
   return {
     sourceIp: addr.hostname ?? "",
-    secureTransport: false,
+    secureTransport: isSecureRequest(req.headers, deps.config.trustProxy),
     now: new Date(),
     prefix,
     maxKeys: limit,
@@ -217,7 +224,10 @@ export async function handleBrowse(
   }
   const bucket = await deps.layer.meta.getBucket(parsed.bucket);
   if (!bucket) return notFound(head);
-  const facts = factsOf(info, parsed.folder + parsed.search, parsed.limit);
+  const facts = factsOf(req, info, deps, {
+    prefix: parsed.folder + parsed.search,
+    limit: parsed.limit,
+  });
   try {
     await deps.access.decide(ANONYMOUS, "ListObjectsV2", { bucket, facts });
   } catch {

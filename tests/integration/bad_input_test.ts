@@ -929,5 +929,5 @@ Deno.test("bad input is rejected and changes nothing", async (t) => {
       assertEquals(await fileCount(join(server.dataDir, "tmp")), 0, "temp files");
       assert(!server.logs().includes(`"level":"error"`), `errors logged:\n${server.logs()}`);
     });
-  });
+  }, { env: { STORE_ALLOW_INSECURE_SSE_C: "true" } }); // SSE-C over plain HTTP
 });

@@ -200,6 +200,21 @@ Deno.test("ldap: sign-in, temporary credentials and group mappings against a rea
       }
     });
 
+    await t.step("directory sign-ins are in the audit chain, refused and accepted", async () => {
+      const query = new URLSearchParams({
+        operation: "TokenService:AssumeRoleWithLDAPIdentity",
+        principal: "ldap:alice",
+        limit: "1000",
+      });
+      const { status, json } = await adminApi(server, "GET", `/audit?${query}`);
+      assertEquals(status, 200);
+      const statuses = (json!.entries as { status: number }[]).map((e) => e.status);
+      assert(statuses.includes(200), `an accepted sign-in is recorded: ${statuses}`);
+      assert(statuses.includes(403), `a refused sign-in is recorded: ${statuses}`);
+      const verified = await adminApi(server, "GET", "/audit/verify");
+      assertEquals(verified.json!.ok, true);
+    });
+
     await t.step(
       "session keys need their token: missing, tampered, expired, on long-term keys",
       async () => {

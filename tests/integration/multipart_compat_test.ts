@@ -151,5 +151,5 @@ Deno.test("multipart compatibility", async (t) => {
       assertEquals(cCopy.SSECustomerAlgorithm, "AES256");
       assertEquals(cCopy.SSECustomerKeyMD5, sseC.SSECustomerKeyMD5);
     });
-  });
+  }, { env: { STORE_ALLOW_INSECURE_SSE_C: "true" } }); // SSE-C over plain HTTP
 });

@@ -217,5 +217,5 @@ Deno.test("GetObjectAttributes", async (t) => {
       await expectError(anonymous, "AccessDenied", 403);
       await assertRejectsCode(() => attributes(s3, "missing"), "NoSuchKey", 404);
     });
-  });
+  }, { env: { STORE_ALLOW_INSECURE_SSE_C: "true" } }); // SSE-C over plain HTTP
 });

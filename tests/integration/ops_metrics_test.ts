@@ -50,6 +50,7 @@ Deno.test("metrics: format, access and counters that move", async () => {
         "store_heal_shards_healed_total",
         "store_scrubs_total",
         "store_queue_depth",
+        "store_open_connections",
         "store_heap_used_bytes",
         "store_event_loop_delay_seconds",
       ]
@@ -58,6 +59,8 @@ Deno.test("metrics: format, access and counters that move", async () => {
     assertEquals(value(before, "store_drive_online", { state: "online" }), 1);
     assert(value(before, "store_drive_free_bytes") > 0, "free space is reported");
     assert(value(before, "store_heap_used_bytes") > 0, "heap is reported");
+    // At least the scrape's own connection.
+    assert(value(before, "store_open_connections") >= 1, "open connections are reported");
 
     await createBucket(server, "metered");
     const small = randomBytes(1000);

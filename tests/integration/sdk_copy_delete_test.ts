@@ -232,6 +232,19 @@ Deno.test("DeleteObjects", async (t) => {
       assertEquals(listed.Contents?.map((c) => c.Key), keys.slice(10));
     });
 
+    await t.step("keys with line breaks and tabs (sent as character references)", async () => {
+      const odd = ["line\nbreak", "carriage\rreturn", "tab\there", "amp&#x41;literal"];
+      await Promise.all(
+        odd.map((Key) => s3.send(new PutObjectCommand({ Bucket, Key, Body: Key }))),
+      );
+      const out = await s3.send(
+        new DeleteObjectsCommand({ Bucket, Delete: { Objects: odd.map((Key) => ({ Key })) } }),
+      );
+      assertEquals(out.Deleted?.map((d) => d.Key).sort(), [...odd].sort());
+      const listed = await s3.send(new ListObjectsV2Command({ Bucket, Prefix: "" }));
+      for (const key of odd) assert(!listed.Contents?.some((c) => c.Key === key), `${key} is gone`);
+    });
+
     await t.step("per-key errors", async () => {
       const out = await s3.send(
         new DeleteObjectsCommand({

@@ -265,7 +265,12 @@ async function runTable(t: Deno.TestContext, s3: S3Client, suffix = "", extra = 
 async function withStorage(fn: (server: TestServer) => Promise<void>) {
   // Erasure coded 2+1, compression on, small chunks: every object is zstd shards over drives.
   const setup = await makeSetup(3);
-  const server = await startFresh(setup, { ec: "2+1", compression: "on", chunkSize: 64 * 1024 });
+  const server = await startFresh(setup, {
+    ec: "2+1",
+    compression: "on",
+    chunkSize: 64 * 1024,
+    extra: { STORE_ALLOW_INSECURE_SSE_C: "true" },
+  });
   try {
     await createBucket(server, BUCKET);
     await fn(server);

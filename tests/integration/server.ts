@@ -57,16 +57,18 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   }).spawn();
   let stderr = "";
   let stdout = "";
+  let scheme = "http";
   const port = await new Promise<number>((resolve, reject) => {
     const decoder = new TextDecoder();
     const timer = setTimeout(() => reject(new Error(`Server did not start:\n${stderr}`)), 30_000);
     (async () => {
       for await (const chunk of child.stderr) {
         stderr += decoder.decode(chunk, { stream: true });
-        const m = /"Listening","url":"http:\/\/[^:]+:(\d+)"/.exec(stderr);
+        const m = /"Listening","url":"(https?):\/\/[^:]+:(\d+)"/.exec(stderr);
         if (m) {
           clearTimeout(timer);
-          resolve(Number(m[1]));
+          scheme = m[1];
+          resolve(Number(m[2]));
         }
       }
       clearTimeout(timer);
@@ -79,7 +81,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   let exited: Promise<Deno.CommandStatus> | undefined;
   const status = () => (exited ??= child.status);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${scheme}://127.0.0.1:${port}`,
     port,
     dataDir,
     pid: child.pid,

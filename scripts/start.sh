@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Starts the server in the foreground (the README's start command; `deno task start` runs it),
+# with Deno installed into .tools/ first when it is missing.
+# - Only the packages the server imports are fetched (deno.server.lock; `deno task lock:server`
+#   regenerates it after deno.json's imports change). `deno task` itself would first fetch every
+#   package of deno.json, the test-only ones too.
+# - The shell replaces itself with Deno (exec), so SIGTERM and SIGINT reach the server, which
+#   stops gracefully. (`npx deno task start` does not pass SIGTERM on: the server would run on.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/ensure_deno.sh >&2
+exec deno run --lock=deno.server.lock --frozen --allow-net --allow-read --allow-write \
+  --allow-env --allow-sys main.ts
