@@ -3,6 +3,7 @@
 // change. All writes of the store run on one connection, one transaction at a time, which keeps
 // the chain linear: each append reads the current head inside its own transaction.
 import type { SQLInputValue, StatementSync } from "node:sqlite";
+import { Where } from "./sqlite_where.ts";
 import {
   type AuditAnchor,
   type AuditEntry,
@@ -94,28 +95,17 @@ export class SqliteAudit {
   }
 
   query(q: AuditQuery): AuditEntry[] {
-    const where = ["seq > ?"];
-    const args: SQLInputValue[] = [q.afterSeq];
-    const add = (sql: string, value: SQLInputValue | undefined) => {
-      if (value === undefined) return;
-      where.push(sql);
-      args.push(value);
-    };
-    add("at >= ?", q.since);
-    add("at < ?", q.until);
-    add("bucket = ?", q.bucket);
-    add("principal = ?", q.principal);
-    add("operation = ?", q.operation);
-    add("status = ?", q.status);
-    if (q.keyPrefix !== undefined) {
-      where.push("substr(key, 1, ?) = ?");
-      args.push(q.keyPrefix.length, q.keyPrefix);
-    }
-    const s = this.stmt(
-      `SELECT ${COLUMNS} FROM audit_log WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`,
-    );
+    const where = new Where().add("seq > ?", q.afterSeq)
+      .add("at >= ?", q.since)
+      .add("at < ?", q.until)
+      .add("bucket = ?", q.bucket)
+      .add("principal = ?", q.principal)
+      .add("operation = ?", q.operation)
+      .add("status = ?", q.status)
+      .add("substr(key, 1, ?) = ?", q.keyPrefix?.length, q.keyPrefix);
+    const s = this.stmt(`SELECT ${COLUMNS} FROM audit_log WHERE ${where.sql} ORDER BY seq LIMIT ?`);
     arrays(s);
-    return (s.all(...args, q.limit) as unknown as SQLInputValue[][]).map(toEntry);
+    return (s.all(...where.args, q.limit) as unknown as SQLInputValue[][]).map(toEntry);
   }
 
   /**

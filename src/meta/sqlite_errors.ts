@@ -1,6 +1,7 @@
 // The error log in SQLite: warnings and errors of requests and background work, at most `max`
 // rows (the oldest go first).
 import type { SQLInputValue, StatementSync } from "node:sqlite";
+import { Where } from "./sqlite_where.ts";
 import type { ErrorQuery, ErrorRecord } from "./store.ts";
 
 type Prepare = (sql: string) => StatementSync;
@@ -47,22 +48,15 @@ export class SqliteErrors {
   }
 
   query(q: ErrorQuery): ErrorRecord[] {
-    const where = ["id > ?"];
-    const args: SQLInputValue[] = [q.afterId];
-    const add = (sql: string, value: SQLInputValue | undefined) => {
-      if (value === undefined) return;
-      where.push(sql);
-      args.push(value);
-    };
-    add("at >= ?", q.since);
-    add("at < ?", q.until);
-    add("level = ?", q.level);
-    add("bucket = ?", q.bucket);
-    add("code = ?", q.code);
-    add("source = ?", q.source);
-    const rows = this.stmt(
-      `SELECT * FROM error_log WHERE ${where.join(" AND ")} ORDER BY id LIMIT ?`,
-    ).all(...args, q.limit) as Row[];
+    const where = new Where().add("id > ?", q.afterId)
+      .add("at >= ?", q.since)
+      .add("at < ?", q.until)
+      .add("level = ?", q.level)
+      .add("bucket = ?", q.bucket)
+      .add("code = ?", q.code)
+      .add("source = ?", q.source);
+    const rows = this.stmt(`SELECT * FROM error_log WHERE ${where.sql} ORDER BY id LIMIT ?`)
+      .all(...where.args, q.limit) as Row[];
     return rows.map(toRecord);
   }
 
