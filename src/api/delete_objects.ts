@@ -3,9 +3,11 @@ import { OPERATION_RULES } from "../auth/actions.ts";
 import { S3Error } from "../http/errors.ts";
 import { children, el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
 import { readVerifiedBody } from "./verified_body.ts";
-import { bucketOf, type Handler, originOf, xmlResult } from "./context.ts";
+import { bucketOf, type Handler, originOf, type RequestContext, xmlResult } from "./context.ts";
+import type { BucketRecord } from "../meta/store.ts";
 import { bypassGovernance } from "./object_lock.ts";
 import { MAX_KEY_BYTES } from "./object_headers.ts";
+import type { DeleteTarget } from "../object/layer.ts";
 
 const MAX_KEYS = 1000;
 const MAX_BODY = 2 * 1024 * 1024;
@@ -50,41 +52,57 @@ function deletedEntry(t: Target, r: { versionId?: string; deleteMarker: boolean 
   );
 }
 
+function errorEntry(t: Target, err: S3Error): string {
+  return el(
+    "Error",
+    text("Key", t.key),
+    text("VersionId", t.versionId),
+    text("Code", err.code),
+    text("Message", err.message),
+  );
+}
+
+/** The key's own access decision (and governance bypass), before the batch's transaction. */
+async function decide(
+  ctx: RequestContext,
+  bucket: BucketRecord,
+  t: Target,
+): Promise<DeleteTarget | S3Error> {
+  try {
+    if (t.key === "" || new TextEncoder().encode(t.key).byteLength > MAX_KEY_BYTES) {
+      throw new S3Error("InvalidArgument", "The key is empty or longer than 1024 bytes.");
+    }
+    await ctx.access.decideRule(ctx.principal, OPERATION_RULES.DeleteObject, {
+      bucket,
+      key: t.key,
+      versionId: t.versionId,
+      facts: ctx.facts,
+    });
+    return { ...t, bypassGovernance: await bypassGovernance(ctx, t.key) };
+  } catch (err) {
+    if (!(err instanceof S3Error)) throw err;
+    return err;
+  }
+}
+
 export const deleteObjects: Handler = async (ctx) => {
   const bytes = await readVerifiedBody(ctx, MAX_BODY);
   const { quiet, targets } = parseTargets(new TextDecoder().decode(bytes));
   const bucket = await bucketOf(ctx);
-  const parts: string[] = [];
-  for (const t of targets) {
-    try {
-      if (t.key === "" || new TextEncoder().encode(t.key).byteLength > MAX_KEY_BYTES) {
-        throw new S3Error("InvalidArgument", "The key is empty or longer than 1024 bytes.");
-      }
-      await ctx.access.decideRule(ctx.principal, OPERATION_RULES.DeleteObject, {
-        bucket,
-        key: t.key,
-        versionId: t.versionId,
-        facts: ctx.facts,
-      });
-      const result = await ctx.layer.deleteObject(ctx.bucket, t.key, {
-        versionId: t.versionId,
-        owner: ctx.principal.id,
-        bypassGovernance: await bypassGovernance(ctx, t.key),
-        origin: originOf(ctx),
-      });
-      if (!quiet) parts.push(deletedEntry(t, result));
-    } catch (err) {
-      if (!(err instanceof S3Error)) throw err;
-      parts.push(
-        el(
-          "Error",
-          text("Key", t.key),
-          text("VersionId", t.versionId),
-          text("Code", err.code),
-          text("Message", err.message),
-        ),
-      );
-    }
-  }
+  const decided: (DeleteTarget | S3Error)[] = [];
+  for (const t of targets) decided.push(await decide(ctx, bucket, t));
+  // The allowed keys are deleted together: one metadata transaction for the batch.
+  const allowed = decided.filter((d): d is DeleteTarget => !(d instanceof S3Error));
+  const results = allowed.length === 0 ? [] : await ctx.layer.deleteObjects(ctx.bucket, allowed, {
+    owner: ctx.principal.id,
+    origin: originOf(ctx),
+  });
+  let next = 0;
+  const parts = targets.map((t, i) => {
+    const d = decided[i];
+    const result = d instanceof S3Error ? d : results[next++];
+    if (result instanceof S3Error) return errorEntry(t, result);
+    return quiet ? "" : deletedEntry(t, result);
+  });
   return xmlResult(xmlDocument("DeleteResult", ctx.dialect.xmlns, parts.join("")));
 };

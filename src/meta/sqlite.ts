@@ -17,6 +17,8 @@ import { SqliteUsers } from "./sqlite_users.ts";
 import { SqliteSts } from "./sqlite_sts.ts";
 import type {
   AuditQuery,
+  BatchDelete,
+  BatchDeleteOutcome,
   BucketConfigKind,
   BucketListQuery,
   BucketRecord,
@@ -386,27 +388,77 @@ export class SqliteMetaStore implements MetaStore {
       outbox?: (removed: ObjectVersion) => OutboxEvent | undefined;
     } = {},
   ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }> {
-    return this.#change(() => {
-      const row = this.#stmt(
-        `SELECT ${VERSION_COLUMNS}, is_latest FROM versions ` +
-          "WHERE bucket = ? AND key = ? AND version_id = ?",
-      ).get(bucket, key, versionId) as Row | undefined;
-      if (!row) return { freed: [] };
-      const removed = toVersion(row);
-      opts.guard?.(removed);
-      this.#stmt("DELETE FROM versions WHERE bucket = ? AND key = ? AND version_id = ?")
-        .run(bucket, key, versionId);
-      if (row.is_latest === 1) {
-        this.#stmt(
-          "UPDATE versions SET is_latest = 1 WHERE bucket = ? AND key = ? AND seq = " +
-            "(SELECT max(seq) FROM versions WHERE bucket = ? AND key = ?)",
-        ).run(bucket, key, bucket, key);
+    return this.#change(
+      () => this.#deleteVersion({ bucket, key, versionId, ...opts }),
+      (r) => r.removed ? { key, versionId } : undefined,
+    );
+  }
+
+  /** The body of deleteObjectVersion, for use inside a transaction. */
+  #deleteVersion(
+    item: Exclude<BatchDelete, { marker: ObjectVersion }>,
+  ): { removed?: ObjectVersion; freed: ChunkRecord[] } {
+    const { bucket, key, versionId } = item;
+    const row = this.#stmt(
+      `SELECT ${VERSION_COLUMNS}, is_latest FROM versions ` +
+        "WHERE bucket = ? AND key = ? AND version_id = ?",
+    ).get(bucket, key, versionId) as Row | undefined;
+    if (!row) return { freed: [] };
+    const removed = toVersion(row);
+    item.guard?.(removed);
+    this.#stmt("DELETE FROM versions WHERE bucket = ? AND key = ? AND version_id = ?")
+      .run(bucket, key, versionId);
+    if (row.is_latest === 1) {
+      this.#stmt(
+        "UPDATE versions SET is_latest = 1 WHERE bucket = ? AND key = ? AND seq = " +
+          "(SELECT max(seq) FROM versions WHERE bucket = ? AND key = ?)",
+      ).run(bucket, key, bucket, key);
+    }
+    const freed = removed.data.kind === "chunks" ? this.#chunks.dropRefs(removed.data.vid) : [];
+    const event = item.outbox?.(removed);
+    if (event) this.#events.append(event);
+    return { removed, freed };
+  }
+
+  deleteObjects(items: BatchDelete[]): Promise<BatchDeleteOutcome[]> {
+    const scope = this.#auditing ? currentAudit() : undefined;
+    let written = 0;
+    return this.#batch.run(() => items.map((item) => this.#batchItem(item, scope, () => written++)))
+      .then((outcomes) => {
+        if (scope) scope.recorded += written;
+        return outcomes;
+      });
+  }
+
+  /** One change of a batch in its own savepoint, with its audit entry (see #change). */
+  #batchItem(
+    item: BatchDelete,
+    scope: AuditScope | undefined,
+    audited: () => void,
+  ): BatchDeleteOutcome {
+    this.#db.exec("SAVEPOINT batch_item");
+    try {
+      let outcome: BatchDeleteOutcome;
+      let change: ChangeDetail | undefined;
+      if ("marker" in item) {
+        const v = item.marker;
+        outcome = { ok: true, freed: this.#putVersion(v, []).freed };
+        if (item.outbox) this.#events.append(item.outbox);
+        change = { key: v.key, versionId: v.versionId ?? "", bytes: v.size };
+      } else {
+        const r = this.#deleteVersion(item);
+        outcome = { ok: true, ...r };
+        change = r.removed ? { key: item.key, versionId: item.versionId } : undefined;
       }
-      const freed = removed.data.kind === "chunks" ? this.#chunks.dropRefs(removed.data.vid) : [];
-      const event = opts.outbox?.(removed);
-      if (event) this.#events.append(event);
-      return { removed, freed };
-    }, (r) => r.removed ? { key, versionId: versionId ?? "" } : undefined);
+      if (scope && change) this.#audit.append(changeFacts(scope, change));
+      this.#db.exec("RELEASE batch_item");
+      if (scope && change) audited();
+      return outcome;
+    } catch (error) {
+      this.#db.exec("ROLLBACK TO batch_item");
+      this.#db.exec("RELEASE batch_item");
+      return { ok: false, error };
+    }
   }
 
   versionChunks(vid: number, range?: { from: number; to: number }): Promise<VersionChunk[]> {

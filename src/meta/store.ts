@@ -339,6 +339,25 @@ export interface PutResult {
  */
 export type CurrentGuard = (current: ObjectVersion | undefined) => void;
 
+/**
+ * One change of a DeleteObjects batch: a delete marker to add (versioned bucket, no version id)
+ * or a version to remove, with the same guard and outbox as deleteObjectVersion.
+ */
+export type BatchDelete =
+  | { marker: ObjectVersion; outbox?: OutboxEvent }
+  | {
+    bucket: string;
+    key: string;
+    versionId: string;
+    guard?: (version: ObjectVersion) => void;
+    outbox?: (removed: ObjectVersion) => OutboxEvent | undefined;
+  };
+
+/** What one change of a batch did: the version removed (none: there was none), or its error. */
+export type BatchDeleteOutcome =
+  | { ok: true; removed?: ObjectVersion; freed: ChunkRecord[] }
+  | { ok: false; error: unknown };
+
 /** Audit entries matching every given filter, after `afterSeq` in order. */
 export interface AuditQuery {
   afterSeq: number;
@@ -471,6 +490,12 @@ export interface MetaStore extends EventLog, RecordStore {
       outbox?: (removed: ObjectVersion) => OutboxEvent | undefined;
     },
   ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }>;
+  /**
+   * A DeleteObjects batch in one transaction (one commit): each change runs in its own savepoint
+   * with its outbox event and audit entry, so one that fails (a locked version) rolls back alone
+   * and the others commit. Outcomes are in the order of `items`.
+   */
+  deleteObjects(items: BatchDelete[]): Promise<BatchDeleteOutcome[]>;
   /**
    * Changes the Object Lock state of one version; `guard` sees the version first inside the
    * transaction and may refuse by throwing. False when the version does not exist.

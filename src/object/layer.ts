@@ -2,6 +2,7 @@
 import { S3Error } from "../http/errors.ts";
 import { MissingBucketError } from "../meta/sqlite.ts";
 import type {
+  BatchDelete,
   BucketRecord,
   ChecksumRecord,
   CurrentGuard,
@@ -108,6 +109,36 @@ export interface CopyInput {
  * The addressed version is a delete marker: 404 NoSuchKey when it is the current version,
  * 405 MethodNotAllowed when it was asked for by id. The responder adds the marker's headers.
  */
+/** One key of a DeleteObjects batch. */
+export interface DeleteTarget {
+  key: string;
+  versionId?: string;
+  bypassGovernance?: boolean;
+}
+
+/** What a delete reports: the version removed or the marker created. */
+export interface DeleteResult {
+  versionId?: string;
+  deleteMarker: boolean;
+}
+
+function deleteMarker(bucket: BucketRecord, key: string, owner: string): ObjectVersion {
+  return {
+    bucket: bucket.name,
+    key,
+    versionId: versionIdFor(bucket),
+    deleteMarker: true,
+    size: 0,
+    etag: "",
+    lastModified: Date.now(),
+    contentType: "",
+    userMeta: {},
+    headers: {},
+    owner,
+    data: { kind: "none" },
+  };
+}
+
 export class DeleteMarkerError extends S3Error {
   constructor(key: string, readonly versionId: string, byId: boolean) {
     super(
@@ -315,49 +346,65 @@ export class ObjectLayer {
     bucket: string,
     key: string,
     opts: { versionId?: string; owner: string; bypassGovernance?: boolean; origin?: EventOrigin },
-  ): Promise<{ versionId?: string; deleteMarker: boolean }> {
-    const versionId = opts.versionId;
+  ): Promise<DeleteResult> {
+    const target = { key, versionId: opts.versionId, bypassGovernance: opts.bypassGovernance };
+    const [outcome] = await this.deleteObjects(bucket, [target], opts);
+    if (outcome instanceof S3Error) throw outcome;
+    return outcome;
+  }
+
+  /**
+   * Deletes keys of one bucket as deleteObject does each, in one metadata transaction: every
+   * key in its own savepoint (a locked version fails alone), one commit, freed chunks collected
+   * together after it. Outcomes in the order of `targets`; a failure that is not the protocol's
+   * is thrown (after the collection).
+   */
+  async deleteObjects(
+    bucket: string,
+    targets: DeleteTarget[],
+    opts: { owner: string; origin?: EventOrigin },
+  ): Promise<(DeleteResult | S3Error)[]> {
     const record = await this.requireBucket(bucket);
-    if (versionId === undefined && record.versioning !== "") {
-      const marker: ObjectVersion = {
-        bucket,
-        key,
-        versionId: versionIdFor(record),
-        deleteMarker: true,
-        size: 0,
-        etag: "",
-        lastModified: Date.now(),
-        contentType: "",
-        userMeta: {},
-        headers: {},
-        owner: opts.owner,
-        data: { kind: "none" },
-      };
-      const outbox = opts.origin &&
-        objectEvent(removalEvent(opts.origin, true), marker, {
-          origin: opts.origin,
-          owner: record.owner,
-        });
-      await this.#commit(marker, [], { outbox });
-      return { versionId: marker.versionId, deleteMarker: true };
-    }
-    const guard = (v: ObjectVersion) =>
-      assertDeletable(v, { bypassGovernance: opts.bypassGovernance ?? false, now: Date.now() });
     const origin = opts.origin;
-    const { removed, freed } = await this.meta.deleteObjectVersion(
-      bucket,
-      key,
-      versionId ?? "null",
-      {
-        guard,
-        outbox: origin &&
-          ((v) => objectEvent(removalEvent(origin, false), v, { origin, owner: record.owner })),
-      },
-    );
-    if (removed && origin) this.committed.fire();
-    await this.chunks.collect(freed);
-    if (versionId === undefined) return { deleteMarker: false };
-    return { versionId, deleteMarker: removed?.deleteMarker ?? false };
+    const event = (v: ObjectVersion, marker: boolean) =>
+      origin && objectEvent(removalEvent(origin, marker), v, { origin, owner: record.owner });
+    const items: BatchDelete[] = targets.map((t) => {
+      if (t.versionId === undefined && record.versioning !== "") {
+        const marker = deleteMarker(record, t.key, opts.owner);
+        return { marker, outbox: event(marker, true) };
+      }
+      return {
+        bucket,
+        key: t.key,
+        versionId: t.versionId ?? "null",
+        guard: (v: ObjectVersion) =>
+          assertDeletable(v, { bypassGovernance: t.bypassGovernance ?? false, now: Date.now() }),
+        outbox: origin && ((v: ObjectVersion) => event(v, false)),
+      };
+    });
+    const outcomes = await this.meta.deleteObjects(items);
+    let changed = false;
+    let failure: unknown;
+    const results = outcomes.map((o, i): DeleteResult | S3Error => {
+      const item = items[i];
+      if (!o.ok) {
+        if (o.error instanceof MissingBucketError) return noSuchBucket(bucket);
+        if (o.error instanceof S3Error) return o.error;
+        failure ??= o.error;
+        return new S3Error("InternalError", "The delete failed.");
+      }
+      if ("marker" in item) {
+        changed = true;
+        return { versionId: item.marker.versionId, deleteMarker: true };
+      }
+      if (o.removed) changed = true;
+      if (targets[i].versionId === undefined) return { deleteMarker: false };
+      return { versionId: item.versionId, deleteMarker: o.removed?.deleteMarker ?? false };
+    });
+    if (changed && origin) this.committed.fire();
+    await this.chunks.collect(outcomes.flatMap((o) => o.ok ? o.freed : []));
+    if (failure !== undefined) throw failure;
+    return results;
   }
 
   /**

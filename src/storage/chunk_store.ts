@@ -66,6 +66,8 @@ export interface ChunkHealth {
   lost: boolean;
 }
 
+/** Chunks whose shards collect() removes at once. */
+const COLLECT_PARALLEL = 8;
 const coders = new Map<string, ReedSolomon>();
 
 function coder(k: number, m: number): ReedSolomon {
@@ -489,10 +491,18 @@ export class ChunkStore {
     await Promise.all(drives.map((d, i) => removeShard(this.drive(d), id, i)));
   }
 
-  /** Removes the shards of chunks no version refers to any more (after the metadata commit). */
+  /**
+   * Removes the shards of chunks no version refers to any more (after the metadata commit), a
+   * few chunks at a time: a DeleteObjects batch may free a thousand.
+   */
   async collect(freed: ChunkRecord[]): Promise<void> {
-    for (const rec of freed) {
-      await this.claims.collect(rec.id, () => this.#removeShards(rec.id, rec.drives));
-    }
+    let next = 0;
+    const worker = async () => {
+      while (next < freed.length) {
+        const rec = freed[next++];
+        await this.claims.collect(rec.id, () => this.#removeShards(rec.id, rec.drives));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(COLLECT_PARALLEL, freed.length) }, worker));
   }
 }
