@@ -112,15 +112,23 @@ function startupFailed(err: unknown): never {
 }
 
 async function main(): Promise<void> {
-  let stop: (signal: string) => Promise<void>;
+  // Listening before start() returns: a signal that arrives while the server is still starting
+  // (after it logged "Listening") waits for it and then stops it gracefully.
+  let stop: ((signal: string) => Promise<void>) | undefined;
+  let early: string | undefined;
+  const onSignal = (signal: string) => {
+    if (stop) void stop(signal);
+    else early ??= signal;
+  };
+  Deno.addSignalListener("SIGTERM", () => onSignal("SIGTERM"));
+  Deno.addSignalListener("SIGINT", () => onSignal("SIGINT"));
   let finished: Promise<void>;
   try {
     ({ stop, finished } = await start());
   } catch (err) {
     startupFailed(err);
   }
-  Deno.addSignalListener("SIGTERM", () => void stop("SIGTERM"));
-  Deno.addSignalListener("SIGINT", () => void stop("SIGINT"));
+  if (early) void stop(early);
   await finished;
 }
 
