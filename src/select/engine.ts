@@ -273,31 +273,38 @@ export async function* runSelect(
     let lastMessage = performance.now();
     let lastYield = performance.now();
     try {
-      for await (const chunk of bytes) {
-        for (let at = 0; at < chunk.length && !reader.stopped; at += SLICE) {
-          const slice = chunk.subarray(at, at + SLICE);
-          stats.bytesProcessed += slice.length;
-          reader.push(decoder.decode(slice, { stream: true }));
-          if (writer.size >= batchBytes) {
-            yield records();
-            lastMessage = performance.now();
+      try {
+        for await (const chunk of bytes) {
+          for (let at = 0; at < chunk.length && !reader.stopped; at += SLICE) {
+            const slice = chunk.subarray(at, at + SLICE);
+            stats.bytesProcessed += slice.length;
+            reader.push(decoder.decode(slice, { stream: true }));
+            if (writer.size >= batchBytes) {
+              yield records();
+              lastMessage = performance.now();
+            }
+            const now = performance.now();
+            if (now - lastMessage >= keepAliveMs) {
+              yield req.progress ? progressEvent(stats) : contEvent();
+              lastMessage = now;
+            }
+            // A long parse hands the event loop a turn.
+            if (now - lastYield > 20) {
+              await new Promise((resolve) => setTimeout(resolve, 0));
+              lastYield = performance.now();
+            }
           }
-          const now = performance.now();
-          if (now - lastMessage >= keepAliveMs) {
-            yield req.progress ? progressEvent(stats) : contEvent();
-            lastMessage = now;
-          }
-          // A long parse hands the event loop a turn.
-          if (now - lastYield > 20) {
-            await new Promise((resolve) => setTimeout(resolve, 0));
-            lastYield = performance.now();
-          }
+          if (reader.stopped) break;
         }
-        if (reader.stopped) break;
-      }
-      if (!reader.stopped) {
-        reader.push(decoder.decode());
-        reader.end();
+        if (!reader.stopped) {
+          reader.push(decoder.decode());
+          reader.end();
+        }
+      } catch (err) {
+        // Records made before a failing record go out first, however the object's bytes were
+        // cut into pieces: the client then sees them, then the error.
+        if (writer.size > 0) yield records();
+        throw err;
       }
     } finally {
       // Stops reading the object when LIMIT ends the scan early.

@@ -265,3 +265,30 @@ Deno.test("engine: Cont keep-alives on a slow scan, LIMIT stops reading the obje
   assertEquals(eventTypes(limited), ["Records", "Stats", "End"]);
   assert(cancelled && pulls < 5, `the object was read on after LIMIT (${pulls} pulls)`);
 });
+
+Deno.test("engine: records made before a failing record go out first, in one piece or many", async () => {
+  const text = new TextEncoder().encode("1\n2\n3\nnot-a-number\n4\n");
+  const req = csvRequest();
+  const query = parseQuery("SELECT CAST(_1 AS INT) FROM S3Object");
+  for (const pieces of [1, text.length]) {
+    const size = Math.ceil(text.length / pieces);
+    const source = {
+      size: text.length,
+      open: () =>
+        Promise.resolve(
+          new ReadableStream<Uint8Array>({
+            start(c) {
+              for (let at = 0; at < text.length; at += size) c.enqueue(text.slice(at, at + size));
+              c.close();
+            },
+          }),
+        ),
+    };
+    const messages: Uint8Array[] = [];
+    const failed = await (async () => {
+      for await (const m of runSelect(req, query, source)) messages.push(m);
+    })().then(() => "none", (err) => err instanceof S3Error ? err.code : String(err));
+    assertEquals(failed, "CastFailed", `${pieces} pieces`);
+    assertEquals(eventTypes(messages), ["Records"], `${pieces} pieces`);
+  }
+});
