@@ -1,5 +1,6 @@
 // Command-line options of the benchmark (scripts/bench.ts).
 import type { Endpoint } from "./bench_client.ts";
+import type { MemoryProbe } from "./bench_run.ts";
 
 export const KiB = 1024;
 export const MiB = 1024 * KiB;
@@ -67,6 +68,8 @@ export interface Options {
   duration?: number;
   bucket: string;
   keep: boolean;
+  /** Measures the server's memory per load (set when the benchmark started the server). */
+  memory?: MemoryProbe;
 }
 
 export function parseSize(text: string): number {
