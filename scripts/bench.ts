@@ -5,7 +5,7 @@
 //   deno task bench [--url URL --access-key KEY --secret-key SECRET] [--concurrency 8]
 //                   [--sizes 4k,1m,64m] [--ops put,mpu,get,getrange,head,list,delete]
 //                   [--part-size 8m] [--count N] [--count-large N] [--duration SECONDS]
-//                   [--region us-east-1] [--keep]
+//                   [--region us-east-1] [--keep] [--server-env FILE]
 //
 // URL and credentials may also come from BENCH_URL, BENCH_ACCESS_KEY, BENCH_SECRET_KEY (and
 // BENCH_REGION). Without a URL the benchmark starts `deno run -A main.ts` itself with
@@ -152,7 +152,7 @@ async function main(): Promise<void> {
     console.error(err instanceof Error ? err.message : String(err));
     Deno.exit(2);
   }
-  const local = opts.endpoint ? undefined : await startLocalServer(opts.region);
+  const local = opts.endpoint ? undefined : await startLocalServer(opts.region, opts.serverEnv);
   const endpoint = opts.endpoint ?? local!.endpoint;
   const onSignal = () => {
     (local ? local.stop() : Promise.resolve()).finally(() => Deno.exit(130));
