@@ -6,7 +6,7 @@ import { memoryOf, randomBytes, startServer } from "./server.ts";
 import { objectPath, signedFetch } from "./signer.ts";
 
 const MiB = 1024 * 1024;
-/** Stated bounds (README, Memory). Measured: ~90 MiB idle, ~230-260 MiB peak under this load. */
+/** Stated bounds (README, Memory). Measured: ~75-90 MiB idle, ~215-240 MiB peak under this load. */
 const IDLE_BOUND = 112 * MiB;
 const PEAK_BOUND = 320 * MiB;
 const OBJECTS = 4;
