@@ -175,7 +175,11 @@ async function start() {
   // The healer exists only after the chunk store; drives that return meanwhile wait for it.
   let healDrive = (_id: number) => {};
   const monitor = await openDriveMonitor(meta, drives, config, (id) => healDrive(id));
-  const cpu = new CpuPool(config.cpuWorkers, { onError: (message) => log("warn", message) });
+  // Workers start with the first large upload and stop after 30 s without work (README, Memory).
+  const cpu = new CpuPool(config.cpuWorkers, {
+    onError: (message) => log("warn", message),
+    idleMs: 30_000,
+  });
   const chunks = new ChunkStore(meta, {
     drives,
     layout: config.erasure,

@@ -5,7 +5,7 @@
 //   deno task bench [--url URL --access-key KEY --secret-key SECRET] [--concurrency 8]
 //                   [--sizes 4k,1m,64m] [--ops put,mpu,get,getrange,head,list,delete]
 //                   [--part-size 8m] [--count N] [--count-large N] [--duration SECONDS]
-//                   [--region us-east-1] [--keep]
+//                   [--region us-east-1] [--keep] [--server-env FILE]
 //
 // URL and credentials may also come from BENCH_URL, BENCH_ACCESS_KEY, BENCH_SECRET_KEY (and
 // BENCH_REGION). Without a URL the benchmark starts `deno run -A main.ts` itself with
@@ -24,7 +24,7 @@ import {
   selected,
   sizeLabel,
 } from "./bench_options.ts";
-import { Client, measure, type Result, startLocalServer } from "./bench_run.ts";
+import { Client, measure, MemoryProbe, type Result, startLocalServer } from "./bench_run.ts";
 
 function keyOf(size: number, i: number): string {
   return `bench/${size}/${String(i).padStart(6, "0")}`;
@@ -113,7 +113,10 @@ function percentile(sorted: number[], p: number): number {
 }
 
 function printTable(results: Result[]): void {
+  const memory = results.some((r) => r.peakRss !== undefined);
   const header = ["op", "size", "ops", "ops/s", "MB/s", "p50 ms", "p99 ms", "errors"];
+  if (memory) header.push("peak MiB", "settled MiB");
+  const mib = (n?: number) => n === undefined ? "-" : (n / MiB).toFixed(0);
   const rows = results.map((r) => {
     const sorted = [...r.latencies].sort((a, b) => a - b);
     const moves = ["put", "mpu", "get", "getrange"].includes(r.op);
@@ -126,6 +129,7 @@ function printTable(results: Result[]): void {
       percentile(sorted, 50).toFixed(2),
       percentile(sorted, 99).toFixed(2),
       String(r.errors),
+      ...(memory ? [mib(r.peakRss), mib(r.settledRss)] : []),
     ];
   });
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((row) => row[c].length)));
@@ -148,7 +152,7 @@ async function main(): Promise<void> {
     console.error(err instanceof Error ? err.message : String(err));
     Deno.exit(2);
   }
-  const local = opts.endpoint ? undefined : await startLocalServer(opts.region);
+  const local = opts.endpoint ? undefined : await startLocalServer(opts.region, opts.serverEnv);
   const endpoint = opts.endpoint ?? local!.endpoint;
   const onSignal = () => {
     (local ? local.stop() : Promise.resolve()).finally(() => Deno.exit(130));
@@ -157,6 +161,11 @@ async function main(): Promise<void> {
   const client = new Client(endpoint, opts.concurrency);
   const results: Result[] = [];
   let peak: number | undefined;
+  let idle: number | undefined;
+  if (local) {
+    opts.memory = new MemoryProbe(local.pid);
+    idle = (await opts.memory.read()).rss;
+  }
   try {
     console.log(
       `Benchmarking ${endpoint.url}${local ? " (started here)" : ""}: concurrency ` +
@@ -172,12 +181,23 @@ async function main(): Promise<void> {
   } finally {
     Deno.removeSignalListener("SIGINT", onSignal);
     client.close();
-    peak = await local?.peakRss();
+    const last = await local?.peakRss();
+    peak = last === undefined ? undefined : Math.max(last, ...results.map((r) => r.peakRss ?? 0));
     await local?.stop();
   }
   console.log("");
   printTable(results);
-  if (peak !== undefined) console.log(`Server peak RSS (VmHWM): ${(peak / MiB).toFixed(0)} MiB`);
+  if (idle !== undefined) {
+    console.log(`Server RSS idle after start: ${(idle / MiB).toFixed(0)} MiB`);
+  }
+  if (peak !== undefined) {
+    console.log(`Server peak RSS over all loads: ${(peak / MiB).toFixed(0)} MiB`);
+  }
+  if (opts.memory) {
+    console.log(
+      "peak MiB: the server's highest RSS during the load; settled MiB: its RSS 1 s after",
+    );
+  }
 }
 
 if (import.meta.main) {

@@ -1,5 +1,6 @@
 // Command-line options of the benchmark (scripts/bench.ts).
 import type { Endpoint } from "./bench_client.ts";
+import type { MemoryProbe } from "./bench_run.ts";
 
 export const KiB = 1024;
 export const MiB = 1024 * KiB;
@@ -31,6 +32,8 @@ export const HELP = `Usage: deno task bench [options]
   --duration S         also stop each op after S seconds
   --bucket NAME        bucket to create and use (default bench-<random>)
   --keep               leave the objects and the bucket in place
+  --server-env FILE    environment of the server started here, KEY=value lines (e.g.
+                       scripts/small-box.env); DENO_V8_FLAGS there reaches its V8
 MPU is one whole multipart upload per operation (create, parts, complete); its parts share
 the --concurrency budget, so it uploads as many objects at once as keeps about that many
 parts in flight (at least one). GETRANGE reads --part-size at random offsets and runs as many
@@ -51,6 +54,7 @@ const FLAGS = [
   "duration",
   "bucket",
   "keep",
+  "server-env",
 ];
 
 export interface Options {
@@ -67,6 +71,10 @@ export interface Options {
   duration?: number;
   bucket: string;
   keep: boolean;
+  /** Environment of the server the benchmark starts (--server-env). */
+  serverEnv: Record<string, string>;
+  /** Measures the server's memory per load (set when the benchmark started the server). */
+  memory?: MemoryProbe;
 }
 
 export function parseSize(text: string): number {
@@ -150,7 +158,18 @@ export function parseArgs(args: string[]): Options {
     duration: flags.has("duration") ? positive("--duration", flags.get("duration")) : undefined,
     bucket: flags.get("bucket") ?? `bench-${crypto.randomUUID().slice(0, 8)}`,
     keep: flags.has("keep"),
+    serverEnv: flags.has("server-env") ? readEnvFile(flags.get("server-env")!) : {},
   };
+}
+
+/** KEY=value lines of a file like scripts/store.env (comments and blank lines skipped). */
+export function readEnvFile(path: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of Deno.readTextFileSync(path).split("\n")) {
+    const m = /^\s*([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line);
+    if (m) env[m[1]] = m[2].trim();
+  }
+  return env;
 }
 
 /** Whether `op` is measured at `size`. */

@@ -82,6 +82,50 @@ export async function startLocalServer(
   };
 }
 
+/**
+ * The server's resident memory per load (Linux /proc): before each load the peak (VmHWM) is reset
+ * to the current RSS by writing 5 to clear_refs; where the kernel refuses, the peak is the highest
+ * RSS sampled every 50 ms instead. After the load, the RSS is read again once it has settled.
+ */
+export class MemoryProbe {
+  #sampled = 0;
+  #timer?: ReturnType<typeof setInterval>;
+  #resets = true;
+
+  constructor(readonly pid: number, readonly settleMs = 1000) {}
+
+  /** Current RSS and peak (VmHWM), in bytes. */
+  async read(): Promise<{ rss: number; peak: number }> {
+    const status = await Deno.readTextFile(`/proc/${this.pid}/status`);
+    const kb = (name: string) =>
+      Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1]);
+    return { rss: kb("VmRSS") * 1024, peak: kb("VmHWM") * 1024 };
+  }
+
+  async start(): Promise<void> {
+    if (this.#resets) {
+      try {
+        await Deno.writeTextFile(`/proc/${this.pid}/clear_refs`, "5");
+      } catch {
+        this.#resets = false;
+      }
+    }
+    this.#sampled = (await this.read()).rss;
+    this.#timer = setInterval(() => {
+      this.read().then((m) => this.#sampled = Math.max(this.#sampled, m.rss), () => {});
+    }, 50);
+  }
+
+  /** Ends a load: its peak, then (after settleMs) the RSS the server keeps. */
+  async stop(): Promise<{ peak: number; settled: number }> {
+    clearInterval(this.#timer);
+    const { rss, peak } = await this.read();
+    const top = Math.max(this.#sampled, rss, this.#resets ? peak : 0);
+    await new Promise((resolve) => setTimeout(resolve, this.settleMs));
+    return { peak: top, settled: (await this.read()).rss };
+  }
+}
+
 export interface Result {
   op: Op;
   size: number;
@@ -91,6 +135,9 @@ export interface Result {
   bytes: number;
   latencies: number[];
   firstError?: string;
+  /** The server's peak RSS during the load and its RSS a moment after, in bytes (local only). */
+  peakRss?: number;
+  settledRss?: number;
 }
 
 /**
@@ -151,6 +198,7 @@ export async function measure(
 ): Promise<Result> {
   const { op, size, count } = spec;
   const result: Result = { op, size, ops: 0, errors: 0, seconds: 0, bytes: 0, latencies: [] };
+  await opts.memory?.start();
   const started = performance.now();
   const deadline = opts.duration ? started + opts.duration * 1000 : Infinity;
   let next = 0;
@@ -172,5 +220,10 @@ export async function measure(
   const workers = Math.max(1, Math.min(spec.parallel ?? opts.concurrency, count));
   await Promise.all(Array.from({ length: workers }, () => worker()));
   result.seconds = (performance.now() - started) / 1000;
+  if (opts.memory) {
+    const { peak, settled } = await opts.memory.stop();
+    result.peakRss = peak;
+    result.settledRss = settled;
+  }
   return result;
 }

@@ -123,7 +123,8 @@ export const uploadPartHandler: Handler = async (ctx) => {
   const checksum = partChecksum(ctx, upload);
   const part = await uploadPart(ctx.layer, upload, {
     partNumber,
-    body: ctx.body.chunks(),
+    // writeBody copies every chunk before it asks for the next.
+    body: ctx.body.chunks({ transient: true }),
     contentMd5: contentMd5(ctx.headers),
     checks: checksum.checks,
     checksum: checksum.record,

@@ -94,7 +94,8 @@ export const putObject: Handler = async (ctx) => {
   const version = await ctx.layer.putObject({
     bucket: ctx.bucket,
     key: ctx.key,
-    body: ctx.body.chunks(),
+    // writeBody copies every chunk before it asks for the next.
+    body: ctx.body.chunks({ transient: true }),
     contentType: meta.contentType ?? contentTypeFor(ctx.key),
     userMeta: meta.userMeta,
     headers: meta.headers,

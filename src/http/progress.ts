@@ -25,7 +25,7 @@ export class BodyStalledError extends Error {
  * within the body-progress timeout.
  */
 export async function readWithProgress<T>(
-  reader: ReadableStreamDefaultReader<T>,
+  reader: { read(): Promise<ReadableStreamReadResult<T>>; cancel(): Promise<void> },
 ): Promise<ReadableStreamReadResult<T>> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const stalled = new Promise<never>((_, reject) => {

@@ -7,6 +7,30 @@ import type { ChunkStore } from "../storage/chunk_store.ts";
 /** Chunk writes allowed in flight while the body keeps streaming. */
 const WRITES_IN_FLIGHT = 2;
 
+/**
+ * Chunk buffers of finished writes, kept for the next chunks: a fresh buffer per chunk is
+ * garbage until V8's next full GC, and glibc, once such buffers are freed, serves the next ones
+ * from its heap, which does not shrink; concurrent large uploads left hundreds of MiB resident.
+ * At most SPARE_BYTES are kept, and none after SPARE_IDLE_MS without uploads.
+ */
+const SPARE_BYTES = 16 * 1024 * 1024;
+const SPARE_IDLE_MS = 10_000;
+const spare: ArrayBuffer[] = [];
+let spareTimer: ReturnType<typeof setTimeout> | undefined;
+
+function takeBuffer(size: number): Uint8Array {
+  const at = spare.findIndex((b) => b.byteLength === size);
+  return at < 0 ? new Uint8Array(size) : new Uint8Array(spare.splice(at, 1)[0]);
+}
+
+function giveBuffer(buffer: ArrayBuffer): void {
+  const kept = spare.reduce((n, b) => n + b.byteLength, 0);
+  if (kept + buffer.byteLength <= SPARE_BYTES) spare.push(buffer);
+  clearTimeout(spareTimer);
+  spareTimer = setTimeout(() => spare.length = 0, SPARE_IDLE_MS);
+  Deno.unrefTimer(spareTimer);
+}
+
 export interface BodyCheck {
   update(chunk: Uint8Array): void;
   /** Throws an S3Error when the body does not match. */
@@ -24,7 +48,8 @@ export interface WrittenBody {
 /**
  * Reads `body` to the end, hashing it (MD5 for the ETag, plus `checks`), and stores it: inline
  * when it ends within `inlineMax` bytes, otherwise as chunks. On any failure every chunk written
- * so far is released (and removed unless something else refers to it).
+ * so far is released (and removed unless something else refers to it). Each chunk of `body` is
+ * copied (or hashed) before the next is asked for, so the body may reuse one buffer.
  */
 export async function writeBody(
   body: AsyncIterable<Uint8Array>,
@@ -52,10 +77,12 @@ export async function writeBody(
     offset += filled;
     const written = store.write(plain, { key: opts.key })
       .then((chunk) => ({ chunk, offset: at, size: plain.byteLength }));
-    // Awaited later; a failure must not surface as an unhandled rejection meanwhile.
-    written.catch(() => {});
+    // Awaited later; a failure must not surface as an unhandled rejection meanwhile. Once the
+    // write settled, nothing refers to its plaintext any more.
+    const whole = buffer.byteLength === opts.chunkSize ? buffer.buffer as ArrayBuffer : undefined;
+    written.then(() => whole && giveBuffer(whole), () => {});
     chunks.push(written);
-    buffer = new Uint8Array(opts.chunkSize);
+    buffer = new Uint8Array(0);
     filled = 0;
     if (chunks.length > WRITES_IN_FLIGHT) await chunks[chunks.length - 1 - WRITES_IN_FLIGHT];
   };
@@ -67,8 +94,8 @@ export async function writeBody(
       let at = 0;
       while (at < part.byteLength) {
         if (filled === buffer.byteLength) {
-          if (buffer.byteLength < opts.chunkSize) buffer = grow(buffer, opts.chunkSize);
-          else await flush();
+          if (filled === opts.chunkSize) await flush();
+          buffer = filled === 0 ? takeBuffer(opts.chunkSize) : grow(buffer, opts.chunkSize);
         }
         const n = Math.min(buffer.byteLength - filled, part.byteLength - at);
         buffer.set(part.subarray(at, at + n), filled);

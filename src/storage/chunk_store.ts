@@ -159,7 +159,7 @@ export class ChunkStore {
       aad: key ? new TextEncoder().encode(id) : undefined,
       segmentSize: SEGMENT_SIZE,
     });
-    const shards = split(bytes, k);
+    const shards = shardsOf(bytes, k);
     if (m > 0) {
       const parity = Array.from({ length: m }, () => new Uint8Array(shards[0].byteLength));
       coder(k, m).encode(shards, parity);
@@ -242,7 +242,7 @@ export class ChunkStore {
     if (bytes.byteLength !== rec.storedSize || form.compression !== rec.compression) {
       throw new ChunkLostError(`Chunk ${rec.id} is lost and cannot be rebuilt from this upload`);
     }
-    const shards = split(bytes, rec.dataShards);
+    const shards = shardsOf(bytes, rec.dataShards);
     if (rec.parityShards > 0) {
       const parity = Array.from(
         { length: rec.parityShards },
@@ -505,4 +505,12 @@ export class ChunkStore {
     };
     await Promise.all(Array.from({ length: Math.min(COLLECT_PARALLEL, freed.length) }, worker));
   }
+}
+
+/**
+ * The k data shards of a stored chunk. With one data shard (one or two drives) that is the
+ * chunk itself, not a copy: nothing writes to shards, and a copy per chunk is 4 MiB of garbage.
+ */
+function shardsOf(bytes: Uint8Array, k: number): Uint8Array[] {
+  return k === 1 ? [bytes] : split(bytes, k);
 }

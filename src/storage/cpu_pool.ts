@@ -10,6 +10,10 @@
 // small, and everything while no worker is ready (start-up, a worker that cannot start, after
 // close), is done inline with the same code, so the results never depend on where they were
 // computed. A pool of size 0 does it all inline.
+//
+// With `idleMs` (the server's setting) the workers start on the first work that could use them
+// and stop after that long without any, so an idle server holds no worker isolates (~12 MiB
+// each); the work that arrives while they start is done inline.
 import { createHash, type Hash } from "node:crypto";
 import { compressChunk, type CompressionMode } from "./codec.ts";
 import type { CpuReply, CpuRequest } from "./cpu_worker.ts";
@@ -63,6 +67,8 @@ export interface CpuPoolOptions {
   onError?: (message: string) => void;
   /** The worker module (tests); cpu_worker.ts by default. */
   workerUrl?: URL;
+  /** Start workers on demand and stop them after this many ms without work (off: always on). */
+  idleMs?: number;
 }
 
 type Answer = Exclude<CpuReply, { ready: true } | { error: string }>;
@@ -104,6 +110,12 @@ class Shelf {
     return out;
   }
 
+  /** Forgets every kept buffer. */
+  clear(): void {
+    this.#buffers = [];
+    this.#bytes = 0;
+  }
+
   /** Keeps `buffer` if there is room (a detached, empty buffer is ignored). */
   give(buffer: ArrayBuffer): void {
     if (buffer.byteLength === 0 || this.#bytes + buffer.byteLength > this.maxBytes) return;
@@ -123,6 +135,8 @@ class Slot {
   streams = 0;
   started: Promise<void> = Promise.resolve();
   markStarted = () => {};
+  /** The worker could not be created: the slot's work is done inline for good. */
+  unstartable = false;
 
   constructor(readonly index: number) {}
 }
@@ -143,15 +157,18 @@ export class CpuPool {
   #nextId = 1;
   #closed = false;
   readonly #shelf = new Shelf(SHELF_BYTES);
+  readonly #idleMs?: number;
+  #idleTimer?: ReturnType<typeof setTimeout>;
 
   /** `size` workers; 0 does everything inline on the calling thread. */
   constructor(readonly size: number, opts: CpuPoolOptions = {}) {
     this.#onError = opts.onError;
     this.#workerUrl = opts.workerUrl ?? new URL("./cpu_worker.ts", import.meta.url);
+    this.#idleMs = opts.idleMs;
     for (let i = 0; i < size; i++) {
       const slot = new Slot(i);
       this.#slots.push(slot);
-      this.#spawn(slot);
+      if (this.#idleMs === undefined) this.#spawn(slot);
     }
   }
 
@@ -168,11 +185,13 @@ export class CpuPool {
   /** Terminates the workers; work still pending rejects, later work is done inline. */
   close(): void {
     this.#closed = true;
+    clearTimeout(this.#idleTimer);
     for (const slot of this.#slots) this.#drop(slot, "The CPU pool is closed");
   }
 
   md5(): Md5Stream {
     if (this.#slots.length === 0) return new InlineMd5();
+    this.#demand();
     return new OffloadedMd5(() => this.#lane(), this.#shelf);
   }
 
@@ -181,6 +200,7 @@ export class CpuPool {
     if (this.#slots.length === 0 || plain.byteLength < OFFLOAD_MIN_BYTES) {
       return inlineChunk(plain);
     }
+    this.#demand();
     // The copy the workers see; away (detached) while a worker has it.
     let copy: Uint8Array<ArrayBuffer> | undefined;
     let finished = false;
@@ -236,6 +256,23 @@ export class CpuPool {
     this.#slots[index]?.worker?.postMessage({ op: "crash" } satisfies CpuRequest);
   }
 
+  /** On-demand pools: starts the missing workers and (re)arms the idle stop. */
+  #demand(): void {
+    if (this.#idleMs === undefined || this.#closed) return;
+    for (const slot of this.#slots) if (!slot.worker && !slot.unstartable) this.#spawn(slot);
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = setTimeout(() => this.#stopIdle(), this.#idleMs);
+    Deno.unrefTimer(this.#idleTimer);
+  }
+
+  /** Stops the workers when none has work; otherwise looks again after another idle period. */
+  #stopIdle(): void {
+    if (this.#slots.some((s) => s.pending.size > 0 || s.streams > 0)) return this.#demand();
+    for (const slot of this.#slots) this.#drop(slot, "The CPU worker stopped when idle");
+    // The kept buffers go too: they are what an idle server would hold most.
+    this.#shelf.clear();
+  }
+
   #spawn(slot: Slot): void {
     slot.ready = false;
     slot.started = new Promise((resolve) => slot.markStarted = resolve);
@@ -243,6 +280,7 @@ export class CpuPool {
     try {
       worker = new Worker(this.#workerUrl.href, { type: "module", name: `cpu-${slot.index}` });
     } catch (err) {
+      slot.unstartable = true;
       slot.markStarted();
       this.#onError?.(
         `CPU worker ${slot.index} cannot start: ${err}; its work is done on the main thread`,
@@ -280,6 +318,7 @@ export class CpuPool {
     if (slot.worker !== worker) return;
     const started = slot.ready;
     this.#drop(slot, message);
+    if (!started) slot.unstartable = true;
     this.#onError?.(
       started ? `${message}; replaced` : `${message}; its work is done on the main thread`,
     );

@@ -263,6 +263,36 @@ Deno.test("an aborted stream fails its waiting and later calls", async () => {
   });
 });
 
+Deno.test("an on-demand pool starts its workers for work and stops them when idle", async () => {
+  const pool = new CpuPool(2, { idleMs: 300 });
+  try {
+    assertEquals(pool.running, 0);
+    const data = text(4 * MiB);
+    // No worker yet: the first work is done inline, and starts the workers.
+    const expected = createHash("sha256").update(data).digest("hex");
+    assertEquals(await pool.chunk(data).sha256(), expected);
+    await pool.ready();
+    assertEquals(pool.running, 2);
+    assertEquals(await pool.chunk(data).sha256(), expected);
+    assertBytesEqual(await streamMd5(pool, data.slice(), 4), md5(data));
+    // A stream still open keeps its worker through an idle period.
+    const stream = pool.md5();
+    await stream.update(data.subarray(0, 2 * MiB));
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    assertEquals(pool.running, 2);
+    await stream.update(data.subarray(2 * MiB));
+    assertBytesEqual(await stream.digest(), md5(data));
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    assertEquals(pool.running, 0);
+    // And they come back for the next work.
+    assertSameBytes(await pool.chunk(data).compress("on"), await compressChunk(data, "on"), "on");
+    await pool.ready();
+    assertEquals(pool.running, 2);
+  } finally {
+    pool.close();
+  }
+});
+
 Deno.test("STORE_CPU_WORKERS: default 2, 0 to 16", () => {
   const config = (env: Record<string, string>) => loadConfig((name) => env[name]);
   assertEquals(config({}).cpuWorkers, 2);

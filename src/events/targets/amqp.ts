@@ -2,7 +2,9 @@
 // channel in confirm mode, so send resolves only once the broker has confirmed the message. The
 // message is `mandatory`: one that no queue accepts (no binding matches) comes back and the send
 // fails, so an event is never counted as delivered while it went nowhere.
-import { type ChannelModel, type ConfirmChannel, connect } from "amqplib";
+// The client library is loaded with the first connection: a server without such a target
+// never loads it (README, Memory).
+import type { ChannelModel, ConfirmChannel } from "amqplib";
 import { Buffer } from "node:buffer";
 import type { EventMessage, NotificationTarget } from "../target.ts";
 import { DEFAULT_LIMITS, LazyConnection, reason, type TimeLimits } from "./connection.ts";
@@ -80,6 +82,7 @@ export class AmqpTarget implements NotificationTarget {
   }
 
   async #open(lost: () => void): Promise<AmqpConnection> {
+    const { connect } = await import("amqplib");
     const model = await connect(this.#settings.url);
     try {
       model.on("error", () => lost());

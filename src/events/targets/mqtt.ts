@@ -2,7 +2,9 @@
 // with the configured QoS. With QoS 1 send resolves on the broker's PUBACK, with QoS 2 on its
 // PUBCOMP; with QoS 0 once the message is written to the connection (MQTT has no acceptance for
 // QoS 0).
-import { connectAsync, type MqttClient } from "mqtt";
+// The client library is loaded with the first connection: a server without such a target
+// never loads it (README, Memory).
+import type { MqttClient } from "mqtt";
 import type { EventMessage, NotificationTarget } from "../target.ts";
 import { DEFAULT_LIMITS, LazyConnection, type TimeLimits } from "./connection.ts";
 
@@ -38,6 +40,7 @@ export class MqttTarget implements NotificationTarget {
     this.#connection = new LazyConnection(`MQTT target ${settings.id}`, {
       open: async (lost) => {
         // reconnectPeriod 0: the client would otherwise hold publishes until it is back.
+        const { connectAsync } = await import("mqtt");
         const client = await connectAsync(settings.url, {
           reconnectPeriod: 0,
           connectTimeout: limits.connectMs,

@@ -1,7 +1,9 @@
 // NATS target: each message is published on a subject and followed by a flush (a PING answered by
 // the server's PONG), so send resolves once the server has processed the publish. Core NATS hands
 // the message to the subject's current subscribers; nothing is stored for absent ones.
-import { connect, type NatsConnection } from "nats";
+// The client library is loaded with the first connection: a server without such a target
+// never loads it (README, Memory).
+import type { NatsConnection } from "nats";
 import type { EventMessage, NotificationTarget } from "../target.ts";
 import { DEFAULT_LIMITS, LazyConnection, type TimeLimits } from "./connection.ts";
 
@@ -36,6 +38,7 @@ export class NatsTarget implements NotificationTarget {
       open: async (lost) => {
         // The client's own reconnection would queue publishes during an outage; this target
         // reconnects on the next send instead, so a send in an outage fails at once.
+        const { connect } = await import("nats");
         const nc = await connect({
           servers: settings.url,
           reconnect: false,

@@ -1,7 +1,9 @@
 // PostgreSQL target: each message becomes one row of a table (created when missing) holding the
 // object key, the event name, the event time and the JSON record; send resolves once the INSERT
 // has committed.
-import postgres from "postgres";
+// The client library is loaded with the first connection: a server without such a target
+// never loads it (README, Memory).
+import type postgres from "postgres";
 import type { EventMessage, NotificationTarget } from "../target.ts";
 import { DEFAULT_LIMITS, LazyConnection, type TimeLimits } from "./connection.ts";
 
@@ -45,6 +47,7 @@ export class PostgresTarget implements NotificationTarget {
     const limits = settings.limits ?? DEFAULT_LIMITS;
     this.#connection = new LazyConnection(`PostgreSQL target ${settings.id}`, {
       open: async () => {
+        const { default: postgres } = await import("postgres");
         const sql = postgres(settings.url, {
           max: 1,
           connect_timeout: Math.max(1, Math.ceil(limits.connectMs / 1000)),

@@ -1,7 +1,9 @@
 // Redis target: each message body (the event's JSON text) is appended to a list with RPUSH; send
 // resolves on Redis's reply. Consumers take events in order with LPOP/BLPOP (or LMOVE for a
 // reliable queue); LRANGE reads them without taking them.
-import { createClient, type RedisClientType } from "@redis/client";
+// The client library is loaded with the first connection: a server without such a target
+// never loads it (README, Memory).
+import type { RedisClientType } from "@redis/client";
 import type { EventMessage, NotificationTarget } from "../target.ts";
 import { DEFAULT_LIMITS, LazyConnection, type TimeLimits } from "./connection.ts";
 
@@ -33,6 +35,7 @@ export class RedisTarget implements NotificationTarget {
       open: async (lost) => {
         // No client-side reconnection or offline queue: a send in an outage fails at once and
         // the next send opens a fresh connection.
+        const { createClient } = await import("@redis/client");
         const client: RedisClientType = createClient({
           url: settings.url,
           disableOfflineQueue: true,
