@@ -9,31 +9,12 @@ if [ ! -x /usr/sbin/slapd ] || [ ! -x /usr/sbin/slapadd ]; then ldap_missing="$l
 if ! command -v ldapsearch >/dev/null 2>&1; then ldap_missing="$ldap_missing ldap-utils"; fi
 
 if [ -n "$ldap_missing" ]; then
-  echo "Installing Debian packages:$ldap_missing"
-  ldap_sudo=""
-  if [ "$(id -u)" != "0" ]; then ldap_sudo="sudo"; fi
-  ldap_policy_added=""
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' | $ldap_sudo tee /usr/sbin/policy-rc.d >/dev/null
-    $ldap_sudo chmod 755 /usr/sbin/policy-rc.d
-    ldap_policy_added=1
-  fi
-  ldap_status=0
+  # shellcheck source=/dev/null
+  source "$(dirname "${BASH_SOURCE[0]}")/../debian.sh"
   # Preseeded so the package asks nothing; the default database it creates is never used.
+  echo "slapd slapd/no_configuration boolean true" | debian_sudo debconf-set-selections
   # shellcheck disable=SC2086
-  { echo "slapd slapd/no_configuration boolean true" | $ldap_sudo debconf-set-selections &&
-    $ldap_sudo apt-get update -qq &&
-    DEBIAN_FRONTEND=noninteractive $ldap_sudo apt-get install -y -qq --no-install-recommends \
-      $ldap_missing >/dev/null; } || ldap_status=$?
-  if [ -n "$ldap_policy_added" ]; then $ldap_sudo rm -f /usr/sbin/policy-rc.d; fi
-  if [ "$ldap_status" != 0 ]; then
-    echo "Installing$ldap_missing failed" >&2
-    return "$ldap_status"
-  fi
-  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
-    $ldap_sudo systemctl disable --now slapd >/dev/null 2>&1 || true
-  elif [ -x /etc/init.d/slapd ]; then
-    $ldap_sudo /etc/init.d/slapd stop >/dev/null 2>&1 || true
-  fi
+  debian_install --no-services $ldap_missing || return
+  debian_stop_services slapd
 fi
-unset ldap_missing ldap_sudo ldap_policy_added ldap_status
+unset ldap_missing
