@@ -3,14 +3,8 @@
 // message's CRCs, its Stats and Progress events, and errors before and after the first record.
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { assert, assertEquals } from "./assert.ts";
-import {
-  ADMIN_PASSWORD,
-  ADMIN_USER,
-  REGION,
-  s3Client,
-  type TestServer,
-  withServer,
-} from "./server.ts";
+import { runBoto } from "./boto.ts";
+import { s3Client, type TestServer, withServer } from "./server.ts";
 import { objectPath, signedFetch } from "./signer.ts";
 
 const SCRIPT = `
@@ -51,20 +45,7 @@ print(json.dumps(out))
 `;
 
 async function boto(server: TestServer): Promise<Record<string, unknown>> {
-  const out = await new Deno.Command("/usr/bin/python3", {
-    args: ["-c", SCRIPT, server.url, ADMIN_USER, ADMIN_PASSWORD, REGION],
-    env: { PATH: "/usr/bin:/bin", HOME: "/nonexistent", AWS_EC2_METADATA_DISABLED: "true" },
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!out.success) {
-    throw new Error(
-      `boto3: ${new TextDecoder().decode(out.stderr)}\n${server.logs().slice(-2000)}`,
-    );
-  }
-  return JSON.parse(new TextDecoder().decode(out.stdout));
+  return JSON.parse(await runBoto(server, SCRIPT));
 }
 
 Deno.test("select: boto3 decodes the event stream", async () => {

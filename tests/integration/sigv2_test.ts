@@ -3,7 +3,8 @@
 // signature_version = s3 as an oracle, and STORE_SIGV2=off refusing all three.
 import { expectError, expectStatus } from "./access_helpers.ts";
 import { assert, assertEquals } from "./assert.ts";
-import { ADMIN_PASSWORD, ADMIN_USER, REGION, type TestServer, withServer } from "./server.ts";
+import { runBoto } from "./boto.ts";
+import { ADMIN_PASSWORD, ADMIN_USER, type TestServer, withServer } from "./server.ts";
 import { objectPath, signedFetch } from "./signer.ts";
 
 const enc = new TextEncoder();
@@ -208,7 +209,7 @@ Deno.test("Signature Version 2", async (t) => {
     });
 
     await t.step("boto3 signing with signature_version 's3'", async () => {
-      const out = JSON.parse(await boto(server, BOTO_SESSION));
+      const out = JSON.parse(await runBoto(server, BOTO_SESSION));
       assertEquals(out.body, "from boto");
       assertEquals(out.head, { a: "1" });
       assert(out.url.includes("AWSAccessKeyId="), out.url);
@@ -241,24 +242,6 @@ url = s3.generate_presigned_url("get_object", Params={"Bucket": "v2b", "Key": "b
 print(json.dumps({"body": body, "head": head, "url": url}))
 `;
 
-/** Runs a boto3 script with the server's URL and the admin's credentials as arguments. */
-async function boto(server: TestServer, script: string): Promise<string> {
-  const out = await new Deno.Command("/usr/bin/python3", {
-    args: ["-c", script, server.url, ADMIN_USER, ADMIN_PASSWORD, REGION],
-    env: { PATH: "/usr/bin:/bin", HOME: "/nonexistent", AWS_EC2_METADATA_DISABLED: "true" },
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!out.success) {
-    throw new Error(
-      `boto3: ${new TextDecoder().decode(out.stderr)}\n${server.logs().slice(-2000)}`,
-    );
-  }
-  return new TextDecoder().decode(out.stdout);
-}
-
 Deno.test("STORE_SIGV2=off refuses Signature Version 2", async () => {
   await withServer(async (server) => {
     await expectStatus(await signedFetch(server, { method: "PUT", path: "/v2b" }), 200);
@@ -272,7 +255,7 @@ Deno.test("STORE_SIGV2=off refuses Signature Version 2", async () => {
     );
     const form = await v2Form("v2b", { key: "v2/f" });
     await expectError(await postForm(server, "v2b", form, "x"), "InvalidRequest", 400);
-    const refused = await boto(server, BOTO_SESSION).then(() => "accepted", (e) => String(e));
+    const refused = await runBoto(server, BOTO_SESSION).then(() => "accepted", (e) => String(e));
     assert(refused.includes("InvalidRequest"), `boto3 signs with V2: ${refused}`);
     for (const key of ["h", "q", "v2/f"]) {
       assertEquals(await objectBody(server, "v2b", key), undefined, key);
