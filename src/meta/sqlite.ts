@@ -379,22 +379,7 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(row ? toVersion(row as Row) : undefined);
   }
 
-  deleteObjectVersion(
-    bucket: string,
-    key: string,
-    versionId: string,
-    opts: {
-      guard?: (version: ObjectVersion) => void;
-      outbox?: (removed: ObjectVersion) => OutboxEvent | undefined;
-    } = {},
-  ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }> {
-    return this.#change(
-      () => this.#deleteVersion({ bucket, key, versionId, ...opts }),
-      (r) => r.removed ? { key, versionId } : undefined,
-    );
-  }
-
-  /** The body of deleteObjectVersion, for use inside a transaction. */
+  /** Removes one version inside the caller's transaction (see BatchDelete). */
   #deleteVersion(
     item: Exclude<BatchDelete, { marker: ObjectVersion }>,
   ): { removed?: ObjectVersion; freed: ChunkRecord[] } {

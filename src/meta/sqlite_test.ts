@@ -3,7 +3,20 @@ import { assertEquals } from "../../tests/integration/assert.ts";
 import { compareKeys, prefixSuccessor } from "./keys.ts";
 import { DatabaseSync } from "node:sqlite";
 import { SqliteMetaStore } from "./sqlite.ts";
-import type { ObjectVersion } from "./store.ts";
+import type { ChunkRecord, ObjectVersion, OutboxEvent } from "./store.ts";
+
+/** One version removed through a batch of one (as DeleteObjects and DELETE do). */
+async function removeVersion(
+  meta: SqliteMetaStore,
+  bucket: string,
+  key: string,
+  versionId: string,
+  outbox?: (removed: ObjectVersion) => OutboxEvent | undefined,
+): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }> {
+  const [outcome] = await meta.deleteObjects([{ bucket, key, versionId, outbox }]);
+  if (!outcome.ok) throw outcome.error;
+  return outcome;
+}
 
 function version(key: string, over: Partial<ObjectVersion> = {}): ObjectVersion {
   return {
@@ -97,7 +110,7 @@ Deno.test("delete markers are not listed and deleting the newest restores the pr
   await meta.putObjectVersion(version("b", { versionId: "v2", deleteMarker: true }));
   let page = await meta.listObjects("b", { prefix: "", delimiter: "", after: "", maxKeys: 10 });
   assertEquals(page.objects.map((o) => o.key), ["a", "c"]);
-  const { removed } = await meta.deleteObjectVersion("b", "b", "v2");
+  const { removed } = await removeVersion(meta, "b", "b", "v2");
   assertEquals(removed?.deleteMarker, true);
   page = await meta.listObjects("b", { prefix: "", delimiter: "", after: "", maxKeys: 10 });
   assertEquals(page.objects.map((o) => o.key), ["a", "b", "c"]);
@@ -137,9 +150,9 @@ Deno.test("chunk reference counts follow versions: shared, replaced, deleted", a
   const listed = await meta.versionChunks(current.data.vid, { from: 10, to: 11 });
   assertEquals(listed.map((c) => [c.chunk.id, c.offset]), [["c3", 10]]);
   assertEquals((await meta.deleteBucket("b")).outcome, "not_empty");
-  const gone = await meta.deleteObjectVersion("b", "b", "null");
+  const gone = await removeVersion(meta, "b", "b", "null");
   assertEquals(gone.freed.map((c) => c.id).sort(), ["c2", "c3"]);
-  const last = await meta.deleteObjectVersion("b", "a", "null");
+  const last = await removeVersion(meta, "b", "a", "null");
   assertEquals(last.freed.map((c) => c.id), ["c4"]);
   assertEquals(await meta.listChunks("", 10), []);
   assertEquals((await meta.deleteBucket("b")).outcome, "deleted");
@@ -257,8 +270,8 @@ Deno.test("usage counters follow every kind of write, equal to a full count", as
   await store.putObjectVersion(version("a", { versionId: "dm", deleteMarker: true, size: 0 }));
   await check("versions and a delete marker");
   assertEquals((await store.usage()).objects, 3);
-  await store.deleteObjectVersion("b", "a", "dm");
-  await store.deleteObjectVersion("b", "b", "null");
+  await removeVersion(store, "b", "a", "dm");
+  await removeVersion(store, "b", "b", "null");
   await check("deletes");
   assertEquals(await store.usage(), { objects: 2, bytes: 107, chunks: 0, shardBytes: 0 });
   await store.putObjectVersion(version("c", { ...chunked, size: 20 }), refs("c3", "c4"));

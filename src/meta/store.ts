@@ -341,7 +341,9 @@ export type CurrentGuard = (current: ObjectVersion | undefined) => void;
 
 /**
  * One change of a DeleteObjects batch: a delete marker to add (versioned bucket, no version id)
- * or a version to remove, with the same guard and outbox as deleteObjectVersion.
+ * or a version to remove (the next newest becomes current). `guard` sees the version inside
+ * the transaction and may refuse by throwing (Object Lock); `outbox` builds the event recorded
+ * with the removal (none when nothing was removed).
  */
 export type BatchDelete =
   | { marker: ObjectVersion; outbox?: OutboxEvent }
@@ -476,20 +478,6 @@ export interface MetaStore extends EventLog, RecordStore {
     key: string,
     versionId?: string,
   ): Promise<ObjectVersion | undefined>;
-  /**
-   * Removes one version; the next newest becomes current. `guard` sees the version inside the
-   * transaction and may refuse by throwing (Object Lock). `outbox` builds the event recorded
-   * with the removal (none when nothing was removed).
-   */
-  deleteObjectVersion(
-    bucket: string,
-    key: string,
-    versionId: string,
-    opts?: {
-      guard?: (version: ObjectVersion) => void;
-      outbox?: (removed: ObjectVersion) => OutboxEvent | undefined;
-    },
-  ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }>;
   /**
    * A DeleteObjects batch in one transaction (one commit): each change runs in its own savepoint
    * with its outbox event and audit entry, so one that fails (a locked version) rolls back alone
