@@ -65,6 +65,12 @@ const VERSION_COLUMNS =
   "user_meta, headers, owner, vid, chunked, sse, acl, parts, lock_mode, lock_until, legal_hold" +
   ", checksum, tags";
 
+/** VERSION_COLUMNS of the table aliased `v`, for joins. */
+const JOINED_VERSION_COLUMNS = VERSION_COLUMNS.split(", ").map((c) => `v.${c}`).join(", ");
+
+/** A removal of one version in a batch (a BatchDelete that is not a delete marker). */
+type VersionRemoval = Exclude<BatchDelete, { marker: ObjectVersion }>;
+
 function toBucket(row: Row): BucketRecord {
   return {
     name: row.name as string,
@@ -380,9 +386,7 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   /** Removes one version inside the caller's transaction (see BatchDelete). */
-  #deleteVersion(
-    item: Exclude<BatchDelete, { marker: ObjectVersion }>,
-  ): { removed?: ObjectVersion; freed: ChunkRecord[] } {
+  #deleteVersion(item: VersionRemoval): { removed?: ObjectVersion; freed: ChunkRecord[] } {
     const { bucket, key, versionId } = item;
     const row = this.#stmt(
       `SELECT ${VERSION_COLUMNS}, is_latest FROM versions ` +
@@ -408,11 +412,73 @@ export class SqliteMetaStore implements MetaStore {
   deleteObjects(items: BatchDelete[]): Promise<BatchDeleteOutcome[]> {
     const scope = this.#auditing ? currentAudit() : undefined;
     let written = 0;
-    return this.#batch.run(() => items.map((item) => this.#batchItem(item, scope, () => written++)))
+    const removals = items.filter((item): item is VersionRemoval => !("marker" in item));
+    const run = removals.length === items.length
+      ? () => this.#removeVersions(removals, scope, (n) => written += n)
+      : () => items.map((item) => this.#batchItem(item, scope, () => written++));
+    return this.#batch.run(run)
       .then((outcomes) => {
         if (scope) scope.recorded += written;
         return outcomes;
       });
+  }
+
+  /**
+   * A batch of version removals as set-based statements: one read of every version, the guards
+   * in order, one delete, one fix-up of the latest flags, and one insert each for the events and
+   * audit entries. A few statements per key would cost several times more, each step crossing
+   * into SQLite. The guards refuse keys alone (they run before anything is written); any other
+   * error fails the whole batch.
+   */
+  #removeVersions(
+    items: VersionRemoval[],
+    scope: AuditScope | undefined,
+    audited: (entries: number) => void,
+  ): BatchDeleteOutcome[] {
+    const rows = this.#stmt(
+      `SELECT j.item, v.rowid AS row_id, v.is_latest, ${JOINED_VERSION_COLUMNS} FROM ` +
+        "(SELECT key AS item, value ->> 0 AS b, value ->> 1 AS k, value ->> 2 AS id " +
+        "FROM json_each(?)) j JOIN versions v ON v.bucket = j.b AND v.key = j.k AND v.version_id = j.id",
+    ).all(JSON.stringify(items.map((i) => [i.bucket, i.key, i.versionId]))) as Row[];
+    const found = new Map(rows.map((row) => [row.item as number, row]));
+    const doomed = new Set<number>();
+    const latest: [string, string][] = [];
+    const events: OutboxEvent[] = [];
+    const facts: AuditFacts[] = [];
+    const outcomes = items.map((item, i): BatchDeleteOutcome => {
+      const row = found.get(i);
+      // A key named twice: the second finds its version gone, as if deleted one after the other.
+      if (!row || doomed.has(row.row_id as number)) return { ok: true, freed: [] };
+      const removed = toVersion(row);
+      try {
+        item.guard?.(removed);
+      } catch (error) {
+        return { ok: false, error };
+      }
+      doomed.add(row.row_id as number);
+      if (row.is_latest === 1) latest.push([item.bucket, item.key]);
+      const event = item.outbox?.(removed);
+      if (event) events.push(event);
+      if (scope) facts.push(changeFacts(scope, { key: item.key, versionId: item.versionId }));
+      return { ok: true, removed, freed: [] };
+    });
+    if (doomed.size === 0) return outcomes;
+    this.#stmt("DELETE FROM versions WHERE rowid IN (SELECT value FROM json_each(?))")
+      .run(JSON.stringify([...doomed]));
+    this.#stmt(
+      "UPDATE versions SET is_latest = 1 WHERE rowid IN (SELECT (SELECT v.rowid FROM versions v " +
+        "WHERE v.bucket = value ->> 0 AND v.key = value ->> 1 ORDER BY v.seq DESC LIMIT 1) " +
+        "FROM json_each(?))",
+    ).run(JSON.stringify(latest));
+    for (const outcome of outcomes) {
+      if (outcome.ok && outcome.removed?.data.kind === "chunks") {
+        outcome.freed = this.#chunks.dropRefs(outcome.removed.data.vid);
+      }
+    }
+    this.#events.appendMany(events);
+    this.#audit.appendMany(facts);
+    audited(facts.length);
+    return outcomes;
   }
 
   /** One change of a batch in its own savepoint, with its audit entry (see #change). */

@@ -72,6 +72,40 @@ export class SqliteAudit {
     return entry;
   }
 
+  /**
+   * Appends entries in order with one statement (a batch of changes in one transaction); the same
+   * chain as appending each alone. Must run inside the caller's transaction.
+   */
+  appendMany(facts: AuditFacts[], at = Date.now()): void {
+    if (facts.length === 0) return;
+    let head = this.head();
+    const rows = facts.map((f) => {
+      const entry = { ...f, seq: head.seq + 1, at, hash: "" };
+      entry.hash = entryHash(head.hash, entry);
+      head = entry;
+      return [
+        entry.seq,
+        entry.requestId,
+        entry.principal,
+        entry.source,
+        entry.operation,
+        entry.bucket,
+        entry.key,
+        entry.versionId,
+        entry.status,
+        entry.errorCode,
+        entry.bytes,
+        entry.detail,
+        entry.hash,
+      ];
+    });
+    const fields = Array.from({ length: 13 }, (_, i) => `value ->> ${i}`);
+    this.stmt(
+      `INSERT INTO audit_log (${COLUMNS}) SELECT ${fields[0]}, ?, ${fields.slice(1).join(", ")} ` +
+        "FROM json_each(?) ORDER BY key",
+    ).run(at, JSON.stringify(rows));
+  }
+
   /** The newest entry's position and hash (the anchor's when every entry was pruned). */
   head(): AuditAnchor {
     const row = this.stmt("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").get() as

@@ -27,6 +27,16 @@ export class SqliteEvents {
     ).run(Date.now(), event.bucket, event.key, event.name, event.detail);
   }
 
+  /** Appends events in order with one statement; must run inside the caller's transaction. */
+  appendMany(events: OutboxEvent[]): void {
+    if (events.length === 0) return;
+    const rows = events.map((e) => [e.bucket, e.key, e.name, e.detail]);
+    this.stmt(
+      "INSERT INTO event_log (at, bucket, key, name, detail) " +
+        "SELECT ?, value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?) ORDER BY key",
+    ).run(Date.now(), JSON.stringify(rows));
+  }
+
   read(after: number, limit: number, bucket?: string): StoredEvent[] {
     const rows = bucket === undefined
       ? this.stmt("SELECT * FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?").all(after, limit)

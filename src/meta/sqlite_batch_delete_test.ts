@@ -1,0 +1,124 @@
+// DeleteObjects in SQLite as set-based statements: the outcome of each key must be what deleting
+// the keys one after the other would give (duplicates, refusals, missing keys, several versions of
+// one key), with the events, audit entries and chunk references of the removed versions only.
+import { assert, assertEquals } from "../../tests/integration/assert.ts";
+import { newScope, runAudited } from "../audit/scope.ts";
+import { verifyStored } from "../audit/verify.ts";
+import { SqliteMetaStore } from "./sqlite.ts";
+import type { BatchDelete, ObjectVersion, OutboxEvent } from "./store.ts";
+
+function version(key: string, versionId: string, over: Partial<ObjectVersion> = {}): ObjectVersion {
+  return {
+    bucket: "b",
+    key,
+    versionId,
+    deleteMarker: false,
+    size: 3,
+    etag: '"x"',
+    lastModified: 0,
+    contentType: "text/plain",
+    userMeta: {},
+    headers: {},
+    owner: "o",
+    data: { kind: "inline", bytes: new Uint8Array(3) },
+    ...over,
+  };
+}
+
+const chunk = {
+  id: "c1",
+  plainSize: 10,
+  storedSize: 10,
+  compression: "none" as const,
+  encrypted: false,
+  dataShards: 1,
+  parityShards: 0,
+  drives: [1],
+};
+
+Deno.test("DeleteObjects batch: each key as if deleted one after the other", async () => {
+  const meta = new SqliteMetaStore(":memory:");
+  await meta.createBucket({
+    name: "b",
+    owner: "o",
+    createdAt: 0,
+    region: "r",
+    versioning: "Enabled",
+    objectLock: false,
+  });
+  await meta.putObjectVersion(version("a", "a1"));
+  await meta.putObjectVersion(version("locked", "l1"));
+  await meta.putObjectVersion(version("two", "t1"));
+  await meta.putObjectVersion(version("two", "t2"));
+  await meta.putObjectVersion(version("older", "o1"));
+  await meta.putObjectVersion(version("older", "o2"));
+  await meta.putObjectVersion(version("chunked", "c1", { data: { kind: "chunks", vid: 0 } }), [
+    { chunk, offset: 0, size: 10 },
+  ]);
+
+  const outbox = (removed: ObjectVersion): OutboxEvent => ({
+    bucket: "b",
+    key: removed.key,
+    name: "ObjectRemoved:Delete",
+    detail: JSON.stringify({ versionId: removed.versionId }),
+  });
+  const remove = (key: string, versionId: string, refuse = false): BatchDelete => ({
+    bucket: "b",
+    key,
+    versionId,
+    outbox,
+    guard: refuse
+      ? () => {
+        throw new Error(`${key} is locked`);
+      }
+      : undefined,
+  });
+  const head = (await meta.eventBounds()).head;
+  const scope = newScope({ requestId: "R", principal: "user:u", operation: "DeleteObjects" });
+  scope.bucket = "b";
+  const outcomes = await runAudited(scope, () =>
+    meta.deleteObjects([
+      remove("a", "a1"),
+      remove("a", "a1"), // named twice: already gone
+      remove("locked", "l1", true),
+      remove("missing", "m1"),
+      remove("two", "t1"),
+      remove("two", "t2"),
+      remove("older", "o2"), // the latest: o1 becomes the current version
+      remove("chunked", "c1"),
+    ]));
+
+  const summary = outcomes.map((o) => o.ok ? (o.removed?.versionId ?? "none") : "refused");
+  assertEquals(summary, ["a1", "none", "refused", "none", "t1", "t2", "o2", "c1"]);
+  const refused = outcomes[2];
+  assert(!refused.ok && String(refused.error).includes("locked"));
+  const freed = outcomes[7];
+  assertEquals(freed.ok && freed.freed.map((c) => c.id), ["c1"]);
+  assertEquals(await meta.hasChunk("c1"), false);
+
+  assertEquals(await meta.getObjectVersion("b", "a"), undefined);
+  assertEquals((await meta.getObjectVersion("b", "locked"))?.versionId, "l1");
+  assertEquals(await meta.getObjectVersion("b", "two"), undefined);
+  assertEquals((await meta.getObjectVersion("b", "older"))?.versionId, "o1");
+  const listed = await meta.listObjects("b", { prefix: "", delimiter: "", after: "", maxKeys: 9 });
+  assertEquals(listed.objects.map((o) => o.key), ["locked", "older"]);
+  assertEquals((await meta.usage()).objects, 2);
+
+  // One event and one audit entry per removed version, in the order of the batch.
+  const events = await meta.readEvents(head, 100);
+  assertEquals(events.map((e) => `${e.key}:${JSON.parse(e.detail).versionId}`), [
+    "a:a1",
+    "two:t1",
+    "two:t2",
+    "older:o2",
+    "chunked:c1",
+  ]);
+  assertEquals(scope.recorded, 5);
+  const entries = await meta.auditPage(0, 100);
+  assertEquals(
+    entries.filter((e) => e.operation === "DeleteObjects").map((e) => `${e.key}:${e.versionId}`),
+    ["a:a1", "two:t1", "two:t2", "older:o2", "chunked:c1"],
+  );
+  assertEquals((await verifyStored(meta)).ok, true);
+  await meta.close();
+});
