@@ -354,8 +354,8 @@ export class ObjectLayer {
   }
 
   /**
-   * Deletes keys of one bucket as deleteObject does each, in one metadata transaction: every
-   * key in its own savepoint (a locked version fails alone), one commit, freed chunks collected
+   * Deletes keys of one bucket as deleteObject does each, in one metadata transaction (a locked
+   * version fails alone), one commit, freed chunks collected
    * together after it. Outcomes in the order of `targets`; a failure that is not the protocol's
    * is thrown (after the collection).
    */
