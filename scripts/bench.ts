@@ -12,7 +12,7 @@
 // STORE_PORT=0 on a temporary data directory and stops it at the end. Request bodies are views
 // of one random buffer per size.
 import { randomFillSync } from "node:crypto";
-import { objectPath } from "./bench_client.ts";
+import { type Endpoint, objectPath } from "./bench_client.ts";
 import { benchMultipart, rangedGet } from "./bench_multipart.ts";
 import {
   countFor,
@@ -25,6 +25,7 @@ import {
   sizeLabel,
 } from "./bench_options.ts";
 import { Client, measure, MemoryProbe, type Result, startLocalServer } from "./bench_run.ts";
+import { mergeRounds, percentile, printComparison, printTableOf } from "./bench_compare.ts";
 
 function keyOf(size: number, i: number): string {
   return `bench/${size}/${String(i).padStart(6, "0")}`;
@@ -107,11 +108,6 @@ async function benchSize(client: Client, opts: Options, size: number): Promise<R
   return results;
 }
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
 function printTable(results: Result[]): void {
   const memory = results.some((r) => r.peakRss !== undefined);
   const header = ["op", "size", "ops", "ops/s", "MB/s", "p50 ms", "p99 ms", "errors"];
@@ -132,15 +128,44 @@ function printTable(results: Result[]): void {
       ...(memory ? [mib(r.peakRss), mib(r.settledRss)] : []),
     ];
   });
-  const widths = header.map((h, c) => Math.max(h.length, ...rows.map((row) => row[c].length)));
-  const line = (cells: string[]) =>
-    cells.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]) : cell.padStart(widths[c])))
-      .join("  ");
-  console.log(line(header));
-  console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const row of rows) console.log(line(row));
+  printTableOf(header, rows);
   for (const r of results) {
     if (r.firstError) console.log(`${r.op.toUpperCase()} ${sizeLabel(r.size)}: ${r.firstError}`);
+  }
+}
+
+/** A server the loads run against: its client, bucket and memory probe. */
+interface Target {
+  label: string;
+  client: Client;
+  opts: Options;
+  results: Result[];
+}
+
+function target(label: string, endpoint: Endpoint, opts: Options, pid?: number): Target {
+  const memory = pid === undefined ? undefined : new MemoryProbe(pid);
+  return {
+    label,
+    client: new Client(endpoint, opts.concurrency),
+    opts: { ...opts, memory },
+    results: [],
+  };
+}
+
+/** Every size on every target; with two, their order alternates from round to round. */
+async function runLoads(targets: Target[], opts: Options): Promise<void> {
+  for (const t of targets) {
+    await t.client.ok({ method: "PUT", path: objectPath(t.opts.bucket) }, "CreateBucket");
+  }
+  for (let round = 0; round < opts.rounds; round++) {
+    for (const size of opts.sizes) {
+      const order = round % 2 === 0 ? targets : [...targets].reverse();
+      for (const t of order) t.results.push(...await benchSize(t.client, t.opts, size));
+    }
+  }
+  if (opts.keep) return;
+  for (const t of targets) {
+    await t.client.ok({ method: "DELETE", path: objectPath(t.opts.bucket) }, "DeleteBucket");
   }
 }
 
@@ -158,45 +183,48 @@ async function main(): Promise<void> {
     (local ? local.stop() : Promise.resolve()).finally(() => Deno.exit(130));
   };
   Deno.addSignalListener("SIGINT", onSignal);
-  const client = new Client(endpoint, opts.concurrency);
-  const results: Result[] = [];
-  let peak: number | undefined;
-  let idle: number | undefined;
-  if (local) {
-    opts.memory = new MemoryProbe(local.pid);
-    idle = (await opts.memory.read()).rss;
+  const ours = target("ours", endpoint, opts, local?.pid);
+  const targets = [ours];
+  if (opts.compare) {
+    targets.push(target("other", opts.compare.endpoint, opts, opts.compare.pid));
   }
+  let peak: number | undefined;
+  const idle = ours.opts.memory && (await ours.opts.memory.read()).rss;
   try {
     console.log(
-      `Benchmarking ${endpoint.url}${local ? " (started here)" : ""}: concurrency ` +
-        `${opts.concurrency}, sizes ${opts.sizes.map(sizeLabel).join(", ")}, ` +
+      `Benchmarking ${endpoint.url}${local ? " (started here)" : ""}` +
+        `${opts.compare ? ` against ${opts.compare.endpoint.url}, ${opts.rounds} round(s)` : ""}` +
+        `: concurrency ${opts.concurrency}, sizes ${opts.sizes.map(sizeLabel).join(", ")}, ` +
         `ops ${opts.ops.join(", ")}, part size ${sizeLabel(opts.partSize)}`,
     );
-    const bucketPath = objectPath(opts.bucket);
-    await client.ok({ method: "PUT", path: bucketPath }, "CreateBucket");
-    for (const size of opts.sizes) results.push(...await benchSize(client, opts, size));
-    if (!opts.keep) {
-      await client.ok({ method: "DELETE", path: bucketPath }, "DeleteBucket");
-    }
+    await runLoads(targets, opts);
   } finally {
     Deno.removeSignalListener("SIGINT", onSignal);
-    client.close();
+    for (const t of targets) t.client.close();
     const last = await local?.peakRss();
-    peak = last === undefined ? undefined : Math.max(last, ...results.map((r) => r.peakRss ?? 0));
+    peak = last === undefined
+      ? undefined
+      : Math.max(last, ...ours.results.map((r) => r.peakRss ?? 0));
     await local?.stop();
   }
-  console.log("");
-  printTable(results);
+  for (const t of targets) {
+    console.log(targets.length > 1 ? `\n${t.label === "ours" ? endpoint.url : t.label}:` : "");
+    printTable(mergeRounds(t.results));
+  }
   if (idle !== undefined) {
     console.log(`Server RSS idle after start: ${(idle / MiB).toFixed(0)} MiB`);
   }
   if (peak !== undefined) {
     console.log(`Server peak RSS over all loads: ${(peak / MiB).toFixed(0)} MiB`);
   }
-  if (opts.memory) {
+  if (targets.some((t) => t.opts.memory)) {
     console.log(
       "peak MiB: the server's highest RSS during the load; settled MiB: its RSS 1 s after",
     );
+  }
+  if (targets.length > 1) {
+    console.log("");
+    printComparison(mergeRounds(ours.results), mergeRounds(targets[1].results));
   }
 }
 

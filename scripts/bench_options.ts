@@ -34,6 +34,12 @@ export const HELP = `Usage: deno task bench [options]
   --keep               leave the objects and the bucket in place
   --server-env FILE    environment of the server started here, KEY=value lines (e.g.
                        scripts/small-box.env); DENO_V8_FLAGS there reaches its V8
+  --compare URL        also run every load against this other server, alternating with ours
+                       size by size, and print both with their ratios (env BENCH_COMPARE_URL)
+  --compare-access-key KEY, --compare-secret-key SECRET
+                       its credentials (env BENCH_COMPARE_ACCESS_KEY, BENCH_COMPARE_SECRET_KEY)
+  --compare-pid PID    its process, to report its RSS per load as for ours
+  --rounds N           with --compare: alternate the two servers N times (default 1)
 MPU is one whole multipart upload per operation (create, parts, complete); its parts share
 the --concurrency budget, so it uploads as many objects at once as keeps about that many
 parts in flight (at least one). GETRANGE reads --part-size at random offsets and runs as many
@@ -55,6 +61,11 @@ const FLAGS = [
   "bucket",
   "keep",
   "server-env",
+  "compare",
+  "compare-access-key",
+  "compare-secret-key",
+  "compare-pid",
+  "rounds",
 ];
 
 export interface Options {
@@ -75,6 +86,9 @@ export interface Options {
   serverEnv: Record<string, string>;
   /** Measures the server's memory per load (set when the benchmark started the server). */
   memory?: MemoryProbe;
+  /** Another server run through the same loads (--compare), and its process if known. */
+  compare?: { endpoint: Endpoint; pid?: number };
+  rounds: number;
 }
 
 export function parseSize(text: string): number {
@@ -117,13 +131,28 @@ function readFlags(args: string[]): Map<string, string> {
   return flags;
 }
 
-function readEndpoint(flags: Map<string, string>, region: string): Endpoint | undefined {
-  const url = flags.get("url") ?? Deno.env.get("BENCH_URL");
+/** The endpoint of --url (prefix "") or --compare (prefix "compare"), with its credentials. */
+function readEndpoint(
+  flags: Map<string, string>,
+  region: string,
+  prefix: "" | "compare",
+): Endpoint | undefined {
+  const flag = (name: string) => flags.get(prefix ? `${prefix}-${name}` : name);
+  const env = (name: string) =>
+    Deno.env.get(`BENCH_${prefix ? `${prefix.toUpperCase()}_` : ""}${name}`);
+  const url = flags.get(prefix || "url") ?? env("URL");
   if (!url) return undefined;
-  const accessKey = flags.get("access-key") ?? Deno.env.get("BENCH_ACCESS_KEY");
-  const secretKey = flags.get("secret-key") ?? Deno.env.get("BENCH_SECRET_KEY");
-  if (!accessKey || !secretKey) throw new Error("A URL needs an access key and a secret key");
+  const accessKey = flag("access-key") ?? env("ACCESS_KEY");
+  const secretKey = flag("secret-key") ?? env("SECRET_KEY");
+  if (!accessKey || !secretKey) throw new Error(`${url} needs an access key and a secret key`);
   return { url: url.replace(/\/+$/, ""), accessKey, secretKey, region };
+}
+
+function readCompare(flags: Map<string, string>, region: string): Options["compare"] {
+  const endpoint = readEndpoint(flags, region, "compare");
+  if (!endpoint) return undefined;
+  const pid = flags.get("compare-pid");
+  return { endpoint, pid: pid === undefined ? undefined : positive("--compare-pid", pid) };
 }
 
 function readSizes(flags: Map<string, string>): { sizes: number[]; partSize: number } {
@@ -147,7 +176,9 @@ export function parseArgs(args: string[]): Options {
     if (!(OPS as readonly string[]).includes(op)) throw new Error(`Unknown operation "${op}"`);
   }
   return {
-    endpoint: readEndpoint(flags, region),
+    endpoint: readEndpoint(flags, region, ""),
+    compare: readCompare(flags, region),
+    rounds: Math.floor(positive("--rounds", flags.get("rounds") ?? "1")),
     region,
     concurrency: Math.floor(positive("--concurrency", flags.get("concurrency") ?? "8")),
     ...readSizes(flags),
