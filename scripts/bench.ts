@@ -108,10 +108,19 @@ async function benchSize(client: Client, opts: Options, size: number): Promise<R
   return results;
 }
 
+/** The server's CPU time per operation and, for loads that move data, per GB moved. */
+function cpuCells(r: Result, moves: boolean): string[] {
+  if (r.cpuSeconds === undefined || r.ops === 0) return ["-", "-"];
+  return [
+    (r.cpuSeconds * 1000 / r.ops).toFixed(2),
+    moves && r.bytes > 0 ? (r.cpuSeconds / (r.bytes / 1e9)).toFixed(2) : "-",
+  ];
+}
+
 function printTable(results: Result[]): void {
   const memory = results.some((r) => r.peakRss !== undefined);
   const header = ["op", "size", "ops", "ops/s", "MB/s", "p50 ms", "p99 ms", "errors"];
-  if (memory) header.push("peak MiB", "settled MiB");
+  if (memory) header.push("cpu ms/op", "cpu s/GB", "peak MiB", "settled MiB");
   const mib = (n?: number) => n === undefined ? "-" : (n / MiB).toFixed(0);
   const rows = results.map((r) => {
     const sorted = [...r.latencies].sort((a, b) => a - b);
@@ -125,7 +134,7 @@ function printTable(results: Result[]): void {
       percentile(sorted, 50).toFixed(2),
       percentile(sorted, 99).toFixed(2),
       String(r.errors),
-      ...(memory ? [mib(r.peakRss), mib(r.settledRss)] : []),
+      ...(memory ? [...cpuCells(r, moves), mib(r.peakRss), mib(r.settledRss)] : []),
     ];
   });
   printTableOf(header, rows);
@@ -219,7 +228,8 @@ async function main(): Promise<void> {
   }
   if (targets.some((t) => t.opts.memory)) {
     console.log(
-      "peak MiB: the server's highest RSS during the load; settled MiB: its RSS 1 s after",
+      "cpu: the server's user + system time for the load; peak MiB: its highest RSS during the " +
+        "load; settled MiB: its RSS 1 s after",
     );
   }
   if (targets.length > 1) {

@@ -18,6 +18,7 @@ export function mergeRounds(results: Result[]): Result[] {
     m.bytes += r.bytes;
     m.latencies.push(...r.latencies);
     m.firstError ??= r.firstError;
+    if (r.cpuSeconds !== undefined) m.cpuSeconds = (m.cpuSeconds ?? 0) + r.cpuSeconds;
     if (r.peakRss !== undefined) m.peakRss = Math.max(m.peakRss ?? 0, r.peakRss);
     if (r.settledRss !== undefined) m.settledRss = Math.max(m.settledRss ?? 0, r.settledRss);
   }
@@ -53,6 +54,8 @@ export function printTableOf(header: string[], rows: string[][]): void {
 /** One row per op and size measured on both: rate, p99 and peak RSS of each, and the ratios. */
 export function printComparison(ours: Result[], theirs: Result[]): void {
   const mib = (n?: number) => n === undefined ? "-" : (n / MiB).toFixed(0);
+  const cpu = (r: Result) =>
+    r.cpuSeconds === undefined || r.ops === 0 ? "-" : (r.cpuSeconds * 1000 / r.ops).toFixed(2);
   const rows: string[][] = [];
   for (const a of ours) {
     const b = theirs.find((r) => r.op === a.op && r.size === a.size);
@@ -68,12 +71,27 @@ export function printComparison(ours: Result[], theirs: Result[]): void {
       (ra.value / rb.value).toFixed(2),
       p99(a).toFixed(1),
       p99(b).toFixed(1),
+      cpu(a),
+      cpu(b),
       mib(a.peakRss),
       mib(b.peakRss),
     ]);
   }
   printTableOf(
-    ["op", "size", "unit", "ours", "other", "ratio", "p99 ms", "other p99", "peak MiB", "other"],
+    [
+      "op",
+      "size",
+      "unit",
+      "ours",
+      "other",
+      "ratio",
+      "p99 ms",
+      "other p99",
+      "cpu ms/op",
+      "other",
+      "peak MiB",
+      "other",
+    ],
     rows,
   );
   console.log("ratio: ours / other (above 1: ours is faster)");

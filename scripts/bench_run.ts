@@ -87,8 +87,12 @@ export async function startLocalServer(
  * to the current RSS by writing 5 to clear_refs; where the kernel refuses, the peak is the highest
  * RSS sampled every 50 ms instead. After the load, the RSS is read again once it has settled.
  */
+/** USER_HZ: the unit of /proc/<pid>/stat times (100 on Linux for x86 and ARM). */
+const CLOCK_TICKS = 100;
+
 export class MemoryProbe {
   #sampled = 0;
+  #cpuAtStart = 0;
   #timer?: ReturnType<typeof setInterval>;
   #resets = true;
 
@@ -102,7 +106,16 @@ export class MemoryProbe {
     return { rss: kb("VmRSS") * 1024, peak: kb("VmHWM") * 1024 };
   }
 
+  /** CPU seconds the process has used (user + system, /proc/<pid>/stat). */
+  async cpuSeconds(): Promise<number> {
+    const stat = await Deno.readTextFile(`/proc/${this.pid}/stat`);
+    // Fields after the command name (which may hold spaces) start at ")"; utime, stime are 14, 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  }
+
   async start(): Promise<void> {
+    this.#cpuAtStart = await this.cpuSeconds();
     if (this.#resets) {
       try {
         await Deno.writeTextFile(`/proc/${this.pid}/clear_refs`, "5");
@@ -116,13 +129,14 @@ export class MemoryProbe {
     }, 50);
   }
 
-  /** Ends a load: its peak, then (after settleMs) the RSS the server keeps. */
-  async stop(): Promise<{ peak: number; settled: number }> {
+  /** Ends a load: its CPU time and peak, then (after settleMs) the RSS the server keeps. */
+  async stop(): Promise<{ cpu: number; peak: number; settled: number }> {
     clearInterval(this.#timer);
+    const cpu = await this.cpuSeconds() - this.#cpuAtStart;
     const { rss, peak } = await this.read();
     const top = Math.max(this.#sampled, rss, this.#resets ? peak : 0);
     await new Promise((resolve) => setTimeout(resolve, this.settleMs));
-    return { peak: top, settled: (await this.read()).rss };
+    return { cpu, peak: top, settled: (await this.read()).rss };
   }
 }
 
@@ -135,6 +149,8 @@ export interface Result {
   bytes: number;
   latencies: number[];
   firstError?: string;
+  /** CPU seconds the server used for the load (when its process is known). */
+  cpuSeconds?: number;
   /** The server's peak RSS during the load and its RSS a moment after, in bytes (local only). */
   peakRss?: number;
   settledRss?: number;
@@ -221,7 +237,8 @@ export async function measure(
   await Promise.all(Array.from({ length: workers }, () => worker()));
   result.seconds = (performance.now() - started) / 1000;
   if (opts.memory) {
-    const { peak, settled } = await opts.memory.stop();
+    const { cpu, peak, settled } = await opts.memory.stop();
+    result.cpuSeconds = cpu;
     result.peakRss = peak;
     result.settledRss = settled;
   }

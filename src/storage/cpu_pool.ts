@@ -24,6 +24,8 @@ export const MD5_FIRST_BATCH_BYTES = 256 * 1024;
 export const MD5_BATCH_BYTES = 1024 * 1024;
 /** Batches of one stream sent and not yet hashed before `update` asks its caller to wait. */
 const MD5_BATCHES_IN_FLIGHT = 4;
+/** Batches one stream may hold while its worker starts, before `update` asks its caller to wait. */
+const MD5_BATCHES_HELD = 16;
 /** Bytes of buffers kept for reuse (batches and chunk copies). */
 const SHELF_BYTES = 32 * 1024 * 1024;
 /** Chunks smaller than this are hashed and compressed inline: a round trip costs more. */
@@ -177,6 +179,11 @@ export class CpuPool {
     await Promise.all(this.#slots.map((s) => s.started));
   }
 
+  /** MD5 streams bound to a worker now. */
+  get boundStreams(): number {
+    return this.#slots.reduce((n, s) => n + s.streams, 0);
+  }
+
   /** Workers ready to take work now. */
   get running(): number {
     return this.#slots.filter((s) => s.ready).length;
@@ -192,7 +199,7 @@ export class CpuPool {
   md5(): Md5Stream {
     if (this.#slots.length === 0) return new InlineMd5();
     this.#demand();
-    return new OffloadedMd5(() => this.#lane(), this.#shelf);
+    return new OffloadedMd5(() => this.#lane(), () => this.#starting(), this.#shelf);
   }
 
   /** Work on `plain`, which must not change until the returned promises settle. */
@@ -367,6 +374,15 @@ export class CpuPool {
     return best;
   }
 
+  /**
+   * While no worker is ready but some are starting: settles when the first of them is ready (or
+   * all have failed). Undefined when none is starting.
+   */
+  #starting(): Promise<void> | undefined {
+    const starting = this.#slots.filter((s) => s.worker && !s.ready);
+    return starting.length > 0 ? Promise.race(starting.map((s) => s.started)) : undefined;
+  }
+
   /** Binds a new MD5 stream to the ready worker with the fewest streams. */
   #lane(): Lane | undefined {
     let slot: Slot | undefined;
@@ -430,8 +446,15 @@ class InlineMd5 implements Md5Stream {
 
 let nextStream = 1;
 
+/**
+ * An MD5 stream for a worker. A stream that begins while the workers start (an on-demand pool
+ * after an idle period) holds its first batches until one is ready rather than hashing all of
+ * its body on the main thread: eight 64 MiB uploads after a pause used to cost the event loop
+ * ~1.4 s of MD5. Only when no worker can start is the stream hashed inline.
+ */
 class OffloadedMd5 implements Md5Stream {
   readonly #bind: () => Lane | undefined;
+  readonly #starting: () => Promise<void> | undefined;
   readonly #shelf: Shelf;
   readonly #stream = nextStream++;
   #lane?: Lane;
@@ -443,9 +466,17 @@ class OffloadedMd5 implements Md5Stream {
   #waiter?: { resolve(): void; reject(err: Error): void };
   #error?: Error;
   #finished = false;
+  /** Full batches waiting for a starting worker, in order; set while #binding is. */
+  #held: Uint8Array<ArrayBuffer>[] = [];
+  #binding?: Promise<void>;
 
-  constructor(bind: () => Lane | undefined, shelf: Shelf) {
+  constructor(
+    bind: () => Lane | undefined,
+    starting: () => Promise<void> | undefined,
+    shelf: Shelf,
+  ) {
     this.#bind = bind;
+    this.#starting = starting;
     this.#shelf = shelf;
   }
 
@@ -468,8 +499,13 @@ class OffloadedMd5 implements Md5Stream {
       at += n;
       if (this.#filled === batch.byteLength) this.#send();
     }
-    if (this.#inFlight < MD5_BATCHES_IN_FLIGHT) return undefined;
+    if (!this.#behind()) return undefined;
     return new Promise((resolve, reject) => this.#waiter = { resolve, reject });
+  }
+
+  /** Whether the caller should wait before adding more. */
+  #behind(): boolean {
+    return this.#inFlight >= MD5_BATCHES_IN_FLIGHT || this.#held.length >= MD5_BATCHES_HELD;
   }
 
   async digest(): Promise<Uint8Array> {
@@ -477,6 +513,10 @@ class OffloadedMd5 implements Md5Stream {
       throw this.#error ?? new Error("The MD5 stream is finished");
     }
     this.#finished = true;
+    if (this.#binding) {
+      await this.#binding;
+      if (this.#error) throw this.#error;
+    }
     const lane = this.#lane;
     if (!lane) {
       const hash = this.#local ?? createHash("md5");
@@ -509,6 +549,7 @@ class OffloadedMd5 implements Md5Stream {
     this.#finished = true;
     if (this.#batch) this.#shelf.give(this.#batch.buffer);
     this.#batch = undefined;
+    for (const batch of this.#held.splice(0)) this.#shelf.give(batch.buffer);
     if (this.#lane) {
       if (!wasFinished) this.#lane.post({ op: "md5-drop", stream: this.#stream });
       this.#lane.release();
@@ -522,14 +563,47 @@ class OffloadedMd5 implements Md5Stream {
     const batch = this.#batch!;
     this.#batch = undefined;
     this.#filled = 0;
+    if (this.#binding) {
+      this.#held.push(batch);
+      return;
+    }
     this.#lane ??= this.#bind();
     if (!this.#lane) {
+      const starting = this.#starting();
+      if (starting) {
+        this.#held.push(batch);
+        this.#binding = starting.then(() => this.#bound());
+        return;
+      }
       this.#local = createHash("md5").update(batch);
       this.#shelf.give(batch.buffer);
       return;
     }
-    this.#inFlight++;
-    this.#lane.call(
+    this.#post(batch);
+  }
+
+  /** The wait for a worker is over: the held batches go to it, or are hashed here. */
+  #bound(): void {
+    this.#binding = undefined;
+    if (this.#error) return; // aborted meanwhile: abort() gave the batches back
+    const held = this.#held.splice(0);
+    this.#lane = this.#bind();
+    if (this.#lane) {
+      for (const batch of held) this.#post(batch);
+    } else {
+      this.#local = createHash("md5");
+      for (const batch of held) {
+        this.#local.update(batch);
+        this.#shelf.give(batch.buffer);
+      }
+    }
+    this.#wake();
+  }
+
+  /** Sends a full batch to the stream's worker. */
+  #post(batch: Uint8Array<ArrayBuffer>): void {
+    const lane = this.#lane!;
+    lane.call(
       { op: "md5", id: 0, stream: this.#stream, bytes: batch, final: false },
       [batch.buffer],
       COST.md5 * batch.byteLength,
@@ -550,7 +624,7 @@ class OffloadedMd5 implements Md5Stream {
   /** Lets a waiting `update` go on (or fail). */
   #wake(err?: Error): void {
     const waiter = this.#waiter;
-    if (!waiter || (!err && this.#inFlight >= MD5_BATCHES_IN_FLIGHT)) return;
+    if (!waiter || (!err && this.#behind())) return;
     this.#waiter = undefined;
     if (err) waiter.reject(err);
     else waiter.resolve();

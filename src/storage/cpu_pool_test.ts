@@ -293,6 +293,35 @@ Deno.test("an on-demand pool starts its workers for work and stops them when idl
   }
 });
 
+Deno.test("an MD5 stream begun while the workers start waits for one, not the main thread", async () => {
+  const pool = new CpuPool(2, { idleMs: 1000 });
+  try {
+    assertEquals(pool.running, 0);
+    const data = randomBytes(8 * MiB);
+    const stream = pool.md5();
+    // Fed at once, before any worker is up: the batches are held, then go to the first ready.
+    for (let at = 0; at < data.byteLength; at += 100 * 1024) {
+      await stream.update(data.subarray(at, at + 100 * 1024));
+    }
+    assert(pool.running > 0, "the stream waited for a worker");
+    assertEquals(pool.boundStreams, 1);
+    assertBytesEqual(await stream.digest(), md5(data));
+    // Aborted while held: nothing stays bound, later calls fail.
+    pool.close();
+    const fresh = new CpuPool(1, { idleMs: 1000 });
+    const aborted = fresh.md5();
+    aborted.update(data.subarray(0, 2 * MiB));
+    aborted.abort();
+    await fresh.ready();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assertEquals(fresh.boundStreams, 0);
+    await assertRejects(() => aborted.digest(), "aborted");
+    fresh.close();
+  } finally {
+    pool.close();
+  }
+});
+
 Deno.test("STORE_CPU_WORKERS: default 2, 0 to 16", () => {
   const config = (env: Record<string, string>) => loadConfig((name) => env[name]);
   assertEquals(config({}).cpuWorkers, 2);
