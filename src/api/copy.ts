@@ -111,7 +111,7 @@ export const copyObject: Handler = async (ctx) => {
     : undefined;
   const sameObject = source.bucket === ctx.bucket && source.key === ctx.key;
   const sse = await writeEncryption(ctx);
-  if (sameObject && directive === "COPY" && sse.kind === "none") {
+  if (sameObject && directive === "COPY" && sse.requested === "none") {
     throw new S3Error(
       "InvalidRequest",
       "This copy request is illegal because it is trying to copy an object to itself without " +

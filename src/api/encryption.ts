@@ -7,6 +7,7 @@ import {
   type SseRecord,
   sseResponseHeaders,
 } from "../object/sse.ts";
+import { defaultEncryption } from "../object/sse_default.ts";
 import type { ObjectVersion } from "../meta/store.ts";
 import type { RequestContext } from "./context.ts";
 
@@ -17,16 +18,28 @@ export function sseRecordOf(holder: Encrypted): SseRecord | undefined {
   return holder.sse === undefined ? undefined : JSON.parse(holder.sse) as SseRecord;
 }
 
-/** What a write asks for: the encryption of the new version, and the headers to echo. */
+/**
+ * What a write asks for: the encryption of the new version, and the headers to echo. Without
+ * SSE headers the bucket's default encryption applies; `requested` is what the headers asked.
+ */
 export async function writeEncryption(
   ctx: RequestContext,
 ): Promise<
-  { kind: "none" | "s3" | "c"; encryption?: Encryption; headers: Record<string, string> }
+  {
+    kind: "none" | "s3" | "c";
+    requested: "none" | "s3" | "c";
+    encryption?: Encryption;
+    headers: Record<string, string>;
+  }
 > {
-  const request = parseSseWrite(ctx.headers, ctx.dialect);
+  const requested = parseSseWrite(ctx.headers, ctx.dialect);
+  const request = requested.kind === "none" && await defaultEncryption(ctx.layer.meta, ctx.bucket)
+    ? { kind: "s3" as const }
+    : requested;
   const { record, key } = await ctx.sseKeys.forNewObject(request);
   return {
     kind: request.kind,
+    requested: requested.kind,
     encryption: key && record ? { key, record: JSON.stringify(record) } : undefined,
     headers: sseResponseHeaders(record, ctx.dialect),
   };

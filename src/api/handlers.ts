@@ -9,6 +9,11 @@ import {
 } from "./buckets.ts";
 import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./acl.ts";
 import type { Handler } from "./context.ts";
+import {
+  deleteBucketEncryption,
+  getBucketEncryption,
+  putBucketEncryption,
+} from "./bucket_encryption.ts";
 import { deleteBucketCors, getBucketCors, putBucketCors } from "./cors.ts";
 import { copyObject } from "./copy.ts";
 import { deleteObjects } from "./delete_objects.ts";
@@ -128,6 +133,9 @@ export const HANDLERS: Record<string, Handler> = {
   GetBucketOwnershipControls: getBucketOwnershipControls,
   PutBucketOwnershipControls: putBucketOwnershipControls,
   DeleteBucketOwnershipControls: deleteBucketOwnershipControls,
+  GetBucketEncryption: getBucketEncryption,
+  PutBucketEncryption: putBucketEncryption,
+  DeleteBucketEncryption: deleteBucketEncryption,
 };
 
 /**
@@ -157,4 +165,5 @@ export const READS_BODY = new Set([
   "PutBucketOwnershipControls",
   "PutBucketCors",
   "SelectObjectContent",
+  "PutBucketEncryption",
 ]);

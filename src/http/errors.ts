@@ -45,6 +45,8 @@ const STATUS: Record<string, number> = {
   NoSuchBucket: 404,
   NoSuchBucketPolicy: 404,
   NoSuchCORSConfiguration: 404,
+  NoSuchWebsiteConfiguration: 404,
+  ServerSideEncryptionConfigurationNotFoundError: 404,
   NoSuchLifecycleConfiguration: 404,
   NoSuchKey: 404,
   NoSuchVersion: 404,

@@ -226,7 +226,10 @@ export type BucketConfigKind =
   | "public-access-block"
   | "ownership"
   | "cors"
-  | "notification";
+  | "notification"
+  | "encryption"
+  | "website"
+  | "logging";
 
 /**
  * An event a write records in the outbox (DESIGN.md §6): committed in the same transaction as

@@ -152,6 +152,8 @@ function rows(ids: { v: string; gov: string; dv: string; upload: string }): [str
       query: v([["attributes", ""]]),
       headers: { "x-amz-object-attributes": "ETag" },
     }],
+    ["GetEncryptionConfiguration", { method: "GET", query: [["encryption", ""]] }],
+    ["PutEncryptionConfiguration", { method: "DELETE", query: [["encryption", ""]] }],
     ["GetBucketCORS", { method: "GET", query: [["cors", ""]] }],
     ["PutBucketCORS", { method: "DELETE", query: [["cors", ""]] }],
     ["GetBucketPublicAccessBlock", { method: "GET", query: [["publicAccessBlock", ""]] }],
