@@ -4,6 +4,7 @@ import { expirationHeader } from "./expiration_header.ts";
 import { accessDenied } from "../auth/access.ts";
 import { OPERATION_RULES } from "../auth/actions.ts";
 import { checkConditions } from "../http/conditional.ts";
+import { parseAlgorithm } from "../http/checksum.ts";
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { contentTypeFor } from "../http/mime.ts";
@@ -109,6 +110,9 @@ export const copyObject: Handler = async (ctx) => {
   const tags = taggingDirective(ctx) === "REPLACE"
     ? requestTags(ctx.headers, ctx.dialect) ?? {}
     : undefined;
+  const algorithmHeader = h(ctx.dialect, "checksum-algorithm");
+  const named = ctx.headers.get(algorithmHeader);
+  const checksumAlgorithm = named === null ? undefined : parseAlgorithm(named, algorithmHeader);
   const sameObject = source.bucket === ctx.bucket && source.key === ctx.key;
   const sse = await writeEncryption(ctx);
   if (sameObject && directive === "COPY" && sse.requested === "none") {
@@ -144,12 +148,15 @@ export const copyObject: Handler = async (ctx) => {
     lock: await newVersionLock(ctx),
     tags: tags ?? src.tags,
     origin: originOf(ctx),
+    checksumAlgorithm,
   });
+  const sum = version.checksum?.type === "FULL_OBJECT" ? version.checksum : undefined;
   const result = xmlResult(
     xmlDocument(
       "CopyObjectResult",
       ctx.dialect.xmlns,
-      text("LastModified", isoDate(version.lastModified)) + text("ETag", version.etag),
+      text("LastModified", isoDate(version.lastModified)) + text("ETag", version.etag) +
+        (sum ? text(`Checksum${sum.algorithm}`, sum.value) + text("ChecksumType", sum.type) : ""),
     ),
   );
   if (src.versionId !== "null") {
