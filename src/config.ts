@@ -111,6 +111,8 @@ export interface Config {
   trustProxy: boolean;
   /** One JSON line per request (STORE_ACCESS_LOG); to this file, else stdout. */
   accessLog?: { file?: string };
+  /** Buckets' websites are served at `{bucket}.{domain}` by Host (STORE_WEBSITE_DOMAIN). */
+  websiteDomain?: string;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -292,7 +294,20 @@ export function loadConfig(
     allowInsecureSseC: boolSetting(env, "STORE_ALLOW_INSECURE_SSE_C", false),
     trustProxy: boolSetting(env, "STORE_TRUST_PROXY", false),
     accessLog: accessLog === "on" ? { file: env("STORE_ACCESS_LOG_FILE") || undefined } : undefined,
+    ...bucketFeatureSettings(env),
   };
+}
+
+const DOMAIN =
+  /^(?=.{1,200}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/** Website hosting by Host. */
+function bucketFeatureSettings(env: Env) {
+  const domain = env("STORE_WEBSITE_DOMAIN")?.toLowerCase() || undefined;
+  if (domain !== undefined && !DOMAIN.test(domain)) {
+    throw new ConfigError(`STORE_WEBSITE_DOMAIN must be a DNS name, got "${domain}"`);
+  }
+  return { websiteDomain: domain };
 }
 
 /** Healing, drive checks, metrics access and metadata backups. */

@@ -14,6 +14,7 @@ import {
   getBucketEncryption,
   putBucketEncryption,
 } from "./bucket_encryption.ts";
+import { deleteBucketWebsite, getBucketWebsite, putBucketWebsite } from "./website.ts";
 import { deleteBucketCors, getBucketCors, putBucketCors } from "./cors.ts";
 import { copyObject } from "./copy.ts";
 import { deleteObjects } from "./delete_objects.ts";
@@ -136,6 +137,9 @@ export const HANDLERS: Record<string, Handler> = {
   GetBucketEncryption: getBucketEncryption,
   PutBucketEncryption: putBucketEncryption,
   DeleteBucketEncryption: deleteBucketEncryption,
+  GetBucketWebsite: getBucketWebsite,
+  PutBucketWebsite: putBucketWebsite,
+  DeleteBucketWebsite: deleteBucketWebsite,
 };
 
 /**
@@ -166,4 +170,5 @@ export const READS_BODY = new Set([
   "PutBucketCors",
   "SelectObjectContent",
   "PutBucketEncryption",
+  "PutBucketWebsite",
 ]);

@@ -154,6 +154,16 @@ function rows(ids: { v: string; gov: string; dv: string; upload: string }): [str
     }],
     ["GetEncryptionConfiguration", { method: "GET", query: [["encryption", ""]] }],
     ["PutEncryptionConfiguration", { method: "DELETE", query: [["encryption", ""]] }],
+    ["GetBucketWebsite", { method: "GET", query: [["website", ""]] }],
+    ["DeleteBucketWebsite", { method: "DELETE", query: [["website", ""]] }],
+    ["PutBucketWebsite", {
+      method: "PUT",
+      query: [["website", ""]],
+      ...xmlBody(
+        "<WebsiteConfiguration><IndexDocument><Suffix>index.html</Suffix></IndexDocument>" +
+          "</WebsiteConfiguration>",
+      ),
+    }],
     ["GetBucketCORS", { method: "GET", query: [["cors", ""]] }],
     ["PutBucketCORS", { method: "DELETE", query: [["cors", ""]] }],
     ["GetBucketPublicAccessBlock", { method: "GET", query: [["publicAccessBlock", ""]] }],
@@ -281,7 +291,7 @@ Deno.test("policy actions: every accepted action name changes a decision", async
           "GetAccelerateConfiguration",
           "ListAllMyBuckets",
           "CreateBucket",
-          "GetBucketWebsite",
+          "GetReplicationConfiguration",
           "RestoreObject",
           "PutBucketRequestPayment",
         ]
