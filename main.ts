@@ -7,6 +7,7 @@ import { Credentials } from "./src/auth/credentials.ts";
 import { loadMasterKey } from "./src/auth/master_key.ts";
 import { SecretSealer } from "./src/auth/secrets.ts";
 import { SignInLimiter } from "./src/auth/sign_in_limiter.ts";
+import { Kms } from "./src/kms/kms.ts";
 import { SseKeys } from "./src/object/sse.ts";
 import { type Config, ConfigError, loadConfig } from "./src/config.ts";
 import { Directory } from "./src/auth/ldap/directory.ts";
@@ -245,6 +246,7 @@ async function start() {
     scrubber,
     lifecycle,
     sseKeys: new SseKeys(masterKey),
+    kms: new Kms(meta, masterKey),
     notifier,
     reserve,
     ops,

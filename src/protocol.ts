@@ -12,6 +12,7 @@ import { checkSessionToken } from "./auth/sts/sessions.ts";
 import type { Scrubber } from "./workers/scrubber.ts";
 import type { LifecycleWorker } from "./workers/lifecycle.ts";
 import type { SseKeys } from "./object/sse.ts";
+import type { Kms } from "./kms/kms.ts";
 import type { Notifier } from "./events/notifier.ts";
 import { type SignedRequest, verifyHeaderAuth, verifyPresigned } from "./auth/sigv4.ts";
 import { sigV2Refused, usesSigV2, verifyV2Header, verifyV2Query } from "./auth/sigv2.ts";
@@ -47,6 +48,7 @@ export interface AppDeps {
   scrubber: Scrubber;
   lifecycle: LifecycleWorker;
   sseKeys: SseKeys;
+  kms: Kms;
   notifier: Notifier;
   signIns: SignInLimiter;
   /** Wrong share passwords, per share and address (src/share/public.ts). */
@@ -299,6 +301,7 @@ async function dispatch(
     facts,
     credentials: deps.credentials,
     sseKeys: deps.sseKeys,
+    kms: deps.kms,
     notifier: deps.notifier,
     bucketRecord: bucket,
     // A handler may change the dialect of the answer (the responder reads it from the state).

@@ -1,6 +1,7 @@
 // Get/Put/DeleteBucketEncryption: the bucket's default encryption (src/object/sse_default.ts).
 import { S3Error } from "../http/errors.ts";
 import { xmlDocument } from "../http/xml.ts";
+import { keyIdOf } from "../kms/kms.ts";
 import {
   defaultEncryption,
   encryptionConfigurationXml,
@@ -35,6 +36,9 @@ export const putBucketEncryption: Handler = async (ctx) => {
   const bucket = await bucketOf(ctx);
   const bytes = await readVerifiedBody(ctx, MAX_BODY);
   const config = parseEncryptionConfiguration(new TextDecoder().decode(bytes));
+  if (config.kmsKeyId !== undefined && !(await ctx.kms.exists(keyIdOf(config.kmsKeyId)))) {
+    throw new S3Error("KMS.NotFoundException", `Invalid keyId ${config.kmsKeyId}`);
+  }
   await ctx.layer.meta.putBucketConfig(bucket.name, "encryption", JSON.stringify(config));
   return { status: 200 };
 };

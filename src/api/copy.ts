@@ -19,7 +19,7 @@ import {
 } from "./context.ts";
 import type { ObjectVersion } from "../meta/store.ts";
 import type { Encryption } from "../object/layer.ts";
-import { readHeaders, readKey, sseRecordOf, writeEncryption } from "./encryption.ts";
+import { readHeaders, readKey, type SseKind, sseRecordOf, writeEncryption } from "./encryption.ts";
 import { newVersionLock } from "./object_lock.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
 import { newObjectAcl, newObjectOwner } from "./objects.ts";
@@ -186,12 +186,15 @@ function taggingDirective(ctx: RequestContext): "COPY" | "REPLACE" {
 
 /**
  * Chunks are shared when they need no re-encoding: plain to plain, or SSE-S3 to SSE-S3 (the copy
- * keeps the source's sealed data key). Any other change of encryption stores the data again.
+ * keeps the source's sealed data key). Any other change of encryption, and every SSE-KMS copy
+ * (its data key is sealed under the key the request names), stores the data again.
  */
 function copyEncryption(
-  sourceKind: "none" | "s3" | "c",
+  sourceKind: SseKind,
   dest: Awaited<ReturnType<typeof writeEncryption>>,
 ): { shareChunks: boolean; encryption?: Encryption } {
-  if (sourceKind === dest.kind && sourceKind !== "c") return { shareChunks: true };
+  if (sourceKind === dest.kind && (sourceKind === "none" || sourceKind === "s3")) {
+    return { shareChunks: true };
+  }
   return { shareChunks: false, encryption: dest.encryption };
 }

@@ -70,6 +70,8 @@ const STATUS: Record<string, number> = {
   UnresolvableGrantByEmailAddress: 400,
   ContentSHA256Mismatch: 400,
   ServiceUnavailable: 503,
+  "KMS.DisabledException": 400,
+  "KMS.NotFoundException": 400,
 };
 
 export class S3Error extends Error {

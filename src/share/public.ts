@@ -217,6 +217,7 @@ async function runHandler(
     facts: factsOf(use, key),
     credentials: deps.credentials,
     sseKeys: deps.sseKeys,
+    kms: deps.kms,
     notifier: deps.notifier,
     bucketRecord: bucket,
     answer: { dialect },

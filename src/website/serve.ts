@@ -154,6 +154,7 @@ async function readObject(
     facts,
     credentials: deps.credentials,
     sseKeys: deps.sseKeys,
+    kms: deps.kms,
     notifier: deps.notifier,
     bucketRecord: bucket,
     answer: { dialect },
