@@ -8,6 +8,7 @@ import { loadMasterKey } from "./src/auth/master_key.ts";
 import { SecretSealer } from "./src/auth/secrets.ts";
 import { SignInLimiter } from "./src/auth/sign_in_limiter.ts";
 import { Kms } from "./src/kms/kms.ts";
+import { BucketLogger } from "./src/bucketlog/logger.ts";
 import { SseKeys } from "./src/object/sse.ts";
 import { type Config, ConfigError, loadConfig } from "./src/config.ts";
 import { Directory } from "./src/auth/ldap/directory.ts";
@@ -236,6 +237,13 @@ async function start() {
     windowMs: config.signInWindow * 1000,
   });
   const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
+  const bucketLog = new BucketLogger({
+    layer,
+    region: config.region,
+    intervalMs: config.bucketLogInterval * 1000,
+    batchSize: config.bucketLogBatch,
+  });
+  bucketLog.start();
   const appHandler = createHandler({
     config,
     layer,
@@ -247,6 +255,7 @@ async function start() {
     lifecycle,
     sseKeys: new SseKeys(masterKey),
     kms: new Kms(meta, masterKey),
+    bucketLog,
     notifier,
     reserve,
     ops,
@@ -281,6 +290,7 @@ async function start() {
     await scrubber.stop();
     await ops.stop();
     await lifecycle.stop();
+    await bucketLog.stop();
     auditRetention.stop();
     await notifier.stop();
     await sweep;

@@ -14,6 +14,7 @@ import {
   getBucketEncryption,
   putBucketEncryption,
 } from "./bucket_encryption.ts";
+import { getBucketLogging, putBucketLogging } from "./bucket_logging.ts";
 import { deleteBucketWebsite, getBucketWebsite, putBucketWebsite } from "./website.ts";
 import { deleteBucketCors, getBucketCors, putBucketCors } from "./cors.ts";
 import { copyObject } from "./copy.ts";
@@ -140,6 +141,8 @@ export const HANDLERS: Record<string, Handler> = {
   GetBucketWebsite: getBucketWebsite,
   PutBucketWebsite: putBucketWebsite,
   DeleteBucketWebsite: deleteBucketWebsite,
+  GetBucketLogging: getBucketLogging,
+  PutBucketLogging: putBucketLogging,
 };
 
 /**
@@ -171,4 +174,5 @@ export const READS_BODY = new Set([
   "SelectObjectContent",
   "PutBucketEncryption",
   "PutBucketWebsite",
+  "PutBucketLogging",
 ]);

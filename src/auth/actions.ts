@@ -80,6 +80,8 @@ export const OPERATION_RULES: Record<string, OperationRule> = {
   GetBucketEncryption: { action: "GetEncryptionConfiguration" },
   PutBucketEncryption: { action: "PutEncryptionConfiguration" },
   DeleteBucketEncryption: { action: "PutEncryptionConfiguration" },
+  GetBucketLogging: { action: "GetBucketLogging" },
+  PutBucketLogging: { action: "PutBucketLogging" },
   GetBucketWebsite: { action: "GetBucketWebsite" },
   PutBucketWebsite: { action: "PutBucketWebsite" },
   DeleteBucketWebsite: { action: "DeleteBucketWebsite" },

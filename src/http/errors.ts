@@ -32,6 +32,7 @@ const STATUS: Record<string, number> = {
   InvalidRequest: 400,
   InvalidStorageClass: 400,
   InvalidTag: 400,
+  InvalidTargetBucketForLogging: 400,
   InvalidToken: 400,
   InvalidURI: 400,
   KeyTooLongError: 400,

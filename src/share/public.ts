@@ -218,6 +218,7 @@ async function runHandler(
     credentials: deps.credentials,
     sseKeys: deps.sseKeys,
     kms: deps.kms,
+    bucketLog: deps.bucketLog,
     notifier: deps.notifier,
     bucketRecord: bucket,
     answer: { dialect },

@@ -155,6 +155,7 @@ async function readObject(
     credentials: deps.credentials,
     sseKeys: deps.sseKeys,
     kms: deps.kms,
+    bucketLog: deps.bucketLog,
     notifier: deps.notifier,
     bucketRecord: bucket,
     answer: { dialect },

@@ -154,6 +154,12 @@ function rows(ids: { v: string; gov: string; dv: string; upload: string }): [str
     }],
     ["GetEncryptionConfiguration", { method: "GET", query: [["encryption", ""]] }],
     ["PutEncryptionConfiguration", { method: "DELETE", query: [["encryption", ""]] }],
+    ["GetBucketLogging", { method: "GET", query: [["logging", ""]] }],
+    ["PutBucketLogging", {
+      method: "PUT",
+      query: [["logging", ""]],
+      ...xmlBody("<BucketLoggingStatus></BucketLoggingStatus>"),
+    }],
     ["GetBucketWebsite", { method: "GET", query: [["website", ""]] }],
     ["DeleteBucketWebsite", { method: "DELETE", query: [["website", ""]] }],
     ["PutBucketWebsite", {
