@@ -13,6 +13,8 @@ import { type AccessRecord, formatRecord, logObjectKey } from "./record.ts";
 /** How long a bucket's logging configuration is trusted before it is read again. */
 const CONFIG_TTL_MS = 5_000;
 const KEPT_BATCHES = 10;
+/** Bucket names whose configuration is remembered at most (requests name any bucket they like). */
+const MAX_SOURCES = 10_000;
 
 interface Source {
   /** Undefined when the bucket does not exist or does not log. */
@@ -71,6 +73,7 @@ export class BucketLogger {
       owner: record?.owner ?? "",
       loadedAt: Date.now(),
     };
+    if (this.#sources.size >= MAX_SOURCES) this.#sources.clear();
     this.#sources.set(bucket, source);
     return source;
   }
