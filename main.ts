@@ -237,8 +237,10 @@ async function start() {
     windowMs: config.signInWindow * 1000,
   });
   const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
+  const sseKeys = new SseKeys(masterKey);
   const bucketLog = new BucketLogger({
     layer,
+    sseKeys,
     region: config.region,
     intervalMs: config.bucketLogInterval * 1000,
     batchSize: config.bucketLogBatch,
@@ -253,7 +255,7 @@ async function start() {
     inFlight,
     scrubber,
     lifecycle,
-    sseKeys: new SseKeys(masterKey),
+    sseKeys,
     kms: new Kms(meta, masterKey),
     bucketLog,
     notifier,

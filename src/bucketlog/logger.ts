@@ -3,10 +3,13 @@
 // for whatever has gathered. A delivered object is committed like any other; a crash loses only
 // the records gathered since the last delivery (they are kept in memory). A failed delivery (the
 // target bucket gone, a full disk) is retried at the next interval; at most 10 batches a bucket
-// are kept meanwhile, older records are dropped with a warning.
+// are kept meanwhile, older records are dropped with a warning. A target bucket with default
+// encryption gets SSE-S3 log objects (the protocol delivers logs only with SSE-S3).
 import { log } from "../log.ts";
-import type { ObjectLayer } from "../object/layer.ts";
+import type { Encryption, ObjectLayer } from "../object/layer.ts";
 import { single } from "../object/layer.ts";
+import type { SseKeys } from "../object/sse.ts";
+import { defaultEncryption } from "../object/sse_default.ts";
 import type { LoggingConfig } from "./config.ts";
 import { type AccessRecord, formatRecord, logObjectKey } from "./record.ts";
 
@@ -31,6 +34,7 @@ interface Pending {
 
 export interface BucketLoggerOptions {
   layer: ObjectLayer;
+  sseKeys: SseKeys;
   region: string;
   intervalMs: number;
   batchSize: number;
@@ -112,6 +116,12 @@ export class BucketLogger {
     await Promise.all([...this.#pending.keys()].map((bucket) => this.flush(bucket)));
   }
 
+  async #encryptionFor(target: string): Promise<Encryption | undefined> {
+    if (!(await defaultEncryption(this.#opts.layer.meta, target))) return undefined;
+    const { record, key } = await this.#opts.sseKeys.forNewObject({ kind: "s3" });
+    return { key: key!, record: JSON.stringify(record) };
+  }
+
   /** Writes `bucket`'s gathered records as one log object into its target bucket. */
   async flush(bucket: string): Promise<void> {
     const pending = this.#pending.get(bucket);
@@ -137,6 +147,7 @@ export class BucketLogger {
         userMeta: {},
         headers: {},
         owner: target.owner,
+        encryption: await this.#encryptionFor(target.name),
       });
     } catch (err) {
       pending.lines.unshift(...lines);

@@ -5,7 +5,9 @@ import {
   CreateBucketCommand,
   GetBucketLoggingCommand,
   GetObjectCommand,
+  HeadObjectCommand,
   ListObjectsV2Command,
+  PutBucketEncryptionCommand,
   PutBucketLoggingCommand,
   PutObjectCommand,
   type S3Client,
@@ -267,6 +269,14 @@ Deno.test("bucket logging: delivery by count, on shutdown, partitioned keys", as
     await s3.send(new CreateBucketCommand({ Bucket: "src" }));
     await s3.send(new CreateBucketCommand({ Bucket: "sink" }));
     await s3.send(
+      new PutBucketEncryptionCommand({
+        Bucket: "sink",
+        ServerSideEncryptionConfiguration: {
+          Rules: [{ ApplyServerSideEncryptionByDefault: { SSEAlgorithm: "AES256" } }],
+        },
+      }),
+    );
+    await s3.send(
       new PutBucketLoggingCommand({
         Bucket: "src",
         BucketLoggingStatus: {
@@ -290,6 +300,9 @@ Deno.test("bucket logging: delivery by count, on shutdown, partitioned keys", as
       if (keys.length === 0) await new Promise((r) => setTimeout(r, 100));
     }
     assertEquals(keys.length, 1);
+    // The target's default encryption applies to log objects.
+    const head = await s3.send(new HeadObjectCommand({ Bucket: "sink", Key: keys[0] }));
+    assertEquals(head.ServerSideEncryption, "AES256");
     const delivered = await records(s3, "sink", "p/");
     assertEquals(delivered.map((r) => r.operation), [
       "REST.PUT.LOGGING_STATUS",
