@@ -7,6 +7,8 @@ import { Credentials } from "./src/auth/credentials.ts";
 import { loadMasterKey } from "./src/auth/master_key.ts";
 import { SecretSealer } from "./src/auth/secrets.ts";
 import { SignInLimiter } from "./src/auth/sign_in_limiter.ts";
+import { Kms } from "./src/kms/kms.ts";
+import { BucketLogger } from "./src/bucketlog/logger.ts";
 import { SseKeys } from "./src/object/sse.ts";
 import { type Config, ConfigError, loadConfig } from "./src/config.ts";
 import { Directory } from "./src/auth/ldap/directory.ts";
@@ -235,6 +237,15 @@ async function start() {
     windowMs: config.signInWindow * 1000,
   });
   const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
+  const sseKeys = new SseKeys(masterKey);
+  const bucketLog = new BucketLogger({
+    layer,
+    sseKeys,
+    region: config.region,
+    intervalMs: config.bucketLogInterval * 1000,
+    batchSize: config.bucketLogBatch,
+  });
+  bucketLog.start();
   const appHandler = createHandler({
     config,
     layer,
@@ -244,7 +255,9 @@ async function start() {
     inFlight,
     scrubber,
     lifecycle,
-    sseKeys: new SseKeys(masterKey),
+    sseKeys,
+    kms: new Kms(meta, masterKey),
+    bucketLog,
     notifier,
     reserve,
     ops,
@@ -279,6 +292,7 @@ async function start() {
     await scrubber.stop();
     await ops.stop();
     await lifecycle.stop();
+    await bucketLog.stop();
     auditRetention.stop();
     await notifier.stop();
     await sweep;

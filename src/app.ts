@@ -11,6 +11,7 @@ import { type AppDeps, handleProtocol, newRequestId } from "./protocol.ts";
 import { currentAudit, newScope, runAudited } from "./audit/scope.ts";
 import { handleShare } from "./share/public.ts";
 import { handleBrowse } from "./web/browse.ts";
+import { handleWebsite, parseWebsitePath, websiteBucketOfHost } from "./website/serve.ts";
 
 export type { AppDeps };
 
@@ -80,6 +81,9 @@ async function dispatch(
   deps: AppDeps,
   client: string,
 ): Promise<Response> {
+  const domain = deps.config.websiteDomain;
+  const siteBucket = domain ? websiteBucketOfHost(req.headers.get("host"), domain) : undefined;
+  if (siteBucket !== undefined) return await websiteByHost(req, deps, client, siteBucket);
   if (isExactly(req.url, "/metrics")) return await handleMetrics(req, deps, client, checkBasicAuth);
   const admin = isUnder(req.url, "/admin");
   if (admin || isUnder(req.url, "/api/v1")) {
@@ -97,6 +101,37 @@ async function dispatch(
     return await handleFeed(req, info, deps);
   }
   if (isUnder(req.url, "/browse")) return await handleBrowse(req, info, deps);
+  if (isUnder(req.url, "/website")) return await websiteByPath(req, deps, client);
   if (isUnder(req.url, "/share")) return await handleShare(req, info, deps, client);
   return await handleProtocol(req, info, deps);
+}
+
+/** `{bucket}.{domain}/{key}`: the whole path is the key. */
+function websiteByHost(
+  req: Request,
+  deps: AppDeps,
+  client: string,
+  bucket: string,
+): Promise<Response> | Response {
+  const pathStart = req.url.indexOf("/", req.url.indexOf("//") + 2);
+  const path = req.url.slice(pathStart).split("?")[0];
+  let key: string;
+  try {
+    key = decodeURIComponent(path.slice(1));
+  } catch {
+    return new Response("The path is not properly encoded.\n", { status: 400 });
+  }
+  return handleWebsite({ req, deps, client, bucket, key, root: "/" });
+}
+
+/** `/website/{bucket}/{key}`; `/website/{bucket}` is sent to its folder form first. */
+function websiteByPath(req: Request, deps: AppDeps, client: string): Promise<Response> | Response {
+  const where = parseWebsitePath(req.url);
+  if (!where || where.bucket === "") return new Response("Not found\n", { status: 404 });
+  const root = `/website/${encodeURIComponent(where.bucket)}/`;
+  const pathStart = req.url.indexOf("/", req.url.indexOf("//") + 2);
+  if (!req.url.slice(pathStart).split("?")[0].startsWith(root)) {
+    return new Response(null, { status: 302, headers: { location: root } });
+  }
+  return handleWebsite({ req, deps, client, bucket: where.bucket, key: where.key, root });
 }

@@ -111,6 +111,12 @@ export interface Config {
   trustProxy: boolean;
   /** One JSON line per request (STORE_ACCESS_LOG); to this file, else stdout. */
   accessLog?: { file?: string };
+  /** Buckets' websites are served at `{bucket}.{domain}` by Host (STORE_WEBSITE_DOMAIN). */
+  websiteDomain?: string;
+  /** Seconds between deliveries of bucket access logs (STORE_BUCKET_LOG_INTERVAL). */
+  bucketLogInterval: number;
+  /** Records a bucket gathers before they are delivered at once (STORE_BUCKET_LOG_BATCH). */
+  bucketLogBatch: number;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -292,6 +298,23 @@ export function loadConfig(
     allowInsecureSseC: boolSetting(env, "STORE_ALLOW_INSECURE_SSE_C", false),
     trustProxy: boolSetting(env, "STORE_TRUST_PROXY", false),
     accessLog: accessLog === "on" ? { file: env("STORE_ACCESS_LOG_FILE") || undefined } : undefined,
+    ...bucketFeatureSettings(env),
+  };
+}
+
+const DOMAIN =
+  /^(?=.{1,200}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/** Website hosting by Host, delivery of bucket access logs. */
+function bucketFeatureSettings(env: Env) {
+  const domain = env("STORE_WEBSITE_DOMAIN")?.toLowerCase() || undefined;
+  if (domain !== undefined && !DOMAIN.test(domain)) {
+    throw new ConfigError(`STORE_WEBSITE_DOMAIN must be a DNS name, got "${domain}"`);
+  }
+  return {
+    websiteDomain: domain,
+    bucketLogInterval: intSetting(env, "STORE_BUCKET_LOG_INTERVAL", 300, 1, 86400),
+    bucketLogBatch: intSetting(env, "STORE_BUCKET_LOG_BATCH", 1000, 1, 1_000_000),
   };
 }
 

@@ -206,6 +206,22 @@ Deno.test("TLS, secrets over plain HTTP, proxy and access log settings", () => {
   rejects({ STORE_ACCESS_LOG: "json" }, /STORE_ACCESS_LOG must be one of on, off/);
 });
 
+Deno.test("website domain: off by default, lower-cased, DNS names only", () => {
+  assertEquals(load({}).websiteDomain, undefined);
+  assertEquals(load({ STORE_WEBSITE_DOMAIN: "Web.Example.COM" }).websiteDomain, "web.example.com");
+  rejects({ STORE_WEBSITE_DOMAIN: "web example" }, /STORE_WEBSITE_DOMAIN must be a DNS name/);
+  rejects({ STORE_WEBSITE_DOMAIN: "-x.example" }, /STORE_WEBSITE_DOMAIN must be a DNS name/);
+  rejects({ STORE_WEBSITE_DOMAIN: "x..example" }, /STORE_WEBSITE_DOMAIN must be a DNS name/);
+});
+
+Deno.test("bucket access log delivery: defaults and bounds", () => {
+  assertEquals([load({}).bucketLogInterval, load({}).bucketLogBatch], [300, 1000]);
+  const set = load({ STORE_BUCKET_LOG_INTERVAL: "5", STORE_BUCKET_LOG_BATCH: "10" });
+  assertEquals([set.bucketLogInterval, set.bucketLogBatch], [5, 10]);
+  rejects({ STORE_BUCKET_LOG_INTERVAL: "0" }, /STORE_BUCKET_LOG_INTERVAL must be between 1/);
+  rejects({ STORE_BUCKET_LOG_BATCH: "x" }, /STORE_BUCKET_LOG_BATCH must be a whole number/);
+});
+
 Deno.test("an empty region and an erasure layout wider than the drives are refused", () => {
   rejects({ STORE_REGION: "" }, /STORE_REGION is set but empty/);
   rejects({ STORE_DATA_DIRS: "/a,/b,/c", STORE_EC: "2+2" }, /STORE_EC 2\+2 is wider than the 3/);

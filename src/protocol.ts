@@ -12,6 +12,8 @@ import { checkSessionToken } from "./auth/sts/sessions.ts";
 import type { Scrubber } from "./workers/scrubber.ts";
 import type { LifecycleWorker } from "./workers/lifecycle.ts";
 import type { SseKeys } from "./object/sse.ts";
+import type { Kms } from "./kms/kms.ts";
+import type { BucketLogger } from "./bucketlog/logger.ts";
 import type { Notifier } from "./events/notifier.ts";
 import { type SignedRequest, verifyHeaderAuth, verifyPresigned } from "./auth/sigv4.ts";
 import { sigV2Refused, usesSigV2, verifyV2Header, verifyV2Query } from "./auth/sigv2.ts";
@@ -36,6 +38,7 @@ import { type AuditRecorder, principalName } from "./audit/recorder.ts";
 import { handleSts, isStsRequest } from "./api/sts.ts";
 import type { Ops } from "./ops/ops.ts";
 import { declaredLength } from "./ops/metrics.ts";
+import { type AccessRecord, operationName } from "./bucketlog/record.ts";
 
 export interface AppDeps {
   config: Config;
@@ -47,6 +50,8 @@ export interface AppDeps {
   scrubber: Scrubber;
   lifecycle: LifecycleWorker;
   sseKeys: SseKeys;
+  kms: Kms;
+  bucketLog: BucketLogger;
   notifier: Notifier;
   signIns: SignInLimiter;
   /** Wrong share passwords, per share and address (src/share/public.ts). */
@@ -203,6 +208,10 @@ interface RequestState {
   key?: string;
   /** Who signed the request (access key), for the access log. */
   principal?: string;
+  /** For bucket access records: the requester's id and how the request was signed. */
+  requester?: string;
+  auth?: { signatureVersion: string; authType: string };
+  errorCode?: string;
 }
 
 function bucketOfPath(path: string): string {
@@ -259,6 +268,17 @@ async function dispatch(
   const { principal, signed } = await authenticate(req, target, dialect, deps);
   if (scope) scope.principal = principalName(principal);
   state.principal = principal.accessKey ?? principal.displayName;
+  if (principal.kind !== "anonymous") {
+    state.requester = principal.id;
+    const v2 = usesSigV2(dialect, {
+      authorization: req.headers.get("authorization"),
+      query: target.query,
+    });
+    state.auth = {
+      signatureVersion: v2.header || v2.query ? "SigV2" : "SigV4",
+      authType: req.headers.has("authorization") ? "AuthHeader" : "QueryString",
+    };
+  }
   const bucket = found.bucket ? await deps.layer.meta.getBucket(found.bucket) : undefined;
   checkExpectedOwner(req.headers, dialect, "expected-bucket-owner", bucket);
   const facts = requestFacts(info, target, {
@@ -299,6 +319,8 @@ async function dispatch(
     facts,
     credentials: deps.credentials,
     sseKeys: deps.sseKeys,
+    kms: deps.kms,
+    bucketLog: deps.bucketLog,
     notifier: deps.notifier,
     bucketRecord: bucket,
     // A handler may change the dialect of the answer (the responder reads it from the state).
@@ -336,6 +358,7 @@ async function failure(
   }
   const scope = currentAudit();
   if (scope) scope.errorCode = s3err.code;
+  state.errorCode = s3err.code;
   const response = errorResponse(s3err, {
     dialect: state.dialect,
     requestId: state.requestId,
@@ -400,6 +423,12 @@ export async function handleProtocol(
     bytesIn: declaredLength(req.headers),
     bytesOut: declaredLength(response.headers),
   });
+  if (state.corsBucket !== "") {
+    void deps.bucketLog.note(
+      state.corsBucket,
+      (owner) => accessRecord(req, info, state, response, { owner, started }),
+    );
+  }
   noteRequest({
     requestId: state.requestId,
     operation: state.operation,
@@ -418,4 +447,46 @@ export async function handleProtocol(
     });
   }
   return response;
+}
+
+/** The bucket access record of a request (src/bucketlog/record.ts). */
+function accessRecord(
+  req: Request,
+  info: Deno.ServeHandlerInfo,
+  state: RequestState,
+  response: Response,
+  at: { owner: string; started: number },
+): AccessRecord {
+  const pathStart = req.url.indexOf("/", req.url.indexOf("//") + 2);
+  const uri = pathStart < 0 ? "/" : req.url.slice(pathStart);
+  const query = new URLSearchParams(uri.includes("?") ? uri.slice(uri.indexOf("?") + 1) : "");
+  const sent = declaredLength(response.headers);
+  const range = /\/(\d+)$/.exec(response.headers.get("content-range") ?? "");
+  const reads = req.method === "GET" || req.method === "HEAD";
+  return {
+    bucketOwner: at.owner,
+    bucket: state.corsBucket,
+    time: new Date(performance.timeOrigin + at.started),
+    remoteIp: (info.remoteAddr as Deno.NetAddr).hostname ?? "",
+    requester: state.requester,
+    requestId: state.requestId,
+    operation: operationName(state.operation, req.method, { key: state.key, query }),
+    key: state.key,
+    requestUri: `${req.method} ${uri} HTTP/1.1`,
+    status: response.status,
+    errorCode: state.errorCode,
+    bytesSent: req.method === "HEAD" ? 0 : sent,
+    objectSize: state.key === undefined || response.status >= 300
+      ? undefined
+      : reads
+      ? (range ? Number(range[1]) : sent)
+      : declaredLength(req.headers),
+    totalMs: Math.round(performance.now() - at.started),
+    referer: req.headers.get("referer") ?? undefined,
+    userAgent: req.headers.get("user-agent") ?? undefined,
+    versionId: response.headers.get(h(state.dialect, "version-id")) ?? undefined,
+    signatureVersion: state.auth?.signatureVersion,
+    authType: state.auth?.authType,
+    hostHeader: req.headers.get("host") ?? undefined,
+  };
 }

@@ -12,6 +12,7 @@ import { currentAudit } from "../audit/scope.ts";
 import { errorsRoute } from "../errorlog/admin.ts";
 import { adminSharesRoute } from "../share/api.ts";
 import { ldapRoute } from "./admin_ldap.ts";
+import { kmsRoute } from "../kms/admin.ts";
 import { opsRoute } from "./admin_ops.ts";
 import {
   ApiError,
@@ -175,6 +176,9 @@ async function route(req: Request, deps: AppDeps): Promise<Response> {
   }
   if (resource === "ldap") {
     return await ldapRoute(req, deps, pathSegments(req.url, "/admin/ldap"));
+  }
+  if (resource === "kms") {
+    return await kmsRoute(req, deps, pathSegments(req.url, "/admin/kms"));
   }
   if (resource === "uploads") {
     return await uploadsRoute(req, deps, pathSegments(req.url, "/admin/uploads"));

@@ -3,6 +3,8 @@ import type { AccessControl, RequestFacts, Verdict } from "../auth/access.ts";
 import type { Credentials } from "../auth/credentials.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { SseKeys } from "../object/sse.ts";
+import type { Kms } from "../kms/kms.ts";
+import type { BucketLogger } from "../bucketlog/logger.ts";
 import type { BucketRecord } from "../meta/store.ts";
 import type { Config } from "../config.ts";
 import type { RequestBody } from "../http/body.ts";
@@ -30,6 +32,10 @@ export interface RequestContext {
   facts: RequestFacts;
   credentials: Credentials;
   sseKeys: SseKeys;
+  /** Named keys of SSE-KMS (src/kms/). */
+  kms: Kms;
+  /** Access records of buckets with logging enabled (src/bucketlog/). */
+  bucketLog: BucketLogger;
   notifier: Notifier;
   /** The request's bucket as read once before the access decision; undefined when missing. */
   bucketRecord?: BucketRecord;

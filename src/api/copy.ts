@@ -4,6 +4,7 @@ import { expirationHeader } from "./expiration_header.ts";
 import { accessDenied } from "../auth/access.ts";
 import { OPERATION_RULES } from "../auth/actions.ts";
 import { checkConditions } from "../http/conditional.ts";
+import { parseAlgorithm } from "../http/checksum.ts";
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { contentTypeFor } from "../http/mime.ts";
@@ -18,7 +19,7 @@ import {
 } from "./context.ts";
 import type { ObjectVersion } from "../meta/store.ts";
 import type { Encryption } from "../object/layer.ts";
-import { readHeaders, readKey, sseRecordOf, writeEncryption } from "./encryption.ts";
+import { readHeaders, readKey, type SseKind, sseRecordOf, writeEncryption } from "./encryption.ts";
 import { newVersionLock } from "./object_lock.ts";
 import { readMetadata, rejectUnsupportedWriteOptions, validateKey } from "./object_headers.ts";
 import { newObjectAcl, newObjectOwner } from "./objects.ts";
@@ -109,9 +110,12 @@ export const copyObject: Handler = async (ctx) => {
   const tags = taggingDirective(ctx) === "REPLACE"
     ? requestTags(ctx.headers, ctx.dialect) ?? {}
     : undefined;
+  const algorithmHeader = h(ctx.dialect, "checksum-algorithm");
+  const named = ctx.headers.get(algorithmHeader);
+  const checksumAlgorithm = named === null ? undefined : parseAlgorithm(named, algorithmHeader);
   const sameObject = source.bucket === ctx.bucket && source.key === ctx.key;
   const sse = await writeEncryption(ctx);
-  if (sameObject && directive === "COPY" && sse.kind === "none") {
+  if (sameObject && directive === "COPY" && sse.requested === "none") {
     throw new S3Error(
       "InvalidRequest",
       "This copy request is illegal because it is trying to copy an object to itself without " +
@@ -144,12 +148,15 @@ export const copyObject: Handler = async (ctx) => {
     lock: await newVersionLock(ctx),
     tags: tags ?? src.tags,
     origin: originOf(ctx),
+    checksumAlgorithm,
   });
+  const sum = version.checksum?.type === "FULL_OBJECT" ? version.checksum : undefined;
   const result = xmlResult(
     xmlDocument(
       "CopyObjectResult",
       ctx.dialect.xmlns,
-      text("LastModified", isoDate(version.lastModified)) + text("ETag", version.etag),
+      text("LastModified", isoDate(version.lastModified)) + text("ETag", version.etag) +
+        (sum ? text(`Checksum${sum.algorithm}`, sum.value) + text("ChecksumType", sum.type) : ""),
     ),
   );
   if (src.versionId !== "null") {
@@ -179,12 +186,15 @@ function taggingDirective(ctx: RequestContext): "COPY" | "REPLACE" {
 
 /**
  * Chunks are shared when they need no re-encoding: plain to plain, or SSE-S3 to SSE-S3 (the copy
- * keeps the source's sealed data key). Any other change of encryption stores the data again.
+ * keeps the source's sealed data key). Any other change of encryption, and every SSE-KMS copy
+ * (its data key is sealed under the key the request names), stores the data again.
  */
 function copyEncryption(
-  sourceKind: "none" | "s3" | "c",
+  sourceKind: SseKind,
   dest: Awaited<ReturnType<typeof writeEncryption>>,
 ): { shareChunks: boolean; encryption?: Encryption } {
-  if (sourceKind === dest.kind && sourceKind !== "c") return { shareChunks: true };
+  if (sourceKind === dest.kind && (sourceKind === "none" || sourceKind === "s3")) {
+    return { shareChunks: true };
+  }
   return { shareChunks: false, encryption: dest.encryption };
 }

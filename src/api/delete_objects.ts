@@ -1,4 +1,5 @@
 // DeleteObjects: up to 1000 keys in one request, with per-key results.
+import { refuseMfa } from "./versioning.ts";
 import { OPERATION_RULES } from "../auth/actions.ts";
 import { S3Error } from "../http/errors.ts";
 import { children, el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
@@ -86,6 +87,7 @@ async function decide(
 }
 
 export const deleteObjects: Handler = async (ctx) => {
+  refuseMfa(ctx);
   const bytes = await readVerifiedBody(ctx, MAX_BODY);
   const { quiet, targets } = parseTargets(new TextDecoder().decode(bytes));
   const bucket = await bucketOf(ctx);

@@ -9,6 +9,13 @@ import {
 } from "./buckets.ts";
 import { getBucketAcl, getObjectAcl, putBucketAcl, putObjectAcl } from "./acl.ts";
 import type { Handler } from "./context.ts";
+import {
+  deleteBucketEncryption,
+  getBucketEncryption,
+  putBucketEncryption,
+} from "./bucket_encryption.ts";
+import { getBucketLogging, putBucketLogging } from "./bucket_logging.ts";
+import { deleteBucketWebsite, getBucketWebsite, putBucketWebsite } from "./website.ts";
 import { deleteBucketCors, getBucketCors, putBucketCors } from "./cors.ts";
 import { copyObject } from "./copy.ts";
 import { deleteObjects } from "./delete_objects.ts";
@@ -128,6 +135,14 @@ export const HANDLERS: Record<string, Handler> = {
   GetBucketOwnershipControls: getBucketOwnershipControls,
   PutBucketOwnershipControls: putBucketOwnershipControls,
   DeleteBucketOwnershipControls: deleteBucketOwnershipControls,
+  GetBucketEncryption: getBucketEncryption,
+  PutBucketEncryption: putBucketEncryption,
+  DeleteBucketEncryption: deleteBucketEncryption,
+  GetBucketWebsite: getBucketWebsite,
+  PutBucketWebsite: putBucketWebsite,
+  DeleteBucketWebsite: deleteBucketWebsite,
+  GetBucketLogging: getBucketLogging,
+  PutBucketLogging: putBucketLogging,
 };
 
 /**
@@ -157,4 +172,7 @@ export const READS_BODY = new Set([
   "PutBucketOwnershipControls",
   "PutBucketCors",
   "SelectObjectContent",
+  "PutBucketEncryption",
+  "PutBucketWebsite",
+  "PutBucketLogging",
 ]);

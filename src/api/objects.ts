@@ -13,6 +13,7 @@ import { requestedAcl } from "./acl.ts";
 import { bypassGovernance, lockHeaders, newVersionLock } from "./object_lock.ts";
 import { readChecksumHeaders, writeChecksum } from "./checksums.ts";
 import { readHeaders, readKey, writeEncryption } from "./encryption.ts";
+import { refuseMfa } from "./versioning.ts";
 import type { Handler, RequestContext } from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
 import { requestTags } from "./tags.ts";
@@ -185,6 +186,7 @@ export const headObject: Handler = (ctx) => readObject(ctx, false);
 
 export const deleteObject: Handler = async (ctx) => {
   validateKey(ctx.key);
+  refuseMfa(ctx);
   const result = await ctx.layer.deleteObject(ctx.bucket, ctx.key, {
     versionId: versionIdParam(ctx),
     owner: ctx.principal.id,

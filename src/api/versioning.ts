@@ -2,7 +2,20 @@
 import { S3Error } from "../http/errors.ts";
 import { el, leafText, parseXml, text, xmlDocument } from "../http/xml.ts";
 import { encoderFor, maxKeysParam } from "./list.ts";
-import { bucketOf, type Handler, isoDate, xmlResult } from "./context.ts";
+import { h } from "../http/dialect.ts";
+import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+
+const MFA_UNSUPPORTED = "MFA delete is not supported by this server: it has no MFA devices to " +
+  "check a code against. Object Lock (retention, legal holds) protects versions from deletion.";
+
+/** `x-*-mfa` (a device serial and code) asks for MFA delete, which is not built. */
+export function refuseMfa(ctx: RequestContext): void {
+  if (ctx.headers.has(h(ctx.dialect, "mfa"))) {
+    throw new S3Error("NotImplemented", MFA_UNSUPPORTED, {
+      details: { Header: h(ctx.dialect, "mfa") },
+    });
+  }
+}
 
 export const getBucketVersioning: Handler = async (ctx) => {
   const bucket = await bucketOf(ctx);
@@ -11,6 +24,7 @@ export const getBucketVersioning: Handler = async (ctx) => {
 };
 
 export const putBucketVersioning: Handler = async (ctx) => {
+  refuseMfa(ctx);
   const bucket = await bucketOf(ctx);
   const root = parseXml(await ctx.body.text(64 * 1024), "VersioningConfiguration");
   for (const name of Object.keys(root)) {
@@ -24,7 +38,7 @@ export const putBucketVersioning: Handler = async (ctx) => {
   }
   const mfa = leafText(root.MfaDelete, "MfaDelete");
   if (mfa === "Enabled") {
-    throw new S3Error("NotImplemented", "MFA delete is not supported.");
+    throw new S3Error("NotImplemented", MFA_UNSUPPORTED);
   }
   if (mfa !== undefined && mfa !== "Disabled") {
     throw new S3Error("MalformedXML", "MfaDelete must be Enabled or Disabled.");

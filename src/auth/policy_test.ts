@@ -162,7 +162,7 @@ Deno.test("parse: each malformed document is rejected with MalformedPolicy", () 
     [doc(stmt({ Action: `${A.actionPrefix}GetObjekt` })), /unknown action/],
     [doc(stmt({ Action: `${S.actionPrefix}Frobnicate*` })), /unknown action/],
     // Real actions of the protocol that no request here is checked against.
-    [doc(stmt({ Action: `${A.actionPrefix}GetBucketLogging` })), /unknown action/],
+    [doc(stmt({ Action: `${A.actionPrefix}GetBucketRequestPayment` })), /unknown action/],
     [doc(stmt({ Action: `${A.actionPrefix}ListAllMyBuckets` })), /unknown action/],
     [doc(stmt({ Action: `${A.actionPrefix}CreateBucket` })), /unknown action/],
     [doc(stmt({ Resource: undefined })), /missing required field Resource/],
@@ -431,13 +431,13 @@ Deno.test("parse: a stored policy drops action names no longer accepted", () => 
       {
         Effect: "Allow",
         Principal: "*",
-        Action: ["s3:GetBucketLogging", "s3:GetObject"],
+        Action: ["s3:GetBucketRequestPayment", "s3:GetObject"],
         Resource: "arn:aws:s3:::b/*",
       },
       {
         Effect: "Deny",
         Principal: "*",
-        NotAction: "s3:GetBucketWebsite",
+        NotAction: "s3:GetReplicationConfiguration",
         Resource: "arn:aws:s3:::b/x",
       },
     ],

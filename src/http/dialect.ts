@@ -23,6 +23,8 @@ export interface Dialect {
   readonly stsXmlns: string;
   /** Prefix of policy actions and service condition keys, e.g. `store:` (`store:GetObject`). */
   readonly actionPrefix: string;
+  /** Vendor word of the SSE-KMS key id header, e.g. `store` (`x-store-server-side-encryption-store-kms-key-id`). */
+  readonly kmsVendor: string;
   /** Prefix of global policy condition keys, e.g. `store:` (`store:SourceIp`). */
   readonly globalKeyPrefix: string;
   /** Bucket/object ARN prefix, e.g. `arn:store:store:::`. */
@@ -69,6 +71,7 @@ const STORE: Dialect = {
   xmlns: "http://store.local/doc/2006-03-01/",
   stsXmlns: "http://store.local/doc/sts/2011-06-15/",
   actionPrefix: "store:",
+  kmsVendor: "store",
   globalKeyPrefix: "store:",
   resourceArnPrefix: "arn:store:store:::",
   userArnPrefix: "arn:store:iam::user/",
@@ -96,6 +99,7 @@ const AMZ: Dialect = {
   xmlns: "http://s3.amazonaws.com/doc/2006-03-01/",
   stsXmlns: "https://sts.amazonaws.com/doc/2011-06-15/",
   actionPrefix: "s3:",
+  kmsVendor: "aws",
   globalKeyPrefix: "aws:",
   resourceArnPrefix: "arn:aws:s3:::",
   userArnPrefix: "arn:aws:iam::user/",

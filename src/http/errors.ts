@@ -32,6 +32,7 @@ const STATUS: Record<string, number> = {
   InvalidRequest: 400,
   InvalidStorageClass: 400,
   InvalidTag: 400,
+  InvalidTargetBucketForLogging: 400,
   InvalidToken: 400,
   InvalidURI: 400,
   KeyTooLongError: 400,
@@ -45,6 +46,8 @@ const STATUS: Record<string, number> = {
   NoSuchBucket: 404,
   NoSuchBucketPolicy: 404,
   NoSuchCORSConfiguration: 404,
+  NoSuchWebsiteConfiguration: 404,
+  ServerSideEncryptionConfigurationNotFoundError: 404,
   NoSuchLifecycleConfiguration: 404,
   NoSuchKey: 404,
   NoSuchVersion: 404,
@@ -68,6 +71,8 @@ const STATUS: Record<string, number> = {
   UnresolvableGrantByEmailAddress: 400,
   ContentSHA256Mismatch: 400,
   ServiceUnavailable: 503,
+  "KMS.DisabledException": 400,
+  "KMS.NotFoundException": 400,
 };
 
 export class S3Error extends Error {

@@ -8,6 +8,7 @@ import { SqliteChunks } from "./sqlite_chunks.ts";
 import { SqliteEvents } from "./sqlite_events.ts";
 import { SqliteAudit } from "./sqlite_audit.ts";
 import { SqliteErrors } from "./sqlite_errors.ts";
+import { SqliteKms } from "./sqlite_kms.ts";
 import { SqliteShares } from "./sqlite_shares.ts";
 import type { AuditAnchor, AuditEntry, AuditFacts } from "../audit/chain.ts";
 import { type AuditScope, currentAudit } from "../audit/scope.ts";
@@ -28,6 +29,7 @@ import type {
   DataRef,
   ErrorQuery,
   ErrorRecord,
+  KmsKeyRecord,
   LdapMapping,
   ListPage,
   ListQuery,
@@ -150,6 +152,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #events: SqliteEvents;
   readonly #audit: SqliteAudit;
   readonly #errors: SqliteErrors;
+  readonly #kms: SqliteKms;
   readonly #shares: SqliteShares;
   /** Whether changes made in a request's audit scope write their entry (STORE_AUDIT). */
   readonly #auditing: boolean;
@@ -173,6 +176,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#events = new SqliteEvents((sql) => this.#stmt(sql));
     this.#audit = new SqliteAudit((sql) => this.#stmt(sql));
     this.#errors = new SqliteErrors((sql) => this.#stmt(sql));
+    this.#kms = new SqliteKms((sql) => this.#stmt(sql));
     this.#shares = new SqliteShares((sql) => this.#stmt(sql));
     this.#sts = new SqliteSts((sql) => this.#stmt(sql));
     this.#ops = new SqliteOps(this.#db, (sql) => this.#stmt(sql), this.#batch);
@@ -884,6 +888,22 @@ export class SqliteMetaStore implements MetaStore {
 
   clearErrors(before?: number): Promise<number> {
     return this.#change(() => this.#errors.clear(before));
+  }
+
+  listKmsKeys(): Promise<KmsKeyRecord[]> {
+    return Promise.resolve(this.#kms.list());
+  }
+
+  getKmsKey(id: string): Promise<KmsKeyRecord | undefined> {
+    return Promise.resolve(this.#kms.get(id));
+  }
+
+  createKmsKey(key: KmsKeyRecord): Promise<void> {
+    return this.#change(() => this.#kms.create(key), () => ({ key: key.id }));
+  }
+
+  updateKmsKey(key: KmsKeyRecord): Promise<boolean> {
+    return this.#change(() => this.#kms.update(key), () => ({ key: key.id }));
   }
 
   createShare(share: ShareRecord): Promise<void> {

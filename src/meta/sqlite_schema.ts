@@ -354,4 +354,15 @@ export const MIGRATIONS: string[] = [
   -- as they are and for those written before, which are one piece.
   ALTER TABLE chunks ADD COLUMN segment_size INTEGER NOT NULL DEFAULT 0;
   `,
+  `
+  -- Local key management (src/kms/): named keys; versions is a JSON array of
+  -- {version, sealed, createdAt}, each key version sealed under the master key, the newest last.
+  CREATE TABLE kms_keys (
+    id TEXT PRIMARY KEY,
+    description TEXT NOT NULL,
+    enabled INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    versions TEXT NOT NULL
+  );
+  `,
 ];

@@ -215,6 +215,25 @@ export interface TokenRecord {
   expiresAt: number;
 }
 
+/** One version of a named encryption key: its 32 bytes sealed under the master key. */
+export interface KmsKeyVersion {
+  version: number;
+  /** `v1:` + base64 of the sealed key bytes (src/kms/keys.ts). */
+  sealed: string;
+  createdAt: number;
+}
+
+/** A named key of the local key management (src/kms/). */
+export interface KmsKeyRecord {
+  id: string;
+  description: string;
+  /** A disabled key neither encrypts nor decrypts until enabled again. */
+  enabled: boolean;
+  createdAt: number;
+  /** Oldest first; the last one encrypts new data keys, all of them decrypt. */
+  versions: KmsKeyVersion[];
+}
+
 /** Kinds of per-bucket documents kept by `getBucketConfig` and friends. */
 export type BucketConfigKind =
   | "policy"
@@ -226,7 +245,10 @@ export type BucketConfigKind =
   | "public-access-block"
   | "ownership"
   | "cors"
-  | "notification";
+  | "notification"
+  | "encryption"
+  | "website"
+  | "logging";
 
 /**
  * An event a write records in the outbox (DESIGN.md §6): committed in the same transaction as
@@ -439,6 +461,13 @@ export interface RecordStore {
   appendError(record: Omit<ErrorRecord, "id">, max: number): Promise<void>;
   queryErrors(query: ErrorQuery): Promise<ErrorRecord[]>;
   clearErrors(before?: number): Promise<number>;
+  /** Named encryption keys (src/kms/), by id. */
+  listKmsKeys(): Promise<KmsKeyRecord[]>;
+  getKmsKey(id: string): Promise<KmsKeyRecord | undefined>;
+  /** DuplicateError("id") when a key of that id exists. */
+  createKmsKey(key: KmsKeyRecord): Promise<void>;
+  /** Replaces description, state and versions; false when the key does not exist. */
+  updateKmsKey(key: KmsKeyRecord): Promise<boolean>;
   createShare(share: ShareRecord): Promise<void>;
   getShare(by: { id: string } | { tokenHash: string }): Promise<ShareRecord | undefined>;
   listShares(creator?: string): Promise<ShareRecord[]>;

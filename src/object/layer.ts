@@ -27,6 +27,7 @@ import { versionIdFor } from "./versioning.ts";
 import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
 import { checkWriteCondition, commitGuard, type WriteCondition } from "./write_condition.ts";
 import { toHex } from "../http/hex.ts";
+import { type ChecksumAlgorithm, ChecksumCheck } from "../http/checksum.ts";
 import type { OutboxEvent } from "../meta/store.ts";
 import type { EventName } from "../events/names.ts";
 import { type EventOrigin, objectEvent, removalEvent } from "../events/outbox.ts";
@@ -103,6 +104,8 @@ export interface CopyInput {
   /** Tags of the copy (the source's, or the request's with the REPLACE tagging directive). */
   tags?: TagSet;
   origin?: EventOrigin;
+  /** `x-*-checksum-algorithm`: the copy gets a FULL_OBJECT checksum of this algorithm. */
+  checksumAlgorithm?: ChecksumAlgorithm;
 }
 
 /**
@@ -429,8 +432,13 @@ export class ObjectLayer {
       legalHold: input.lock?.legalHold,
       tags: input.tags,
     };
-    if (src.data.kind !== "chunks" || !input.shareChunks) {
+    const algorithm = input.checksumAlgorithm;
+    // A requested checksum the source does not have already is computed over the bytes.
+    const recompute = algorithm !== undefined &&
+      !(src.checksum?.algorithm === algorithm && src.checksum.type === "FULL_OBJECT");
+    if (src.data.kind !== "chunks" || !input.shareChunks || recompute) {
       const { body } = await this.openObject(src, undefined, input.sourceKey);
+      const check = recompute ? new ChecksumCheck(algorithm) : undefined;
       // The ETag stays the MD5 of the bytes, the same as the source's for a single-part object.
       return await this.putObject({
         ...base,
@@ -439,8 +447,14 @@ export class ObjectLayer {
         body: body instanceof Uint8Array ? single(body) : body,
         encryption: input.encryption,
         lock: input.lock,
+        checks: check ? [check] : undefined,
         // The bytes are the same; a composite checksum needs the parts, which a copy drops.
-        checksum: () => src.checksum?.type === "FULL_OBJECT" ? src.checksum : undefined,
+        checksum: () =>
+          check
+            ? { algorithm: check.algorithm, type: "FULL_OBJECT", value: check.value! }
+            : src.checksum?.type === "FULL_OBJECT"
+            ? src.checksum
+            : undefined,
       });
     }
     const chunks = await this.meta.versionChunks(src.data.vid);

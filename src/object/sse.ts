@@ -14,15 +14,34 @@ import { ChunkIntegrityError, decodeChunk, encodeChunk, importAesKey } from "../
 export type SseRequest =
   | { kind: "none" }
   | { kind: "s3" }
-  | { kind: "c"; key: Uint8Array; keyMd5: string };
+  | { kind: "c"; key: Uint8Array; keyMd5: string }
+  | SseKmsRequest;
+
+/** SSE-KMS (src/kms/): the algorithm as spelled, the named key (the default one when absent). */
+export interface SseKmsRequest {
+  kind: "kms";
+  algorithm: string;
+  keyId?: string;
+  /** `x-*-server-side-encryption-context`: base64 of a JSON string-to-string map. */
+  context?: string;
+}
 
 /** What is stored with an encrypted object version (JSON-serializable); never a key in clear. */
 export interface SseRecord {
-  kind: "s3" | "c";
-  /** SSE-S3: `v1:` + base64 of the data key sealed with the "sse-s3" purpose key. */
+  kind: "s3" | "c" | "kms";
+  /**
+   * SSE-S3: `v1:` + base64 of the data key sealed with the "sse-s3" purpose key. SSE-KMS: sealed
+   * under the named key's version (src/kms/kms.ts).
+   */
   sealedKey?: string;
   /** SSE-C: base64 MD5 of the customer key. */
   keyMd5?: string;
+  /** SSE-KMS: the algorithm as requested (`aws:kms` or `store:kms`), key id and version. */
+  algorithm?: string;
+  keyId?: string;
+  keyVersion?: number;
+  /** SSE-KMS: the encryption context as sent. */
+  context?: string;
 }
 
 export interface CustomerKey {
@@ -54,6 +73,12 @@ const MSG = {
   badKey: "The secret key was invalid for the specified algorithm.",
   md5Mismatch: "The calculated MD5 hash of the key did not match the hash that was provided.",
   notApplicable: "The encryption parameters are not applicable to this object.",
+  kmsOnly: (sse: string) =>
+    `Server Side Encryption with KMS managed key requires HTTP header ${sse} : aws:kms or store:kms`,
+  badContext: (name: string) =>
+    `The header '${name}' shall be Base64-encoded UTF-8 string holding JSON which represents a ` +
+    "string-string map",
+  badKeyId: "The KMS key id is not valid.",
   encrypted:
     "The object was stored using a form of Server Side Encryption. The correct parameters must " +
     "be provided to retrieve the object.",
@@ -127,14 +152,47 @@ export function parseSseWrite(headers: Headers, dialect: Dialect): SseRequest {
   const sseName = h(dialect, "server-side-encryption");
   const sse = headers.get(sseName);
   const customer = parseCustomerTrio(headers, dialect, "server-side-encryption-customer-");
+  const keyIdName = h(dialect, `server-side-encryption-${dialect.kmsVendor}-kms-key-id`);
+  const keyId = headers.get(keyIdName);
+  const contextName = h(dialect, "server-side-encryption-context");
+  const context = headers.get(contextName);
+  const kms = sse !== null && KMS_VALUES.includes(sse);
+  if (!kms && (keyId !== null || context !== null)) {
+    throw invalidArgument(MSG.kmsOnly(sseName), sseName, sse ?? undefined);
+  }
   if (sse !== null) {
-    if (sse !== AES256 && !KMS_VALUES.includes(sse)) {
+    if (sse !== AES256 && !kms) {
       throw invalidArgument(MSG.unsupported, sseName, sse);
     }
     if (customer) throw invalidArgument(MSG.incompatible, sseName, sse);
-    return { kind: "s3" };
+    if (!kms) return { kind: "s3" };
+    if (context !== null && !validContext(context)) {
+      throw invalidArgument(MSG.badContext(contextName), contextName);
+    }
+    if (keyId !== null && keyId.trim() === "") {
+      throw invalidArgument(MSG.badKeyId, keyIdName, keyId);
+    }
+    return {
+      kind: "kms",
+      algorithm: sse,
+      ...(keyId !== null ? { keyId } : {}),
+      ...(context !== null ? { context } : {}),
+    };
   }
   return customer ? { kind: "c", ...customer } : { kind: "none" };
+}
+
+/** Base64 of a JSON object whose values are all strings. */
+function validContext(text: string): boolean {
+  const bytes = fromBase64(text);
+  if (!bytes) return false;
+  try {
+    const value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    return value !== null && typeof value === "object" && !Array.isArray(value) &&
+      Object.values(value).every((v) => typeof v === "string");
+  } catch {
+    return false;
+  }
 }
 
 /** The SSE-C key of a read (GET/HEAD), or of the copy source with `copySource`. */
@@ -149,7 +207,7 @@ export function parseSseCustomerKey(
   return parseCustomerTrio(headers, dialect, prefix);
 }
 
-/** Issues and recovers the keys of encrypted objects. */
+/** Issues and recovers the keys of SSE-S3 and SSE-C objects (SSE-KMS: src/kms/kms.ts). */
 export class SseKeys {
   readonly #master: MasterKey;
   #sealKey?: Promise<CryptoKey>;
@@ -164,7 +222,9 @@ export class SseKeys {
   }
 
   /** A new object version: a fresh sealed data key (SSE-S3) or the customer's key (SSE-C). */
-  async forNewObject(req: SseRequest): Promise<{ record?: SseRecord; key?: CryptoKey }> {
+  async forNewObject(
+    req: Exclude<SseRequest, SseKmsRequest>,
+  ): Promise<{ record?: SseRecord; key?: CryptoKey }> {
     if (req.kind === "none") return {};
     if (req.kind === "c") {
       const keyMd5 = toBase64(md5(req.key));
@@ -190,6 +250,7 @@ export class SseKeys {
     record: SseRecord | undefined,
     customer: CustomerKey | undefined,
   ): Promise<CryptoKey | undefined> {
+    if (record?.kind === "kms") throw new Error("SSE-KMS data keys come from src/kms/kms.ts");
     if (!record || record.kind === "s3") {
       if (customer) throw new S3Error("InvalidRequest", MSG.notApplicable);
       return record ? await this.#unseal(record) : undefined;
@@ -229,13 +290,25 @@ export class SseKeys {
   }
 }
 
-/** Headers echoed for an encrypted version: the algorithm, and for SSE-C the key MD5. */
+/**
+ * Headers echoed for an encrypted version: the algorithm; for SSE-C the key MD5; for SSE-KMS the
+ * key id and the encryption context.
+ */
 export function sseResponseHeaders(
   record: SseRecord | undefined,
   dialect: Dialect,
 ): Record<string, string> {
   if (!record) return {};
   if (record.kind === "s3") return { [h(dialect, "server-side-encryption")]: AES256 };
+  if (record.kind === "kms") {
+    return {
+      [h(dialect, "server-side-encryption")]: record.algorithm ?? KMS_VALUES[0],
+      [h(dialect, `server-side-encryption-${dialect.kmsVendor}-kms-key-id`)]: record.keyId ?? "",
+      ...(record.context !== undefined
+        ? { [h(dialect, "server-side-encryption-context")]: record.context }
+        : {}),
+    };
+  }
   return {
     [h(dialect, "server-side-encryption-customer-algorithm")]: AES256,
     [h(dialect, "server-side-encryption-customer-key-MD5")]: record.keyMd5 ?? "",

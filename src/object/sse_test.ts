@@ -52,11 +52,38 @@ for (const dialect of Object.values(DIALECTS)) {
   const trio = (k = KEY_A) => ({ [alg]: "AES256", [key]: b64(k), [md5]: md5b64(k) });
   const write = (init: Record<string, string>) => parseSseWrite(new Headers(init), dialect);
 
+  const keyId = h(dialect, `server-side-encryption-${dialect.kmsVendor}-kms-key-id`);
+  const context = h(dialect, "server-side-encryption-context");
+  const ctx64 = btoa(JSON.stringify({ project: "x" }));
+
   Deno.test(`sse ${d}: no headers, SSE-S3 and both KMS spellings`, () => {
     assertEquals(write({}), { kind: "none" });
     assertEquals(write({ [sse]: "AES256" }), { kind: "s3" });
-    assertEquals(write({ [sse]: "aws:kms" }), { kind: "s3" });
-    assertEquals(write({ [sse]: "store:kms" }), { kind: "s3" });
+    assertEquals(write({ [sse]: "aws:kms" }), { kind: "kms", algorithm: "aws:kms" });
+    assertEquals(write({ [sse]: "store:kms" }), { kind: "kms", algorithm: "store:kms" });
+    assertEquals(write({ [sse]: "aws:kms", [keyId]: "k1", [context]: ctx64 }), {
+      kind: "kms",
+      algorithm: "aws:kms",
+      keyId: "k1",
+      context: ctx64,
+    });
+  });
+
+  Deno.test(`sse ${d}: KMS header combinations the protocol refuses`, () => {
+    const refused: [Record<string, string>, string][] = [
+      [{ [keyId]: "k1" }, sse],
+      [{ [sse]: "AES256", [keyId]: "k1" }, sse],
+      [{ [context]: ctx64 }, sse],
+      [{ [sse]: "AES256", [context]: ctx64 }, sse],
+      [{ [sse]: "aws:kms", [context]: "not base64!" }, context],
+      [{ [sse]: "aws:kms", [context]: btoa("[1,2]") }, context],
+      [{ [sse]: "aws:kms", [context]: btoa('{"a":1}') }, context],
+      [{ [sse]: "aws:kms", [keyId]: " " }, keyId],
+      [{ [sse]: "aws:kms", ...trio() }, sse],
+    ];
+    for (const [headers, argument] of refused) {
+      expectError(catchS3(() => write(headers)), "InvalidArgument", 400, argument);
+    }
   });
 
   Deno.test(`sse ${d}: an unsupported SSE value is InvalidArgument`, () => {
@@ -153,7 +180,10 @@ Deno.test("sse: each dialect reads only its own headers", () => {
   assertEquals(parseSseWrite(new Headers(amz), DIALECTS.amz), { kind: "s3" });
   const store = { "x-store-server-side-encryption": "store:kms" };
   assertEquals(parseSseWrite(new Headers(store), DIALECTS.amz), { kind: "none" });
-  assertEquals(parseSseWrite(new Headers(store), DIALECTS.store), { kind: "s3" });
+  assertEquals(parseSseWrite(new Headers(store), DIALECTS.store), {
+    kind: "kms",
+    algorithm: "store:kms",
+  });
 });
 
 const MASTER = new MasterKey(crypto.getRandomValues(new Uint8Array(32)));

@@ -217,6 +217,8 @@ async function runHandler(
     facts: factsOf(use, key),
     credentials: deps.credentials,
     sseKeys: deps.sseKeys,
+    kms: deps.kms,
+    bucketLog: deps.bucketLog,
     notifier: deps.notifier,
     bucketRecord: bucket,
     answer: { dialect },

@@ -152,6 +152,24 @@ function rows(ids: { v: string; gov: string; dv: string; upload: string }): [str
       query: v([["attributes", ""]]),
       headers: { "x-amz-object-attributes": "ETag" },
     }],
+    ["GetEncryptionConfiguration", { method: "GET", query: [["encryption", ""]] }],
+    ["PutEncryptionConfiguration", { method: "DELETE", query: [["encryption", ""]] }],
+    ["GetBucketLogging", { method: "GET", query: [["logging", ""]] }],
+    ["PutBucketLogging", {
+      method: "PUT",
+      query: [["logging", ""]],
+      ...xmlBody("<BucketLoggingStatus></BucketLoggingStatus>"),
+    }],
+    ["GetBucketWebsite", { method: "GET", query: [["website", ""]] }],
+    ["DeleteBucketWebsite", { method: "DELETE", query: [["website", ""]] }],
+    ["PutBucketWebsite", {
+      method: "PUT",
+      query: [["website", ""]],
+      ...xmlBody(
+        "<WebsiteConfiguration><IndexDocument><Suffix>index.html</Suffix></IndexDocument>" +
+          "</WebsiteConfiguration>",
+      ),
+    }],
     ["GetBucketCORS", { method: "GET", query: [["cors", ""]] }],
     ["PutBucketCORS", { method: "DELETE", query: [["cors", ""]] }],
     ["GetBucketPublicAccessBlock", { method: "GET", query: [["publicAccessBlock", ""]] }],
@@ -279,7 +297,7 @@ Deno.test("policy actions: every accepted action name changes a decision", async
           "GetAccelerateConfiguration",
           "ListAllMyBuckets",
           "CreateBucket",
-          "GetBucketWebsite",
+          "GetReplicationConfiguration",
           "RestoreObject",
           "PutBucketRequestPayment",
         ]

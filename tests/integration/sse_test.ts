@@ -75,7 +75,7 @@ Deno.test("server-side encryption", async (t) => {
     });
 
     await t.step(
-      "the kms value is handled as SSE-S3; small objects are encrypted too",
+      "the kms value uses the default KMS key; small objects are encrypted too",
       async () => {
         const put = await signedFetch(server, {
           method: "PUT",
@@ -84,9 +84,10 @@ Deno.test("server-side encryption", async (t) => {
           body: "tiny",
         });
         assertEquals(put.status, 200);
-        assertEquals(put.headers.get("x-store-server-side-encryption"), "AES256");
+        assertEquals(put.headers.get("x-store-server-side-encryption"), "store:kms");
+        assertEquals(put.headers.get("x-store-server-side-encryption-store-kms-key-id"), "default");
         const head = await s3.send(new HeadObjectCommand({ Bucket, Key: "kms.txt" }));
-        assertEquals(head.ServerSideEncryption, "AES256");
+        assertEquals(head.ServerSideEncryption, "store:kms");
         const bad = await signedFetch(server, {
           method: "PUT",
           path: objectPath(Bucket, "bad.txt"),
