@@ -31,6 +31,8 @@ import { startScrubber } from "./src/workers/scrubber.ts";
 import { startLifecycle } from "./src/workers/lifecycle.ts";
 import { openTarget, parseTargetSpecs } from "./src/events/env_targets.ts";
 import { Notifier } from "./src/events/notifier.ts";
+import { rulesHook } from "./src/transform/rules.ts";
+import { TransformWorkers } from "./src/transform/workers.ts";
 import type { NotificationTarget } from "./src/events/target.ts";
 import { backgroundThrottle, openDriveMonitor, startOps } from "./src/ops/ops.ts";
 import { AccessLog, withAccessLog } from "./src/ops/access_log.ts";
@@ -227,6 +229,10 @@ async function start() {
     wake: layer.committed,
   });
   await notifier.start();
+  const sseKeys = new SseKeys(masterKey);
+  layer.jobsFor = rulesHook(meta);
+  const transforms = new TransformWorkers(layer, sseKeys, config.transform);
+  await transforms.start();
   const ops = startOps({ config, meta, chunks, monitor, throttle, scrubber, notifier });
   healDrive = (id) => ops.healer.healDrive(id);
   log("info", "Notification targets", { targets: targets.map((t) => `${t.kind}:${t.id}`) });
@@ -244,10 +250,11 @@ async function start() {
     inFlight,
     scrubber,
     lifecycle,
-    sseKeys: new SseKeys(masterKey),
+    sseKeys,
     notifier,
     reserve,
     ops,
+    transforms,
     audit: new AuditRecorder(meta, config.audit),
     signIns,
     sharePasswords: new SignInLimiter({
@@ -279,6 +286,7 @@ async function start() {
     await scrubber.stop();
     await ops.stop();
     await lifecycle.stop();
+    await transforms.stop();
     auditRetention.stop();
     await notifier.stop();
     await sweep;

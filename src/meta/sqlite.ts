@@ -9,6 +9,7 @@ import { SqliteEvents } from "./sqlite_events.ts";
 import { SqliteAudit } from "./sqlite_audit.ts";
 import { SqliteErrors } from "./sqlite_errors.ts";
 import { SqliteShares } from "./sqlite_shares.ts";
+import { SqliteJobs } from "./sqlite_jobs.ts";
 import type { AuditAnchor, AuditEntry, AuditFacts } from "../audit/chain.ts";
 import { type AuditScope, currentAudit } from "../audit/scope.ts";
 import { SqliteOps } from "./sqlite_ops.ts";
@@ -28,10 +29,14 @@ import type {
   DataRef,
   ErrorQuery,
   ErrorRecord,
+  JobOutcome,
+  JobRecord,
+  JobState,
   LdapMapping,
   ListPage,
   ListQuery,
   MetaStore,
+  NewJob,
   ObjectVersion,
   OutboxEvent,
   PartRecord,
@@ -50,6 +55,7 @@ import type {
   VersionChunk,
   VersionListPage,
   VersionListQuery,
+  WriteRecords,
 } from "./store.ts";
 
 export class MissingBucketError extends Error {
@@ -145,6 +151,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #audit: SqliteAudit;
   readonly #errors: SqliteErrors;
   readonly #shares: SqliteShares;
+  readonly #jobs: SqliteJobs;
   /** Whether changes made in a request's audit scope write their entry (STORE_AUDIT). */
   readonly #auditing: boolean;
   readonly #sts: SqliteSts;
@@ -168,6 +175,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#audit = new SqliteAudit((sql) => this.#stmt(sql));
     this.#errors = new SqliteErrors((sql) => this.#stmt(sql));
     this.#shares = new SqliteShares((sql) => this.#stmt(sql));
+    this.#jobs = new SqliteJobs((sql) => this.#stmt(sql));
     this.#sts = new SqliteSts((sql) => this.#stmt(sql));
     this.#ops = new SqliteOps(this.#db, (sql) => this.#stmt(sql), this.#batch);
   }
@@ -277,11 +285,12 @@ export class SqliteMetaStore implements MetaStore {
   putObjectVersion(
     v: ObjectVersion,
     chunks: VersionChunk[] = [],
-    opts: { guard?: CurrentGuard; outbox?: OutboxEvent } = {},
+    opts: WriteRecords = {},
   ): Promise<PutResult> {
     return this.#change(() => {
       const result = this.#putVersion(v, chunks, opts.guard);
       if (opts.outbox) this.#events.append(opts.outbox);
+      for (const job of opts.jobs ?? []) this.#jobs.insert(job);
       return result;
     }, () => ({ key: v.key, versionId: v.versionId ?? "", bytes: v.size }));
   }
@@ -738,7 +747,7 @@ export class SqliteMetaStore implements MetaStore {
     upload: UploadRecord,
     parts: number[],
     version: ObjectVersion,
-    opts: { guard?: CurrentGuard; outbox?: OutboxEvent } = {},
+    opts: WriteRecords = {},
   ): Promise<PutResult | undefined> {
     return this.#change(
       () => {
@@ -746,6 +755,7 @@ export class SqliteMetaStore implements MetaStore {
         if (!chunks) return undefined;
         const result = this.#putVersion(version, chunks, opts.guard);
         if (opts.outbox) this.#events.append(opts.outbox);
+        for (const job of opts.jobs ?? []) this.#jobs.insert(job);
         const dropped = this.#uploads.remove(upload.uploadId);
         this.#uploads.recordCompleted({
           uploadId: upload.uploadId,
@@ -818,6 +828,33 @@ export class SqliteMetaStore implements MetaStore {
 
   clearErrors(before?: number): Promise<number> {
     return this.#change(() => this.#errors.clear(before));
+  }
+
+  createJob(job: NewJob): Promise<void> {
+    return this.#change(() => this.#jobs.insert(job));
+  }
+
+  getJob(id: string): Promise<JobRecord | undefined> {
+    return Promise.resolve(this.#jobs.get(id));
+  }
+
+  listJobs(
+    query: { bucket?: string; state?: JobState; after?: number; limit: number },
+  ): Promise<JobRecord[]> {
+    return Promise.resolve(this.#jobs.list(query));
+  }
+
+  // Job bookkeeping runs off the request path: group-committed, never audited.
+  claimJob(now: number): Promise<JobRecord | undefined> {
+    return this.#batch.run(() => this.#jobs.claim(now));
+  }
+
+  finishJob(id: string, outcome: JobOutcome): Promise<void> {
+    return this.#batch.run(() => this.#jobs.finish(id, outcome, Date.now()));
+  }
+
+  requeueRunningJobs(): Promise<number> {
+    return this.#batch.run(() => this.#jobs.requeueRunning(Date.now()));
   }
 
   createShare(share: ShareRecord): Promise<void> {
