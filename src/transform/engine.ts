@@ -2,6 +2,7 @@
 // checked from the header before anything is decoded. Any failure of sharp is the input's fault
 // (not an image, truncated, corrupt, too many pixels) and is final: BadInput.
 import sharp from "sharp";
+import { BadInput } from "./bad_input.ts";
 import { type Action, convertedTo, type Format } from "./spec.ts";
 
 // No operation cache (its memory would outlive the jobs); one libvips thread a job, so
@@ -11,8 +12,6 @@ sharp.concurrency(1);
 
 /** Formats read as sources: the raster formats of the web and cameras (no SVG, PDF or RAW). */
 const INPUT_FORMATS = new Set(["jpeg", "png", "webp", "gif", "tiff", "heif", "avif"]);
-
-export class BadInput extends Error {}
 
 const CONTENT_TYPES: Record<Format, string> = {
   jpeg: "image/jpeg",

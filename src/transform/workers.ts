@@ -10,7 +10,7 @@ import type { JobOutcome, JobRecord, MetaStore } from "../meta/store.ts";
 import { type ObjectLayer, single } from "../object/layer.ts";
 import type { SseKeys, SseRecord } from "../object/sse.ts";
 import { Signal } from "../events/signal.ts";
-import { BadInput, render } from "./engine.ts";
+import { BadInput } from "./bad_input.ts";
 import type { JobSpec } from "./spec.ts";
 
 /** Runs of a job before it fails for good (bad input fails on the first). */
@@ -150,6 +150,8 @@ export class TransformWorkers {
     }
     const key = await this.sseKeys.forExistingObject(sse, undefined);
     const { body } = await this.layer.openObject(version, undefined, key);
+    // sharp (a native addon and libvips) loads with the first job, not with the server.
+    const { render } = await import("./engine.ts");
     const rendered = await render(
       await readAll(body, version.size),
       spec.actions,
