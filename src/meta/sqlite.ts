@@ -846,11 +846,16 @@ export class SqliteMetaStore implements MetaStore {
 
   // Job bookkeeping runs off the request path: group-committed, never audited.
   claimJob(now: number): Promise<JobRecord | undefined> {
+    if (!this.#jobs.due(now)) return Promise.resolve(undefined);
     return this.#batch.run(() => this.#jobs.claim(now));
   }
 
   finishJob(id: string, outcome: JobOutcome): Promise<void> {
     return this.#batch.run(() => this.#jobs.finish(id, outcome, Date.now()));
+  }
+
+  pruneJobs(before: number): Promise<number> {
+    return this.#batch.run(() => this.#jobs.prune(before));
   }
 
   requeueRunningJobs(): Promise<number> {

@@ -77,6 +77,13 @@ export class SqliteJobs {
     return (rows as Row[]).map(toJob);
   }
 
+  /** Whether a job is due (a read: idle workers look without taking the write lock). */
+  due(now: number): boolean {
+    return this.stmt(
+      "SELECT 1 FROM transform_jobs WHERE state = 'queued' AND run_at <= ? LIMIT 1",
+    ).get(now) !== undefined;
+  }
+
   /** Must run inside a transaction: the select and the update are one step. */
   claim(now: number): JobRecord | undefined {
     const row = this.stmt(
@@ -102,6 +109,14 @@ export class SqliteJobs {
         "UPDATE transform_jobs SET state = ?, error = ?, run_at = ?, updated_at = ? WHERE id = ?",
       ).run(o.state, o.error, o.state === "queued" ? o.runAt : now, now, id);
     }
+  }
+
+  prune(before: number): number {
+    return Number(
+      this.stmt(
+        "DELETE FROM transform_jobs WHERE state IN ('done', 'failed') AND updated_at < ?",
+      ).run(before).changes,
+    );
   }
 
   requeueRunning(now: number): number {

@@ -91,5 +91,12 @@ Deno.test("jobs: claims, outcomes, backoff, requeue after a crash, paging", asyn
   const rest = await meta.listJobs({ bucket: "b", after: page[1].seq, limit: 2 });
   assertEquals(rest.map((j) => j.id), ["c"]);
   assertEquals(await meta.listJobs({ bucket: "other", limit: 2 }), []);
+  // Pruning removes ended jobs last changed before the cut, never queued or running ones.
+  await meta.createJob(job("d"));
+  assertEquals(await meta.pruneJobs(Date.now() + 1), 2);
+  assertEquals((await meta.listJobs({ limit: 10 })).map((j) => [j.id, j.state]), [
+    ["c", "running"],
+    ["d", "queued"],
+  ]);
   await meta.close();
 });

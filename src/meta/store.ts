@@ -472,6 +472,8 @@ export interface JobStore {
   finishJob(id: string, outcome: JobOutcome): Promise<void>;
   /** Queues again the jobs left running by a stop or crash; returns how many. */
   requeueRunningJobs(): Promise<number>;
+  /** Removes done and failed jobs last changed before `before` (epoch ms); returns how many. */
+  pruneJobs(before: number): Promise<number>;
 }
 
 /** The audit chain, the error log and shares (issue 16). */

@@ -20,6 +20,9 @@ const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_MAX_MS = 60_000;
 /** How long an idle worker waits before it looks for due jobs again (retries fall due). */
 const IDLE_POLL_MS = 1_000;
+/** Done and failed jobs are kept this long for GET /api/v1/jobs, then removed. */
+export const JOB_RETENTION_MS = 7 * 86_400_000;
+const PRUNE_INTERVAL_MS = 3_600_000;
 
 export interface WorkerOptions {
   workers: number;
@@ -44,6 +47,7 @@ export class TransformWorkers {
   readonly #stopping = new AbortController();
   #loops: Promise<void>[] = [];
   #meta: MetaStore;
+  #pruneTimer?: ReturnType<typeof setInterval>;
 
   constructor(
     readonly layer: ObjectLayer,
@@ -57,6 +61,19 @@ export class TransformWorkers {
     const requeued = await this.#meta.requeueRunningJobs();
     if (requeued > 0) log("info", "Transformation jobs queued again after a stop", { requeued });
     for (let i = 0; i < this.opts.workers; i++) this.#loops.push(this.#loop());
+    await this.#prune();
+    this.#pruneTimer = setInterval(() => this.#prune(), PRUNE_INTERVAL_MS);
+  }
+
+  async #prune(): Promise<void> {
+    try {
+      await this.#meta.pruneJobs(Date.now() - JOB_RETENTION_MS);
+    } catch (err) {
+      log("error", "Pruning old transformation jobs failed", {
+        source: "transform",
+        error: String(err),
+      });
+    }
   }
 
   /** A job was queued outside a write (the API): look now. */
@@ -66,6 +83,7 @@ export class TransformWorkers {
 
   /** Waits for the running jobs to end; queued ones stay queued. */
   async stop(): Promise<void> {
+    clearInterval(this.#pruneTimer);
     this.#stopping.abort();
     await Promise.all(this.#loops);
   }

@@ -2,13 +2,15 @@
 // survive a crash of a server that ran none of them (STORE_TRANSFORM_WORKERS=0) and run after
 // the restart; a job whose output bucket is gone is retried with backoff, then fails, logged.
 import {
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
   DeleteBucketCommand,
   GetObjectCommand,
   PutObjectCommand,
+  UploadPartCommand,
 } from "@aws-sdk/client-s3";
-import { Upload } from "@aws-sdk/lib-storage";
 import { adminApi } from "./access_helpers.ts";
 import { assert, assertEquals, assertMatch } from "./assert.ts";
 import { s3Client, startServer } from "./server.ts";
@@ -37,10 +39,24 @@ Deno.test("queued jobs survive a crash and run after the restart", async () => {
     await s3.send(
       new CopyObjectCommand({ Bucket: "src", Key: "c.png", CopySource: "src/a.png" }),
     );
-    await new Upload({
-      client: s3,
-      params: { Bucket: "src", Key: "d.png", Body: await png(32, 32) },
-    }).done();
+    const upload = await s3.send(new CreateMultipartUploadCommand({ Bucket: "src", Key: "d.png" }));
+    const part = await s3.send(
+      new UploadPartCommand({
+        Bucket: "src",
+        Key: "d.png",
+        UploadId: upload.UploadId,
+        PartNumber: 1,
+        Body: await png(32, 32),
+      }),
+    );
+    await s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: "src",
+        Key: "d.png",
+        UploadId: upload.UploadId,
+        MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] },
+      }),
+    );
     const doomed = await api(first, token, "POST", "/jobs", {
       bucket: "src",
       key: "a.png",

@@ -7,6 +7,8 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
+  ListObjectVersionsCommand,
+  PutBucketVersioningCommand,
   PutObjectCommand,
   type S3Client,
 } from "@aws-sdk/client-s3";
@@ -156,6 +158,32 @@ Deno.test("image transformations", async (t) => {
         undefined,
         undefined,
       ]);
+    });
+
+    await t.step("outputs are versions like any write in a versioned bucket", async () => {
+      await s3.send(
+        new PutBucketVersioningCommand({
+          Bucket: "thumbs",
+          VersioningConfiguration: { Status: "Enabled" },
+        }),
+      );
+      const ids: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const r = await api(server, token, "POST", "/jobs", {
+          bucket: "photos",
+          key: "in/a.jpg",
+          actions: [{ thumbnail: { width: 16 } }],
+          output: { bucket: "thumbs", key: "v/a.jpg" },
+        });
+        const job = await settled(server, token, r.json.id);
+        assertEquals(job.state, "done");
+        ids.push(job.output.version_id);
+      }
+      const versions = await s3.send(
+        new ListObjectVersionsCommand({ Bucket: "thumbs", Prefix: "v/" }),
+      );
+      assertEquals(versions.Versions?.map((v) => v.VersionId).sort(), [...ids].sort());
+      assert(ids[0] !== ids[1] && ids[0] !== "null");
     });
 
     await t.step("PNG and AVIF outputs on request", async () => {
