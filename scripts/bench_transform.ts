@@ -29,6 +29,7 @@ async function photo(seed: number): Promise<Uint8Array> {
       width: 4000,
       height: 3000,
       channels: 3,
+      background: "black",
       noise: { type: "gaussian", mean: 100 + seed, sigma: 40 },
     },
   }).blur(1.5).jpeg({ quality: 88 }).toBuffer();
