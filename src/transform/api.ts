@@ -11,6 +11,7 @@ import { ApiError, jsonResponse, readJsonObject } from "../api/json.ts";
 import { tokenPrincipal } from "../api/service.ts";
 import { currentAudit } from "../audit/scope.ts";
 import { S3Error } from "../http/errors.ts";
+import { isSecureRequest } from "../http/secure_transport.ts";
 import type { BucketRecord, JobRecord, JobState } from "../meta/store.ts";
 import type { AppDeps } from "../protocol.ts";
 import { newJob } from "./rules.ts";
@@ -27,15 +28,16 @@ function invalid(message: string): ApiError {
 /** Whether `principal` may do `operation`: true, or false when the protocol would refuse it. */
 async function allowed(
   deps: AppDeps,
+  req: Request,
   principal: Principal,
   operation: string,
   target: Omit<AccessTarget, "facts">,
 ): Promise<boolean> {
   const facts = {
     sourceIp: currentAudit()?.source ?? "",
-    secureTransport: false,
+    secureTransport: isSecureRequest(req.headers, deps.config.trustProxy),
     now: new Date(),
-    prefix: target.key,
+    versionId: target.versionId,
   };
   try {
     // An object ACL could still grant it, but the API loads no object ACL: refused.
@@ -92,7 +94,9 @@ async function rulesRoute(req: Request, deps: AppDeps, principal: Principal, nam
   const rules = specError(() => parseRules(body));
   for (const rule of rules) {
     const out = await bucketNamed(deps, rule.output.bucket ?? name);
-    if (!(await allowed(deps, principal, "PutObject", { bucket: out, key: rule.output.prefix }))) {
+    if (
+      !(await allowed(deps, req, principal, "PutObject", { bucket: out, key: rule.output.prefix }))
+    ) {
       throw new ApiError(
         403,
         "access_denied",
@@ -144,11 +148,11 @@ async function createJob(req: Request, deps: AppDeps, principal: Principal) {
     scope.bucket = source.name;
     scope.key = key;
   }
-  if (!(await allowed(deps, principal, "GetObject", { bucket: source, key, versionId }))) {
+  if (!(await allowed(deps, req, principal, "GetObject", { bucket: source, key, versionId }))) {
     throw new ApiError(403, "access_denied", `You may not read ${source.name}/${key}.`);
   }
   const target = await bucketNamed(deps, output.bucket);
-  if (!(await allowed(deps, principal, "PutObject", { bucket: target, key: output.key }))) {
+  if (!(await allowed(deps, req, principal, "PutObject", { bucket: target, key: output.key }))) {
     throw new ApiError(403, "access_denied", `You may not write ${target.name}/${output.key}.`);
   }
   const version = await deps.layer.meta.getObjectVersion(source.name, key, versionId);
@@ -168,16 +172,23 @@ async function createJob(req: Request, deps: AppDeps, principal: Principal) {
   });
 }
 
-/** Whether `principal` may see the jobs of `bucket`: it asked for them or may list the bucket. */
-async function mayList(deps: AppDeps, principal: Principal, name: string): Promise<boolean> {
+/** Whether `principal` may see the jobs of bucket `name`: it may list the bucket. */
+async function mayList(
+  deps: AppDeps,
+  req: Request,
+  principal: Principal,
+  name: string,
+): Promise<boolean> {
   const bucket = await deps.layer.meta.getBucket(name);
-  return !!bucket && await allowed(deps, principal, "ListObjectsV2", { bucket });
+  return !!bucket && await allowed(deps, req, principal, "ListObjectsV2", { bucket });
 }
 
-async function getJob(deps: AppDeps, principal: Principal, id: string) {
+async function getJob(req: Request, deps: AppDeps, principal: Principal, id: string) {
   const job = await deps.layer.meta.getJob(id);
   // Jobs the caller may not see are answered as missing: ids are not probed.
-  if (!job || (job.requester !== principal.id && !(await mayList(deps, principal, job.bucket)))) {
+  if (
+    !job || (job.requester !== principal.id && !(await mayList(deps, req, principal, job.bucket)))
+  ) {
     throw new ApiError(404, "no_such_job", "There is no job with that id.");
   }
   return jsonResponse(200, jobView(job));
@@ -206,7 +217,7 @@ async function listJobs(req: Request, deps: AppDeps, principal: Principal) {
   }
   if (bucket !== undefined) {
     await bucketNamed(deps, bucket);
-    if (!(await mayList(deps, principal, bucket))) {
+    if (!(await mayList(deps, req, principal, bucket))) {
       throw new ApiError(403, "access_denied", `You may not list the jobs of ${bucket}.`);
     }
   }
@@ -244,7 +255,7 @@ export async function transformRoute(
   if (name !== "") {
     if (scope) scope.operation = "GetJob";
     if (req.method !== "GET") throw new ApiError(405, "method_not_allowed", "Use GET.");
-    return await getJob(deps, principal, name);
+    return await getJob(req, deps, principal, name);
   }
   if (req.method === "POST") {
     if (scope) scope.operation = "CreateJob";
