@@ -42,6 +42,17 @@ export async function png(width: number, height: number): Promise<Uint8Array> {
   );
 }
 
+/** Random noise: a PNG that does not compress (3 bytes a pixel and more). */
+export async function noisePng(width: number, height: number): Promise<Uint8Array> {
+  const raw = new Uint8Array(width * height * 3);
+  for (let at = 0; at < raw.length; at += 65536) {
+    crypto.getRandomValues(raw.subarray(at, at + 65536));
+  }
+  return new Uint8Array(
+    await sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer(),
+  );
+}
+
 export function metadataOf(bytes: Uint8Array) {
   return sharp(bytes).metadata();
 }

@@ -23,6 +23,7 @@ import {
   exifJpeg,
   hasGpsTag,
   metadataOf,
+  noisePng,
   png,
   settled,
 } from "./transform_helpers.ts";
@@ -344,7 +345,7 @@ Deno.test("image transformations", async (t) => {
   }, { env: { STORE_TRANSFORM_MAX_PIXELS: "4000000", STORE_ALLOW_INSECURE_SSE_C: "true" } });
 });
 
-Deno.test("a pixel bomb fails its job, not the server", async () => {
+Deno.test("a pixel bomb and an oversized source fail their jobs, not the server", async () => {
   await withServer(async (server) => {
     const s3 = s3Client(server);
     await s3.send(new CreateBucketCommand({ Bucket: "bombs" }));
@@ -370,5 +371,18 @@ Deno.test("a pixel bomb fails its job, not the server", async () => {
       output: { prefix: "t/" },
     });
     assertEquals((await settled(server, token, ok.json.id)).state, "done");
-  }, { env: { STORE_TRANSFORM_MAX_PIXELS: "1000000" } });
+    // Over STORE_TRANSFORM_MAX_BYTES: refused before it is read.
+    const noisy = await noisePng(300, 300);
+    assert(noisy.length > 100_000);
+    await put(s3, "bombs", "noisy.png", noisy);
+    const big = await api(server, token, "POST", "/jobs", {
+      bucket: "bombs",
+      key: "noisy.png",
+      actions: [{ thumbnail: { width: 10 } }],
+      output: { prefix: "t/" },
+    });
+    const refused = await settled(server, token, big.json.id);
+    assertEquals([refused.state, refused.attempts], ["failed", 1]);
+    assertMatch(refused.error, /more than STORE_TRANSFORM_MAX_BYTES \(100000\)/);
+  }, { env: { STORE_TRANSFORM_MAX_PIXELS: "1000000", STORE_TRANSFORM_MAX_BYTES: "100000" } });
 });
