@@ -33,6 +33,8 @@ import { startScrubber } from "./src/workers/scrubber.ts";
 import { startLifecycle } from "./src/workers/lifecycle.ts";
 import { openTarget, parseTargetSpecs } from "./src/events/env_targets.ts";
 import { Notifier } from "./src/events/notifier.ts";
+import { rulesHook } from "./src/transform/rules.ts";
+import { TransformWorkers } from "./src/transform/workers.ts";
 import type { NotificationTarget } from "./src/events/target.ts";
 import { backgroundThrottle, openDriveMonitor, startOps } from "./src/ops/ops.ts";
 import { AccessLog, withAccessLog } from "./src/ops/access_log.ts";
@@ -229,6 +231,11 @@ async function start() {
     wake: layer.committed,
   });
   await notifier.start();
+  const sseKeys = new SseKeys(masterKey);
+  layer.jobsFor = rulesHook(meta);
+  const kms = new Kms(meta, masterKey);
+  const transforms = new TransformWorkers(layer, { sse: sseKeys, kms }, config.transform);
+  await transforms.start();
   const ops = startOps({ config, meta, chunks, monitor, throttle, scrubber, notifier });
   healDrive = (id) => ops.healer.healDrive(id);
   log("info", "Notification targets", { targets: targets.map((t) => `${t.kind}:${t.id}`) });
@@ -237,7 +244,6 @@ async function start() {
     windowMs: config.signInWindow * 1000,
   });
   const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
-  const sseKeys = new SseKeys(masterKey);
   const bucketLog = new BucketLogger({
     layer,
     sseKeys,
@@ -256,11 +262,12 @@ async function start() {
     scrubber,
     lifecycle,
     sseKeys,
-    kms: new Kms(meta, masterKey),
+    kms,
     bucketLog,
     notifier,
     reserve,
     ops,
+    transforms,
     audit: new AuditRecorder(meta, config.audit),
     signIns,
     sharePasswords: new SignInLimiter({
@@ -293,6 +300,7 @@ async function start() {
     await ops.stop();
     await lifecycle.stop();
     await bucketLog.stop();
+    await transforms.stop();
     auditRetention.stop();
     await notifier.stop();
     await sweep;

@@ -12,5 +12,5 @@ cd "$(dirname "$0")/.."
 # (README, Memory). A DENO_V8_FLAGS of the caller's replaces it.
 export DENO_V8_FLAGS="${DENO_V8_FLAGS:---max-semi-space-size=4}"
 source scripts/ensure_deno.sh >&2
-exec deno run --lock=deno.server.lock --frozen --allow-net --allow-read --allow-write \
+exec deno run --lock=deno.server.lock --frozen --allow-net --allow-read --allow-write --allow-ffi \
   --allow-env --allow-sys main.ts

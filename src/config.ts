@@ -44,6 +44,15 @@ export interface Config {
    * 2); 0 does that work on the main thread.
    */
   cpuWorkers: number;
+  /** Image transformations (src/transform/): workers, and the limits of one source. */
+  transform: {
+    /** Jobs run at once (STORE_TRANSFORM_WORKERS, default 1); 0 leaves jobs queued. */
+    workers: number;
+    /** Pixels a source may have (STORE_TRANSFORM_MAX_PIXELS): decompression bombs fail. */
+    maxPixels: number;
+    /** Bytes a source may have (STORE_TRANSFORM_MAX_BYTES). */
+    maxBytes: number;
+  };
   /** Events a notification target may trail behind the newest (STORE_NOTIFY_QUEUE_LIMIT). */
   notifyQueueLimit: number;
   /** Longest delay between delivery retries, seconds (STORE_NOTIFY_RETRY_MAX). */
@@ -268,6 +277,11 @@ export function loadConfig(
     lifecycleInterval: intSetting(env, "STORE_LIFECYCLE_INTERVAL", 3600, 1, 7 * 24 * 3600),
     lifecycleDay: intSetting(env, "STORE_LIFECYCLE_DAY", 86400, 1, 86400),
     cpuWorkers: intSetting(env, "STORE_CPU_WORKERS", 2, 0, 16),
+    transform: {
+      workers: intSetting(env, "STORE_TRANSFORM_WORKERS", 1, 0, 64),
+      maxPixels: intSetting(env, "STORE_TRANSFORM_MAX_PIXELS", 100_000_000, 1, 2 ** 32),
+      maxBytes: intSetting(env, "STORE_TRANSFORM_MAX_BYTES", 64 * 1024 * 1024, 1, 2 ** 31),
+    },
     notifyQueueLimit: intSetting(env, "STORE_NOTIFY_QUEUE_LIMIT", 1_000_000, 1, 1_000_000_000),
     notifyRetryMax: intSetting(env, "STORE_NOTIFY_RETRY_MAX", 60, 1, 3600),
     webhookAllow: webhookAllowSetting(env("STORE_NOTIFY_WEBHOOK_ALLOW")),

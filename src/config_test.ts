@@ -232,3 +232,20 @@ Deno.test("an empty region and an erasure layout wider than the drives are refus
   // One drive may hold every shard (bitrot repair at the cost of space).
   assertEquals(load({ STORE_EC: "4+2" }).erasure, { dataShards: 4, parityShards: 2 });
 });
+
+Deno.test("transformation settings: defaults and bounds", () => {
+  assertEquals(load({}).transform, {
+    workers: 1,
+    maxPixels: 100_000_000,
+    maxBytes: 64 * 1024 * 1024,
+  });
+  const set = load({
+    STORE_TRANSFORM_WORKERS: "0",
+    STORE_TRANSFORM_MAX_PIXELS: "1000000",
+    STORE_TRANSFORM_MAX_BYTES: "1048576",
+  });
+  assertEquals(set.transform, { workers: 0, maxPixels: 1_000_000, maxBytes: 1_048_576 });
+  rejects({ STORE_TRANSFORM_WORKERS: "65" }, /STORE_TRANSFORM_WORKERS must be between/);
+  rejects({ STORE_TRANSFORM_MAX_PIXELS: "0" }, /STORE_TRANSFORM_MAX_PIXELS/);
+  rejects({ STORE_TRANSFORM_MAX_BYTES: "lots" }, /STORE_TRANSFORM_MAX_BYTES must be a whole/);
+});

@@ -62,6 +62,8 @@ export interface AppDeps {
   audit: AuditRecorder;
   /** Drive monitoring and healing, health probes, metrics, backups. */
   ops: Ops;
+  /** The transformation workers (src/transform/): told of jobs queued by the API. */
+  transforms: { notify(): void };
 }
 
 /** Served while the disk reserve is released (the disk is full): they read or free space. */

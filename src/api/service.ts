@@ -19,6 +19,7 @@ import { ApiError, apiErrorResponse, jsonResponse, limitedSignIn, readJsonObject
 import { currentAudit } from "../audit/scope.ts";
 import { principalName } from "../audit/recorder.ts";
 import { sharesRoute } from "../share/api.ts";
+import { transformRoute } from "../transform/api.ts";
 
 const TOKEN_PREFIX = "stt_";
 const DEFAULT_EXPIRES_S = 3600;
@@ -329,6 +330,8 @@ async function route(req: Request, deps: AppDeps, client: string): Promise<Respo
   if (path === "/api/v1/shares" || path.startsWith("/api/v1/shares/")) {
     return await sharesRoute(req, deps, path.slice("/api/v1/shares".length));
   }
+  const transforms = await transformRoute(req, deps, path);
+  if (transforms) return transforms;
   throw new ApiError(404, "not_found", "No such API resource.");
 }
 

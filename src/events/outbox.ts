@@ -11,6 +11,8 @@ export interface EventOrigin {
   requestId: string;
   /** Set by the lifecycle worker: deletions become LifecycleExpiration events. */
   lifecycle?: boolean;
+  /** Set by the transformation workers: their outputs start no transformation (no loops). */
+  transform?: boolean;
 }
 
 /** The facts kept with an event (JSON in the outbox row). */

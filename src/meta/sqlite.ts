@@ -10,6 +10,7 @@ import { SqliteAudit } from "./sqlite_audit.ts";
 import { SqliteErrors } from "./sqlite_errors.ts";
 import { SqliteKms } from "./sqlite_kms.ts";
 import { SqliteShares } from "./sqlite_shares.ts";
+import { SqliteJobs } from "./sqlite_jobs.ts";
 import type { AuditAnchor, AuditEntry, AuditFacts } from "../audit/chain.ts";
 import { type AuditScope, currentAudit } from "../audit/scope.ts";
 import { SqliteOps } from "./sqlite_ops.ts";
@@ -29,11 +30,15 @@ import type {
   DataRef,
   ErrorQuery,
   ErrorRecord,
+  JobOutcome,
+  JobRecord,
+  JobState,
   KmsKeyRecord,
   LdapMapping,
   ListPage,
   ListQuery,
   MetaStore,
+  NewJob,
   ObjectVersion,
   OutboxEvent,
   PartRecord,
@@ -52,6 +57,7 @@ import type {
   VersionChunk,
   VersionListPage,
   VersionListQuery,
+  WriteRecords,
 } from "./store.ts";
 
 export class MissingBucketError extends Error {
@@ -154,6 +160,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #errors: SqliteErrors;
   readonly #kms: SqliteKms;
   readonly #shares: SqliteShares;
+  readonly #jobs: SqliteJobs;
   /** Whether changes made in a request's audit scope write their entry (STORE_AUDIT). */
   readonly #auditing: boolean;
   readonly #sts: SqliteSts;
@@ -178,6 +185,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#errors = new SqliteErrors((sql) => this.#stmt(sql));
     this.#kms = new SqliteKms((sql) => this.#stmt(sql));
     this.#shares = new SqliteShares((sql) => this.#stmt(sql));
+    this.#jobs = new SqliteJobs((sql) => this.#stmt(sql));
     this.#sts = new SqliteSts((sql) => this.#stmt(sql));
     this.#ops = new SqliteOps(this.#db, (sql) => this.#stmt(sql), this.#batch);
   }
@@ -287,11 +295,12 @@ export class SqliteMetaStore implements MetaStore {
   putObjectVersion(
     v: ObjectVersion,
     chunks: VersionChunk[] = [],
-    opts: { guard?: CurrentGuard; outbox?: OutboxEvent } = {},
+    opts: WriteRecords = {},
   ): Promise<PutResult> {
     return this.#change(() => {
       const result = this.#putVersion(v, chunks, opts.guard);
       if (opts.outbox) this.#events.append(opts.outbox);
+      for (const job of opts.jobs ?? []) this.#jobs.insert(job);
       return result;
     }, () => ({ key: v.key, versionId: v.versionId ?? "", bytes: v.size }));
   }
@@ -808,7 +817,7 @@ export class SqliteMetaStore implements MetaStore {
     upload: UploadRecord,
     parts: number[],
     version: ObjectVersion,
-    opts: { guard?: CurrentGuard; outbox?: OutboxEvent } = {},
+    opts: WriteRecords = {},
   ): Promise<PutResult | undefined> {
     return this.#change(
       () => {
@@ -816,6 +825,7 @@ export class SqliteMetaStore implements MetaStore {
         if (!chunks) return undefined;
         const result = this.#putVersion(version, chunks, opts.guard);
         if (opts.outbox) this.#events.append(opts.outbox);
+        for (const job of opts.jobs ?? []) this.#jobs.insert(job);
         const dropped = this.#uploads.remove(upload.uploadId);
         this.#uploads.recordCompleted({
           uploadId: upload.uploadId,
@@ -904,6 +914,38 @@ export class SqliteMetaStore implements MetaStore {
 
   updateKmsKey(key: KmsKeyRecord): Promise<boolean> {
     return this.#change(() => this.#kms.update(key), () => ({ key: key.id }));
+  }
+
+  createJob(job: NewJob): Promise<void> {
+    return this.#change(() => this.#jobs.insert(job));
+  }
+
+  getJob(id: string): Promise<JobRecord | undefined> {
+    return Promise.resolve(this.#jobs.get(id));
+  }
+
+  listJobs(
+    query: { bucket?: string; state?: JobState; after?: number; limit: number },
+  ): Promise<JobRecord[]> {
+    return Promise.resolve(this.#jobs.list(query));
+  }
+
+  // Job bookkeeping runs off the request path: group-committed, never audited.
+  claimJob(now: number): Promise<JobRecord | undefined> {
+    if (!this.#jobs.due(now)) return Promise.resolve(undefined);
+    return this.#batch.run(() => this.#jobs.claim(now));
+  }
+
+  finishJob(id: string, outcome: JobOutcome): Promise<void> {
+    return this.#batch.run(() => this.#jobs.finish(id, outcome, Date.now()));
+  }
+
+  pruneJobs(before: number): Promise<number> {
+    return this.#batch.run(() => this.#jobs.prune(before));
+  }
+
+  requeueRunningJobs(): Promise<number> {
+    return this.#batch.run(() => this.#jobs.requeueRunning(Date.now()));
   }
 
   createShare(share: ShareRecord): Promise<void> {

@@ -365,4 +365,29 @@ export const MIGRATIONS: string[] = [
     versions TEXT NOT NULL
   );
   `,
+  `
+  -- Transformation jobs (src/transform/): inserted in the transaction of the write that matched a
+  -- bucket's rule, or by POST /api/v1/jobs; seq orders them for paging.
+  CREATE TABLE transform_jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    version_id TEXT,
+    spec TEXT NOT NULL,
+    rule TEXT,
+    requester TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    run_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    error TEXT,
+    output_bucket TEXT,
+    output_key TEXT,
+    output_version_id TEXT
+  );
+  CREATE INDEX transform_jobs_due ON transform_jobs(state, run_at, seq);
+  CREATE INDEX transform_jobs_by_bucket ON transform_jobs(bucket, seq);
+  `,
 ];

@@ -248,7 +248,8 @@ export type BucketConfigKind =
   | "notification"
   | "encryption"
   | "website"
-  | "logging";
+  | "logging"
+  | "transform";
 
 /**
  * An event a write records in the outbox (DESIGN.md §6): committed in the same transaction as
@@ -441,6 +442,62 @@ export interface ShareRecord {
   revokedAt?: number;
 }
 
+export type JobState = "queued" | "running" | "done" | "failed";
+
+/** A transformation job to record (src/transform/): what to do is the JSON `spec`. */
+export interface NewJob {
+  id: string;
+  bucket: string;
+  key: string;
+  /** The source version; undefined: the current one when the job runs. */
+  versionId?: string;
+  /** The transformation as JSON (src/transform/spec.ts): actions and output. */
+  spec: string;
+  /** The rule that enqueued it; undefined for jobs asked for through the API. */
+  rule?: string;
+  /** Principal id the job was enqueued for (the writer, or the API caller). */
+  requester: string;
+  createdAt: number;
+}
+
+export interface JobRecord extends NewJob {
+  /** Position in the job log: paging goes by it. */
+  seq: number;
+  state: JobState;
+  attempts: number;
+  /** When a queued job may run (epoch ms): later than now while it backs off. */
+  runAt: number;
+  updatedAt: number;
+  error?: string;
+  outputBucket?: string;
+  outputKey?: string;
+  outputVersionId?: string;
+}
+
+/** How a run ended: done with its output, queued again after a delay, or failed for good. */
+export type JobOutcome =
+  | { state: "done"; outputBucket: string; outputKey: string; outputVersionId: string }
+  | { state: "queued"; runAt: number; error: string }
+  | { state: "failed"; error: string };
+
+/** The transformation jobs (issue 19); writes enqueue theirs through putObjectVersion's `jobs`. */
+export interface JobStore {
+  /** Records a queued job in its own transaction (jobs asked for through the API). */
+  createJob(job: NewJob): Promise<void>;
+  getJob(id: string): Promise<JobRecord | undefined>;
+  /** Jobs in seq order after `after`, of one bucket and state when given, at most `limit`. */
+  listJobs(
+    query: { bucket?: string; state?: JobState; after?: number; limit: number },
+  ): Promise<JobRecord[]>;
+  /** Takes the oldest queued job due at `now`: running, one attempt more; undefined if none. */
+  claimJob(now: number): Promise<JobRecord | undefined>;
+  finishJob(id: string, outcome: JobOutcome): Promise<void>;
+  /** Queues again the jobs left running by a stop or crash; returns how many. */
+  requeueRunningJobs(): Promise<number>;
+  /** Removes done and failed jobs last changed before `before` (epoch ms); returns how many. */
+  pruneJobs(before: number): Promise<number>;
+}
+
 /** The audit chain, the error log and shares (issue 16). */
 export interface RecordStore {
   /** Appends an entry in its own transaction (requests that changed nothing). */
@@ -477,7 +534,14 @@ export interface RecordStore {
   countShareUpload(id: string): Promise<void>;
 }
 
-export interface MetaStore extends EventLog, RecordStore {
+/** What a new version commits with: its guard, its event and the transformation jobs it starts. */
+export interface WriteRecords {
+  guard?: CurrentGuard;
+  outbox?: OutboxEvent;
+  jobs?: NewJob[];
+}
+
+export interface MetaStore extends EventLog, RecordStore, JobStore {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
   /** The owner's buckets in name order: names starting with `prefix`, after `after`. */
@@ -494,12 +558,12 @@ export interface MetaStore extends EventLog, RecordStore {
    * Makes `version` the current version of its key in one transaction, with its chunks (whose
    * reference counts rise, new chunks being recorded). When it is the "null" version, the
    * previous "null" version of the key is replaced and its chunk references dropped. `guard`
-   * runs first, in the same transaction; `outbox` is recorded with the change.
+   * runs first, in the same transaction; `outbox` and `jobs` are recorded with the change.
    */
   putObjectVersion(
     version: ObjectVersion,
     chunks?: VersionChunk[],
-    opts?: { guard?: CurrentGuard; outbox?: OutboxEvent },
+    opts?: WriteRecords,
   ): Promise<PutResult>;
   /** The current version (no id given) or a specific one. */
   getObjectVersion(
@@ -616,7 +680,7 @@ export interface MetaStore extends EventLog, RecordStore {
     upload: UploadRecord,
     parts: number[],
     version: ObjectVersion,
-    opts?: { guard?: CurrentGuard; outbox?: OutboxEvent },
+    opts?: WriteRecords,
   ): Promise<PutResult | undefined>;
   /** The answer of an upload completed within COMPLETED_UPLOAD_RETENTION_MS. */
   getCompletedUpload(uploadId: string): Promise<CompletedUpload | undefined>;

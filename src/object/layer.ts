@@ -5,7 +5,6 @@ import type {
   BatchDelete,
   BucketRecord,
   ChecksumRecord,
-  CurrentGuard,
   ListPage,
   ListQuery,
   MetaStore,
@@ -28,7 +27,7 @@ import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
 import { checkWriteCondition, commitGuard, type WriteCondition } from "./write_condition.ts";
 import { toHex } from "../http/hex.ts";
 import { type ChecksumAlgorithm, ChecksumCheck } from "../http/checksum.ts";
-import type { OutboxEvent } from "../meta/store.ts";
+import type { NewJob, OutboxEvent, WriteRecords } from "../meta/store.ts";
 import type { EventName } from "../events/names.ts";
 import { type EventOrigin, objectEvent, removalEvent } from "../events/outbox.ts";
 import { Signal } from "../events/signal.ts";
@@ -167,9 +166,18 @@ function tooLarge(): S3Error {
   );
 }
 
+/** The jobs a new version starts (the transformation rules, src/transform/), committed with it. */
+export type JobsFor = (
+  version: ObjectVersion,
+  event: EventName,
+  origin: EventOrigin,
+) => Promise<NewJob[]>;
+
 export class ObjectLayer {
   /** Fired after every commit that recorded events (outbox consumers and feeds wait on it). */
   readonly committed = new Signal();
+  /** Set when transformations run (main.ts); writes without an origin start no job. */
+  jobsFor?: JobsFor;
   readonly #read: ReadLimits;
 
   constructor(
@@ -242,14 +250,13 @@ export class ObjectLayer {
           ? { kind: "inline", bytes: written.inline }
           : { kind: "chunks", vid: 0 },
       };
+      const eventName = input.eventName ?? "ObjectCreated:Put";
       const outbox = input.origin &&
-        objectEvent(input.eventName ?? "ObjectCreated:Put", version, {
-          origin: input.origin,
-          owner: bucket.owner,
-        });
+        objectEvent(eventName, version, { origin: input.origin, owner: bucket.owner });
       await this.#commit(version, written.chunks, {
         guard: commitGuard(input.condition, input.key),
         outbox,
+        jobs: await this.jobsOf(version, eventName, input.origin),
       });
       return version;
     } finally {
@@ -284,7 +291,7 @@ export class ObjectLayer {
   async #commit(
     version: ObjectVersion,
     chunks: VersionChunk[],
-    opts: { guard?: CurrentGuard; outbox?: OutboxEvent } = {},
+    opts: WriteRecords = {},
   ): Promise<void> {
     try {
       const { freed } = await this.meta.putObjectVersion(version, chunks, opts);
@@ -294,6 +301,15 @@ export class ObjectLayer {
       if (err instanceof MissingBucketError) throw noSuchBucket(version.bucket);
       throw err;
     }
+  }
+
+  /** The jobs a write by `origin` starts (none without one, or without transformations). */
+  async jobsOf(
+    version: ObjectVersion,
+    event: EventName,
+    origin: EventOrigin | undefined,
+  ): Promise<NewJob[] | undefined> {
+    return origin && this.jobsFor ? await this.jobsFor(version, event, origin) : undefined;
   }
 
   /** The version to read, or NoSuchKey / NoSuchVersion. */
@@ -476,7 +492,8 @@ export class ObjectLayer {
       };
       const outbox = input.origin &&
         objectEvent("ObjectCreated:Copy", version, { origin: input.origin, owner: bucket.owner });
-      await this.#commit(version, chunks, { outbox });
+      const jobs = await this.jobsOf(version, "ObjectCreated:Copy", input.origin);
+      await this.#commit(version, chunks, { outbox, jobs });
       return version;
     } finally {
       await releaseAll(this.chunks, chunks);

@@ -179,11 +179,12 @@ export async function completeUpload(
       origin: opts.origin,
       owner: bucket.owner,
     });
+  const jobs = await layer.jobsOf(version, "ObjectCreated:CompleteMultipartUpload", opts.origin);
   const result = await layer.meta.completeUpload(
     upload,
     chosen.map((p) => p.partNumber),
     version,
-    { guard: commitGuard(condition, upload.key), outbox },
+    { guard: commitGuard(condition, upload.key), outbox, jobs },
   );
   if (!result) throw noSuchUpload(upload.uploadId);
   if (outbox) layer.committed.fire();
