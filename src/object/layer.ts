@@ -27,7 +27,7 @@ import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
 import { checkWriteCondition, commitGuard, type WriteCondition } from "./write_condition.ts";
 import { toHex } from "../http/hex.ts";
 import { type ChecksumAlgorithm, ChecksumCheck } from "../http/checksum.ts";
-import type { NewJob, OutboxEvent, WriteRecords } from "../meta/store.ts";
+import type { NewJob, WriteRecords } from "../meta/store.ts";
 import type { EventName } from "../events/names.ts";
 import { type EventOrigin, objectEvent, removalEvent } from "../events/outbox.ts";
 import { Signal } from "../events/signal.ts";
