@@ -34,6 +34,7 @@ import { Notifier } from "./src/events/notifier.ts";
 import type { NotificationTarget } from "./src/events/target.ts";
 import { backgroundThrottle, openDriveMonitor, startOps } from "./src/ops/ops.ts";
 import { AccessLog, withAccessLog } from "./src/ops/access_log.ts";
+import { ClusterNode } from "./src/cluster/node.ts";
 import {
   checkDataDirs,
   explainListenError,
@@ -235,6 +236,7 @@ async function start() {
     windowMs: config.signInWindow * 1000,
   });
   const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
+  const cluster = config.cluster ? new ClusterNode(config.cluster) : undefined;
   const appHandler = createHandler({
     config,
     layer,
@@ -254,6 +256,7 @@ async function start() {
       maxFailures: config.signInLimit,
       windowMs: config.signInWindow * 1000,
     }),
+    cluster,
   });
 
   const handler = accessLog ? withAccessLog(accessLog, config.trustProxy, appHandler) : appHandler;
@@ -261,6 +264,7 @@ async function start() {
   setBodyTimeout(config.bodyTimeout * 1000);
   const server = listen(config, tlsPair, handler);
   ops.metrics.countConnections(() => server.open);
+  cluster?.start();
 
   const tightening = tightenInBackground([config.dataDir, ...drives.list.map((d) => d.path)]);
   const sweep = sweepDrives(chunks, startedAt).then(
@@ -273,6 +277,8 @@ async function start() {
     if (stopping) return;
     stopping = true;
     log("info", "Shutting down", { signal });
+    // Heartbeats stop and the other nodes hear this one is going, while it still answers.
+    await cluster?.stop();
     await inFlight.drain(SHUTDOWN_DRAIN_MS);
     // A client that stalls mid-body would keep shutdown() waiting forever: bound it.
     await Promise.race([server.shutdown(), new Promise((r) => setTimeout(r, SHUTDOWN_CLOSE_MS))]);

@@ -11,6 +11,7 @@ import { type AppDeps, handleProtocol, newRequestId } from "./protocol.ts";
 import { currentAudit, newScope, runAudited } from "./audit/scope.ts";
 import { handleShare } from "./share/public.ts";
 import { handleBrowse } from "./web/browse.ts";
+import { clusterOff } from "./cluster/node.ts";
 
 export type { AppDeps };
 
@@ -81,6 +82,9 @@ async function dispatch(
   client: string,
 ): Promise<Response> {
   if (isExactly(req.url, "/metrics")) return await handleMetrics(req, deps, client, checkBasicAuth);
+  if (isUnder(req.url, "/cluster")) {
+    return deps.cluster ? await deps.cluster.handle(req) : clusterOff(req);
+  }
   const admin = isUnder(req.url, "/admin");
   if (admin || isUnder(req.url, "/api/v1")) {
     if (!(await roomFor(req.method, deps))) return diskFull(req);

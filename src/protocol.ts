@@ -35,6 +35,7 @@ import { currentAudit } from "./audit/scope.ts";
 import { type AuditRecorder, principalName } from "./audit/recorder.ts";
 import { handleSts, isStsRequest } from "./api/sts.ts";
 import type { Ops } from "./ops/ops.ts";
+import type { ClusterNode } from "./cluster/node.ts";
 import { declaredLength } from "./ops/metrics.ts";
 
 export interface AppDeps {
@@ -57,6 +58,8 @@ export interface AppDeps {
   audit: AuditRecorder;
   /** Drive monitoring and healing, health probes, metrics, backups. */
   ops: Ops;
+  /** Membership and node calls (src/cluster/); undefined when clustering is off. */
+  cluster?: ClusterNode;
 }
 
 /** Served while the disk reserve is released (the disk is full): they read or free space. */
