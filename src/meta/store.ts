@@ -448,7 +448,53 @@ export interface RecordStore {
   countShareUpload(id: string): Promise<void>;
 }
 
-export interface MetaStore extends EventLog, RecordStore {
+/** Last-writer-wins order of replicated changes: milliseconds, then node id. */
+export interface ChangeStamp {
+  ms: number;
+  node: string;
+}
+
+/** A bucket as it is replicated between nodes: its record and documents, null once deleted. */
+export interface BucketState {
+  bucket: string;
+  stamp: ChangeStamp;
+  state: {
+    owner: string;
+    createdAt: number;
+    region: string;
+    versioning: "" | "Enabled" | "Suspended";
+    objectLock: boolean;
+    configs: Partial<Record<BucketConfigKind, string>>;
+  } | null;
+}
+
+/** A queued bucket change with the bucket's state now (src/cluster/replication.ts). */
+export interface BucketChange extends BucketState {
+  seq: number;
+  /** When it was queued here (ms), for the lag shown in GET /admin/cluster. */
+  queuedAt: number;
+}
+
+/**
+ * The durable queue of bucket changes sent to the other nodes (clustering only). One row per
+ * bucket, moved to the end of the queue by each change committed in the change's own
+ * transaction; every node keeps its own cursor into it.
+ */
+export interface ReplicationQueue {
+  /** Changes queued after `after`, oldest first, at most `limit`. */
+  bucketChanges(after: number, limit: number): Promise<BucketChange[]>;
+  /**
+   * Applies another node's bucket state when its stamp is newer than the last change here (then
+   * it is queued to the other nodes too); "kept" when a deletion finds objects or uploads here.
+   */
+  applyBucketState(state: BucketState): Promise<"applied" | "stale" | "kept">;
+  replicationCursor(node: string): Promise<number>;
+  setReplicationCursor(node: string, seq: number): Promise<void>;
+  /** How many changes are queued after `after`, and when the oldest of them was queued. */
+  replicationBacklog(after: number): Promise<{ depth: number; oldest?: number }>;
+}
+
+export interface MetaStore extends EventLog, RecordStore, ReplicationQueue {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
   /** The owner's buckets in name order: names starting with `prefix`, after `after`. */
