@@ -87,9 +87,9 @@ async function startLdap(config: Config, meta: SqliteMetaStore): Promise<LdapSer
 }
 
 /** The metadata store; a database that cannot be opened stops the start with one line. */
-function openMetadata(path: string, audit: boolean): SqliteMetaStore {
+function openMetadata(path: string, audit: boolean, clusterNode?: string): SqliteMetaStore {
   try {
-    return new SqliteMetaStore(path, { audit });
+    return new SqliteMetaStore(path, { audit, clusterNode });
   } catch (err) {
     console.error(
       `The metadata database ${path} cannot be opened (${
@@ -153,7 +153,7 @@ async function start() {
     console.log(`  access key / user:     ${admin.user}`);
     console.log(`  secret key / password: ${admin.password}`);
   }
-  const meta = openMetadata(join(config.dataDir, "meta.db"), config.audit);
+  const meta = openMetadata(join(config.dataDir, "meta.db"), config.audit, config.cluster?.nodeId);
   if (config.checkOnStart) {
     const problems = await meta.quickCheck().catch((err) => [String(err)]);
     if (problems.join() !== "ok") {
@@ -236,7 +236,7 @@ async function start() {
     windowMs: config.signInWindow * 1000,
   });
   const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
-  const cluster = config.cluster ? new ClusterNode(config.cluster) : undefined;
+  const cluster = config.cluster ? new ClusterNode(config.cluster, meta) : undefined;
   const appHandler = createHandler({
     config,
     layer,

@@ -30,7 +30,10 @@ export function opsRoute(
     case "backup":
       return backup(req, deps, url);
     case "cluster":
-      return only(req, "GET", () => clusterView(deps.cluster));
+      if (req.method !== "GET") {
+        return Promise.reject(new ApiError(405, "method_not_allowed", "Use GET."));
+      }
+      return clusterView(deps.cluster).then((view) => jsonResponse(200, view));
   }
   return undefined;
 }

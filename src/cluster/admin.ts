@@ -1,9 +1,11 @@
 // GET /admin/cluster: this node's view of the cluster, as the administration API shows it.
 import type { ClusterNode } from "./node.ts";
 
-export function clusterView(cluster: ClusterNode | undefined): Record<string, unknown> {
+export async function clusterView(
+  cluster: ClusterNode | undefined,
+): Promise<Record<string, unknown>> {
   if (!cluster) return { enabled: false, node: null, nodes: [], total: 0 };
-  const status = cluster.status();
+  const status = await cluster.status();
   const now = Date.now();
   const nodes = status.nodes.map((n) => ({
     id: n.id,
@@ -14,6 +16,11 @@ export function clusterView(cluster: ClusterNode | undefined): Record<string, un
     seconds_since_heartbeat: n.lastHeartbeat === undefined
       ? null
       : Math.max(0, Math.round((now - n.lastHeartbeat) / 100) / 10),
+    // Bucket changes this node has yet to deliver there, and how long the oldest has waited.
+    ...(n.self ? {} : {
+      queue_depth: n.queueDepth ?? 0,
+      lag_seconds: Math.round((n.lagMs ?? 0) / 100) / 10,
+    }),
   }));
   return { enabled: true, node: status.node, nodes, total: nodes.length };
 }

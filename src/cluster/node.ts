@@ -9,9 +9,12 @@ import { Membership, type MemberView, type NodeRef, nodeRef } from "./membership
 import { NonceCache } from "./nonces.ts";
 import type { ClusterConfig } from "./settings.ts";
 import { WINDOW_MS } from "./signature.ts";
+import type { BucketState, ReplicationQueue } from "../meta/store.ts";
+import { BucketReplicator, parseBucketState } from "./replication.ts";
 
-/** Bytes a join, heartbeat, ping or message body may have. */
+/** Bytes a join, heartbeat or ping body may have; a message (bucket states) may have more. */
 const BODY_LIMIT = 64 * 1024;
+const MESSAGE_LIMIT = 8 * 1024 * 1024;
 /** Nonces remembered at most (a few hundred calls a second across the window). */
 const NONCE_LIMIT = 200_000;
 /** How long a stopping node waits for the others to take note. */
@@ -20,10 +23,18 @@ const LEAVE_TIMEOUT_MS = 2000;
 export interface ClusterStatus {
   enabled: true;
   node: NodeRef;
-  nodes: (MemberView & { self: boolean })[];
+  nodes: (MemberView & { self: boolean; queueDepth?: number; lagMs?: number })[];
 }
 
 type Route = (call: VerifiedCall, json: Record<string, unknown>) => unknown;
+
+interface RouteSpec {
+  method: string;
+  run: Route;
+  /** Routine routes (heartbeats, pings) leave no audit entry when they succeed. */
+  routine?: boolean;
+  bodyLimit?: number;
+}
 
 export class ClusterNode {
   readonly membership: Membership;
@@ -32,13 +43,22 @@ export class ClusterNode {
   #stopped = false;
   /** Seeds that answered a join; later rounds reach them by their advertised URLs. */
   #joinedSeeds = new Set<string>();
-  /** Routine routes (heartbeats, pings) leave no audit entry when they succeed. */
-  #routes: Record<string, { method: string; run: Route; routine?: boolean }>;
+  #routes: Record<string, RouteSpec>;
+  #replicator: BucketReplicator;
 
-  constructor(readonly config: ClusterConfig) {
+  constructor(readonly config: ClusterConfig, readonly queue: ReplicationQueue) {
     this.membership = new Membership(
       { id: config.nodeId, url: config.advertiseUrl },
       { suspectMs: config.suspectMs, deadMs: config.deadMs },
+    );
+    this.#replicator = new BucketReplicator(
+      queue,
+      this.membership,
+      (url, body) =>
+        callNode(url, "/cluster/message", {
+          ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
+          body,
+        }),
     );
     this.#routes = {
       join: { method: "POST", run: (call, json) => this.#joined(call, json) },
@@ -52,7 +72,11 @@ export class ClusterNode {
         run: () => ({ node: this.membership.self, time: Date.now() }),
         routine: true,
       },
-      message: { method: "POST", run: (call, json) => this.#message(call, json) },
+      message: {
+        method: "POST",
+        run: (call, json) => this.#message(call, json),
+        bodyLimit: MESSAGE_LIMIT,
+      },
     };
   }
 
@@ -63,12 +87,14 @@ export class ClusterNode {
       seeds: this.config.seeds,
     });
     void this.#tick();
+    this.#replicator.start();
   }
 
   /** Stops heartbeats and tells the nodes that are alive that this one is going. */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    this.#replicator.stop();
     const alive = this.membership.view().filter((m) => m.state === "alive");
     await Promise.allSettled(
       alive.map((m) =>
@@ -80,15 +106,19 @@ export class ClusterNode {
     );
   }
 
-  status(): ClusterStatus {
+  /** This node's view, with the bucket changes each other node has yet to receive. */
+  async status(): Promise<ClusterStatus> {
     const self = { ...this.membership.self, state: "alive" as const, lastHeartbeat: Date.now() };
+    const others = await Promise.all(
+      this.membership.view().map(async (m) => {
+        const { depth, lagMs } = await this.#replicator.backlog(m.id);
+        return { ...m, self: false, queueDepth: depth, lagMs };
+      }),
+    );
     return {
       enabled: true,
       node: this.membership.self,
-      nodes: [
-        { ...self, self: true },
-        ...this.membership.view().map((m) => ({ ...m, self: false })),
-      ],
+      nodes: [{ ...self, self: true }, ...others],
     };
   }
 
@@ -109,11 +139,11 @@ export class ClusterNode {
       const call = await verifyCall(req, {
         secret: this.config.secret,
         nonces: this.#nonces,
-        bodyLimit: BODY_LIMIT,
+        bodyLimit: route.bodyLimit ?? BODY_LIMIT,
       });
       if (scope) scope.principal = `node:${call.node}`;
       const json = route.method === "GET" ? {} : callJson(call);
-      const value = route.run(call, json);
+      const value = await route.run(call, json);
       if (scope) scope.routine = route.routine;
       return signedAnswer(this.config.secret, call.nonce, 200, value);
     } catch (err) {
@@ -153,6 +183,7 @@ export class ClusterNode {
   }
 
   #message(call: VerifiedCall, json: Record<string, unknown>) {
+    if (json.type === "buckets") return this.#applyBuckets(call, json.changes);
     if (json.type === "leave") {
       this.#sender(call, json);
       this.membership.leaving(call.node);
@@ -160,6 +191,29 @@ export class ClusterNode {
       return { ok: true };
     }
     throw new ApiError(400, "unknown_message", "Unknown cluster message type.");
+  }
+
+  /** Bucket states from another node, applied in order (each in its own transaction). */
+  async #applyBuckets(call: VerifiedCall, changes: unknown) {
+    if (!Array.isArray(changes)) {
+      throw new ApiError(400, "invalid_message", "A buckets message needs a changes array.");
+    }
+    const states = changes.map(parseBucketState);
+    if (states.some((s) => s === undefined)) {
+      throw new ApiError(400, "invalid_message", "A bucket change is malformed.");
+    }
+    const outcomes = { applied: 0, stale: 0, kept: 0 };
+    for (const state of states as BucketState[]) {
+      const outcome = await this.queue.applyBucketState(state);
+      outcomes[outcome]++;
+      if (outcome === "kept") {
+        log("warn", "A replicated bucket deletion was not applied: the bucket holds data here", {
+          bucket: state.bucket,
+          from: call.node,
+        });
+      }
+    }
+    return outcomes;
   }
 
   #learn(members: unknown): void {

@@ -15,7 +15,7 @@ import { SqliteOps } from "./sqlite_ops.ts";
 import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import { SqliteSts } from "./sqlite_sts.ts";
-import { SqliteCluster } from "./sqlite_cluster.ts";
+import { type BucketItem, SqliteCluster } from "./sqlite_cluster.ts";
 import type {
   AuditQuery,
   BatchDelete,
@@ -188,8 +188,8 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   /** Queues a bucket change for the other nodes; inside the change's transaction. */
-  #bucketChanged(bucket: string): void {
-    if (this.#replicating) this.#cluster.changed(bucket);
+  #bucketChanged(bucket: string, ...items: BucketItem[]): void {
+    if (this.#replicating) this.#cluster.changed(bucket, items);
   }
 
   /**
@@ -256,7 +256,7 @@ export class SqliteMetaStore implements MetaStore {
           "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING",
       ).run(b.name, b.owner, b.createdAt, b.region, b.versioning, b.objectLock ? 1 : 0);
       if (result.changes !== 1) return "exists" as const;
-      this.#bucketChanged(b.name);
+      this.#bucketChanged(b.name, "record", "versioning", "objectLock");
       return "created" as const;
     }, (r) => r === "created" ? {} : undefined);
   }
@@ -292,7 +292,7 @@ export class SqliteMetaStore implements MetaStore {
       const freed = this.#uploads.removeAll(name);
       this.#stmt("DELETE FROM bucket_configs WHERE bucket = ?").run(name);
       this.#stmt("DELETE FROM buckets WHERE name = ?").run(name);
-      this.#bucketChanged(name);
+      this.#bucketChanged(name, "record");
       return { outcome: "deleted" as const, freed };
     }, (r) => r.outcome === "deleted" ? {} : undefined);
   }
@@ -591,7 +591,7 @@ export class SqliteMetaStore implements MetaStore {
       const result = this.#stmt(
         "UPDATE buckets SET object_lock = 1, versioning = 'Enabled' WHERE name = ?",
       ).run(bucket);
-      if (result.changes === 1) this.#bucketChanged(bucket);
+      if (result.changes === 1) this.#bucketChanged(bucket, "objectLock", "versioning");
     });
   }
 
@@ -602,7 +602,7 @@ export class SqliteMetaStore implements MetaStore {
         bucket,
       );
       if (result.changes !== 1) throw new MissingBucketError(bucket);
-      this.#bucketChanged(bucket);
+      this.#bucketChanged(bucket, "versioning");
     });
   }
 
@@ -625,7 +625,7 @@ export class SqliteMetaStore implements MetaStore {
         "INSERT INTO bucket_configs (bucket, kind, value) VALUES (?, ?, ?) " +
           "ON CONFLICT(bucket, kind) DO UPDATE SET value = excluded.value",
       ).run(bucket, kind, value);
-      this.#bucketChanged(bucket);
+      this.#bucketChanged(bucket, `config:${kind}`);
     });
   }
 
@@ -633,7 +633,7 @@ export class SqliteMetaStore implements MetaStore {
     return this.#change(() => {
       const result = this.#stmt("DELETE FROM bucket_configs WHERE bucket = ? AND kind = ?")
         .run(bucket, kind);
-      if (result.changes > 0) this.#bucketChanged(bucket);
+      if (result.changes > 0) this.#bucketChanged(bucket, `config:${kind}`);
     });
   }
 

@@ -1,13 +1,17 @@
-// The cluster's bucket-change queue in SQLite (tables cluster_changes and cluster_cursors, see
-// ReplicationQueue in store.ts). Writes run inside the caller's transaction.
+// The cluster's bucket-change queue in SQLite (tables cluster_changes, cluster_stamps and
+// cluster_cursors; see ReplicationQueue in store.ts). Writes run inside the caller's transaction.
 import type { SQLInputValue, StatementSync } from "node:sqlite";
-import type { BucketChange, BucketConfigKind, BucketState, ChangeStamp } from "./store.ts";
+import type { BucketChange, BucketConfigKind, BucketState, ChangeStamp, Stamped } from "./store.ts";
 
 type Row = Record<string, SQLInputValue>;
 type Prepare = (sql: string) => StatementSync;
 
+/** The parts of a bucket stamped separately; documents are `config:<kind>`. */
+export type BucketItem = "record" | "versioning" | "objectLock" | `config:${BucketConfigKind}`;
+
 /** Whether stamp `a` comes after `b` (milliseconds, then node id). */
-export function newer(a: ChangeStamp, b: ChangeStamp): boolean {
+export function newer(a: ChangeStamp, b: ChangeStamp | undefined): boolean {
+  if (!b) return true;
   return a.ms !== b.ms ? a.ms > b.ms : a.node > b.node;
 }
 
@@ -15,42 +19,70 @@ export class SqliteCluster {
   /** `node`: this node's id, the stamp of its own changes. */
   constructor(readonly stmt: Prepare, readonly node: string) {}
 
-  #stamp(bucket: string): ChangeStamp | undefined {
-    const row = this.stmt("SELECT stamp_ms, stamp_node FROM cluster_changes WHERE bucket = ?")
-      .get(bucket) as Row | undefined;
-    return row ? { ms: row.stamp_ms as number, node: row.stamp_node as string } : undefined;
+  #stamps(bucket: string): Map<string, ChangeStamp> {
+    const rows = this.stmt("SELECT item, stamp_ms, stamp_node FROM cluster_stamps WHERE bucket = ?")
+      .all(bucket) as Row[];
+    return new Map(rows.map((r) => [r.item as string, {
+      ms: r.stamp_ms as number,
+      node: r.stamp_node as string,
+    }]));
   }
 
-  /** Moves the bucket's row to the end of the queue with this stamp. */
-  #record(bucket: string, stamp: ChangeStamp): void {
+  #stampItem(bucket: string, item: string, stamp: ChangeStamp): void {
     this.stmt(
-      "INSERT INTO cluster_changes (bucket, seq, stamp_ms, stamp_node, queued_at) " +
-        "VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM cluster_changes), ?, ?, ?) " +
-        "ON CONFLICT(bucket) DO UPDATE SET seq = excluded.seq, stamp_ms = excluded.stamp_ms, " +
-        "stamp_node = excluded.stamp_node, queued_at = excluded.queued_at",
-    ).run(bucket, stamp.ms, stamp.node, Date.now());
+      "INSERT INTO cluster_stamps (bucket, item, stamp_ms, stamp_node) VALUES (?, ?, ?, ?) " +
+        "ON CONFLICT(bucket, item) DO UPDATE SET stamp_ms = excluded.stamp_ms, " +
+        "stamp_node = excluded.stamp_node",
+    ).run(bucket, item, stamp.ms, stamp.node);
+  }
+
+  /** Moves the bucket's row to the end of the queue. */
+  #enqueue(bucket: string): void {
+    this.stmt(
+      "INSERT INTO cluster_changes (bucket, seq, queued_at) " +
+        "VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM cluster_changes), ?) " +
+        "ON CONFLICT(bucket) DO UPDATE SET seq = excluded.seq, queued_at = excluded.queued_at",
+    ).run(bucket, Date.now());
   }
 
   /** A change made here; its stamp comes after every earlier change of the bucket. */
-  changed(bucket: string): void {
-    const last = this.#stamp(bucket);
-    this.#record(bucket, { ms: Math.max(Date.now(), (last?.ms ?? 0) + 1), node: this.node });
+  changed(bucket: string, items: BucketItem[]): void {
+    const latest = Math.max(0, ...[...this.#stamps(bucket).values()].map((s) => s.ms));
+    const stamp = { ms: Math.max(Date.now(), latest + 1), node: this.node };
+    for (const item of items) this.#stampItem(bucket, item, stamp);
+    this.#enqueue(bucket);
   }
 
-  #state(bucket: string): BucketState["state"] {
+  /** The bucket's stamped parts with their values now. */
+  #state(bucket: string): BucketState {
     const row = this.stmt("SELECT * FROM buckets WHERE name = ?").get(bucket) as Row | undefined;
-    if (!row) return null;
-    const configs: Partial<Record<BucketConfigKind, string>> = {};
-    const docs = this.stmt("SELECT kind, value FROM bucket_configs WHERE bucket = ?").all(bucket);
-    for (const doc of docs as Row[]) configs[doc.kind as BucketConfigKind] = doc.value as string;
-    return {
-      owner: row.owner as string,
-      createdAt: row.created_at as number,
-      region: row.region as string,
-      versioning: row.versioning as "" | "Enabled" | "Suspended",
-      objectLock: row.object_lock === 1,
-      configs,
-    };
+    const docs = new Map(
+      (this.stmt("SELECT kind, value FROM bucket_configs WHERE bucket = ?").all(bucket) as Row[])
+        .map((d) => [d.kind as string, d.value as string]),
+    );
+    const state: BucketState = { bucket, configs: {} };
+    for (const [item, stamp] of this.#stamps(bucket)) {
+      if (item === "record") {
+        state.record = {
+          stamp,
+          value: row
+            ? {
+              owner: row.owner as string,
+              createdAt: row.created_at as number,
+              region: row.region as string,
+            }
+            : null,
+        };
+      } else if (!row) continue;
+      else if (item === "versioning") {
+        state.versioning = { stamp, value: row.versioning as "" | "Enabled" | "Suspended" };
+      } else if (item === "objectLock") state.objectLock = { stamp, value: row.object_lock === 1 };
+      else {
+        const kind = item.slice("config:".length) as BucketConfigKind;
+        state.configs[kind] = { stamp, value: docs.get(kind) ?? null };
+      }
+    }
+    return state;
   }
 
   changes(after: number, limit: number): BucketChange[] {
@@ -58,42 +90,67 @@ export class SqliteCluster {
       "SELECT * FROM cluster_changes WHERE seq > ? ORDER BY seq LIMIT ?",
     ).all(after, limit) as Row[];
     return rows.map((row) => ({
-      bucket: row.bucket as string,
+      ...this.#state(row.bucket as string),
       seq: row.seq as number,
       queuedAt: row.queued_at as number,
-      stamp: { ms: row.stamp_ms as number, node: row.stamp_node as string },
-      state: this.#state(row.bucket as string),
     }));
   }
 
-  /** Must run inside the caller's transaction. */
+  /** Merges another node's state part by part, newer stamps winning; in the caller's transaction. */
   apply(s: BucketState): "applied" | "stale" | "kept" {
-    const last = this.#stamp(s.bucket);
-    if (last && !newer(s.stamp, last)) return "stale";
-    if (s.state === null) {
-      const busy = this.stmt(
-        "SELECT EXISTS (SELECT 1 FROM versions WHERE bucket = ?1) OR " +
-          "EXISTS (SELECT 1 FROM uploads WHERE bucket = ?1) AS busy",
-      ).get(s.bucket) as Row;
-      if (busy.busy === 1) return "kept";
-      this.stmt("DELETE FROM bucket_configs WHERE bucket = ?").run(s.bucket);
-      this.stmt("DELETE FROM buckets WHERE name = ?").run(s.bucket);
-    } else {
-      const b = s.state;
-      this.stmt(
-        "INSERT INTO buckets (name, owner, created_at, region, versioning, object_lock) " +
-          "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, " +
-          "created_at = excluded.created_at, region = excluded.region, " +
-          "versioning = excluded.versioning, object_lock = excluded.object_lock",
-      ).run(s.bucket, b.owner, b.createdAt, b.region, b.versioning, b.objectLock ? 1 : 0);
-      this.stmt("DELETE FROM bucket_configs WHERE bucket = ?").run(s.bucket);
-      for (const [kind, value] of Object.entries(b.configs)) {
-        this.stmt("INSERT INTO bucket_configs (bucket, kind, value) VALUES (?, ?, ?)")
-          .run(s.bucket, kind, value as string);
+    const local = this.#stamps(s.bucket);
+    let applied = false;
+    if (s.record && newer(s.record.stamp, local.get("record"))) {
+      if (s.record.value === null) {
+        const busy = this.stmt(
+          "SELECT EXISTS (SELECT 1 FROM versions WHERE bucket = ?1) OR " +
+            "EXISTS (SELECT 1 FROM uploads WHERE bucket = ?1) AS busy",
+        ).get(s.bucket) as Row;
+        if (busy.busy === 1) return "kept";
+        this.stmt("DELETE FROM bucket_configs WHERE bucket = ?").run(s.bucket);
+        this.stmt("DELETE FROM buckets WHERE name = ?").run(s.bucket);
+      } else {
+        const r = s.record.value;
+        this.stmt(
+          "INSERT INTO buckets (name, owner, created_at, region) VALUES (?, ?, ?, ?) " +
+            "ON CONFLICT(name) DO UPDATE SET owner = excluded.owner, " +
+            "created_at = excluded.created_at, region = excluded.region",
+        ).run(s.bucket, r.owner, r.createdAt, r.region);
       }
+      this.#stampItem(s.bucket, "record", s.record.stamp);
+      applied = true;
     }
-    this.#record(s.bucket, s.stamp);
-    return "applied";
+    // The other parts only apply to a bucket that exists here.
+    if (!this.stmt("SELECT 1 FROM buckets WHERE name = ?").get(s.bucket)) {
+      if (applied) this.#enqueue(s.bucket);
+      return applied ? "applied" : "stale";
+    }
+    const take = <T>(item: string, part: Stamped<T> | undefined, set: (value: T) => void) => {
+      if (!part || !newer(part.stamp, local.get(item))) return;
+      set(part.value);
+      this.#stampItem(s.bucket, item, part.stamp);
+      applied = true;
+    };
+    take("versioning", s.versioning, (v) => {
+      this.stmt("UPDATE buckets SET versioning = ? WHERE name = ?").run(v, s.bucket);
+    });
+    take("objectLock", s.objectLock, (v) => {
+      this.stmt("UPDATE buckets SET object_lock = ? WHERE name = ?").run(v ? 1 : 0, s.bucket);
+    });
+    for (const [kind, part] of Object.entries(s.configs)) {
+      take(`config:${kind}`, part, (v) => {
+        if (v === null) {
+          this.stmt("DELETE FROM bucket_configs WHERE bucket = ? AND kind = ?").run(s.bucket, kind);
+        } else {
+          this.stmt(
+            "INSERT INTO bucket_configs (bucket, kind, value) VALUES (?, ?, ?) " +
+              "ON CONFLICT(bucket, kind) DO UPDATE SET value = excluded.value",
+          ).run(s.bucket, kind, v);
+        }
+      });
+    }
+    if (applied) this.#enqueue(s.bucket);
+    return applied ? "applied" : "stale";
   }
 
   cursor(node: string): number {

@@ -38,19 +38,18 @@ Deno.test("changes of one bucket coalesce into one row at the end of the queue",
   const changes = await meta.bucketChanges(0, 10);
   assertEquals(changes.map((c) => [c.bucket, c.seq]), [["b2", 2], ["b1", 4]]);
   const b1 = changes[1];
-  assertEquals(b1.stamp.node, "a");
-  assert(b1.stamp.ms > first[0].stamp.ms, "each change gets a later stamp");
-  assertEquals(b1.state, {
-    owner: "o",
-    createdAt: 1000,
-    region: "r",
-    versioning: "Enabled",
-    objectLock: false,
-    configs: { policy: '{"p":1}' },
-  });
+  assertEquals(b1.record?.value, { owner: "o", createdAt: 1000, region: "r" });
+  assertEquals(b1.versioning?.value, "Enabled");
+  assertEquals(b1.configs, { policy: { stamp: b1.configs.policy!.stamp, value: '{"p":1}' } });
+  // Each change has a later stamp than the one before, and only the parts it touched get it.
+  const created = first[0].record!.stamp;
+  const policy = b1.configs.policy!.stamp;
+  const versioned = b1.versioning!.stamp;
+  assert(created.ms < policy.ms && policy.ms < versioned.ms, JSON.stringify(b1));
+  assertEquals([b1.record!.stamp, versioned.node], [created, "a"]);
   assertEquals((await meta.deleteBucket("b2")).outcome, "deleted");
   const [tomb] = await meta.bucketChanges(4, 10);
-  assertEquals([tomb.bucket, tomb.seq, tomb.state], ["b2", 5, null]);
+  assertEquals([tomb.bucket, tomb.seq, tomb.record?.value], ["b2", 5, null]);
   assertEquals((await meta.replicationBacklog(2)).depth, 2);
   await meta.close();
 });
@@ -67,9 +66,9 @@ Deno.test("another node's state applies when newer, and is queued on for the oth
   // The same state again, or back to its origin, is stale: no loop.
   assertEquals(await b.applyBucketState(change), "stale");
   const [forwarded] = await b.bucketChanges(0, 10);
-  assertEquals(forwarded.stamp, change.stamp);
+  assertEquals(forwarded.configs.tagging, change.configs.tagging);
   assertEquals(await a.applyBucketState(forwarded), "stale");
-  // A later change on b wins on a; its documents replace a's.
+  // Later changes on b win on a: a removed document is removed there too.
   await b.deleteBucketConfig("x", "tagging");
   await b.putBucketConfig("x", "cors", "[1]");
   const [later] = await b.bucketChanges(1, 10);
@@ -78,6 +77,28 @@ Deno.test("another node's state applies when newer, and is queued on for the oth
   assertEquals(await a.getBucketConfig("x", "cors"), "[1]");
   // An older state never overwrites a newer one.
   assertEquals(await a.applyBucketState(change), "stale");
+  assertEquals(await a.getBucketConfig("x", "tagging"), undefined);
+  await a.close();
+  await b.close();
+});
+
+Deno.test("changes of different parts on different nodes both survive", async () => {
+  const a = new SqliteMetaStore(":memory:", { clusterNode: "a" });
+  const b = new SqliteMetaStore(":memory:", { clusterNode: "b" });
+  await a.createBucket(bucket("x"));
+  await b.applyBucketState((await a.bucketChanges(0, 10))[0]);
+  // Concurrently: versioning on a, tags on b (each before hearing of the other).
+  await a.setBucketVersioning("x", "Enabled");
+  await new Promise((r) => setTimeout(r, 2));
+  await b.putBucketConfig("x", "tagging", "{}");
+  const [fromA] = await a.bucketChanges(1, 10);
+  const [fromB] = await b.bucketChanges(1, 10);
+  assertEquals(await a.applyBucketState(fromB), "applied");
+  assertEquals(await b.applyBucketState(fromA), "applied");
+  for (const m of [a, b]) {
+    assertEquals((await m.getBucket("x"))?.versioning, "Enabled");
+    assertEquals(await m.getBucketConfig("x", "tagging"), "{}");
+  }
   await a.close();
   await b.close();
 });
@@ -87,6 +108,7 @@ Deno.test("a deletion is applied to an empty bucket, kept where objects remain",
   const b = new SqliteMetaStore(":memory:", { clusterNode: "b" });
   const c = new SqliteMetaStore(":memory:", { clusterNode: "c" });
   await a.createBucket(bucket("x"));
+  await a.putBucketConfig("x", "cors", "[]");
   const [created] = await a.bucketChanges(0, 10);
   await b.applyBucketState(created);
   await c.applyBucketState(created);
@@ -108,8 +130,12 @@ Deno.test("a deletion is applied to an empty bucket, kept where objects remain",
   const [deleted] = await a.bucketChanges(1, 10);
   assertEquals(await b.applyBucketState(deleted), "applied");
   assertEquals(await b.getBucket("x"), undefined);
+  assertEquals(await b.getBucketConfig("x", "cors"), undefined);
   assertEquals(await c.applyBucketState(deleted), "kept");
   assert(await c.getBucket("x"));
+  // The state from before the deletion does not bring the bucket back.
+  assertEquals(await b.applyBucketState(created), "stale");
+  assertEquals(await b.getBucket("x"), undefined);
   for (const m of [a, b, c]) await m.close();
 });
 

@@ -454,18 +454,23 @@ export interface ChangeStamp {
   node: string;
 }
 
-/** A bucket as it is replicated between nodes: its record and documents, null once deleted. */
+/** A replicated value with the stamp of the change that set it. */
+export interface Stamped<T> {
+  stamp: ChangeStamp;
+  value: T;
+}
+
+/**
+ * A bucket as it is replicated between nodes: each part with its own stamp, so changes of
+ * different parts on different nodes never undo each other. A record of null is a deletion; a
+ * document of null was removed.
+ */
 export interface BucketState {
   bucket: string;
-  stamp: ChangeStamp;
-  state: {
-    owner: string;
-    createdAt: number;
-    region: string;
-    versioning: "" | "Enabled" | "Suspended";
-    objectLock: boolean;
-    configs: Partial<Record<BucketConfigKind, string>>;
-  } | null;
+  record?: Stamped<{ owner: string; createdAt: number; region: string } | null>;
+  versioning?: Stamped<"" | "Enabled" | "Suspended">;
+  objectLock?: Stamped<boolean>;
+  configs: Partial<Record<BucketConfigKind, Stamped<string | null>>>;
 }
 
 /** A queued bucket change with the bucket's state now (src/cluster/replication.ts). */
