@@ -94,7 +94,7 @@ export class ClusterNode {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    this.#replicator.stop();
+    await this.#replicator.stop();
     const alive = this.membership.view().filter((m) => m.state === "alive");
     await Promise.allSettled(
       alive.map((m) =>

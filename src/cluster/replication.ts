@@ -38,7 +38,8 @@ function batch(changes: BucketChange[]): BucketChange[] {
 
 export class BucketReplicator {
   #retry = new Map<string, { failures: number; until: number }>();
-  #busy = new Set<string>();
+  /** Nodes being caught up now, with the promise of that work. */
+  #busy = new Map<string, Promise<void>>();
   #timer?: ReturnType<typeof setTimeout>;
   #stopped = false;
 
@@ -56,16 +57,18 @@ export class BucketReplicator {
       for (const m of this.membership.view(now)) {
         if (m.state !== "alive" || this.#busy.has(m.id)) continue;
         if ((this.#retry.get(m.id)?.until ?? 0) > now) continue;
-        void this.#catchUp(m.id, m.url);
+        this.#busy.set(m.id, this.#catchUp(m.id, m.url));
       }
       this.#timer = setTimeout(round, this.pollMs);
     };
     round();
   }
 
-  stop(): void {
+  /** Stops sending; resolves when the batches on their way have been answered. */
+  async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    await Promise.allSettled(this.#busy.values());
   }
 
   /** Changes not yet delivered to a node, and how long the oldest has waited. */
@@ -78,7 +81,6 @@ export class BucketReplicator {
 
   /** Sends everything after the node's cursor, batch by batch, until none is left or one fails. */
   async #catchUp(node: string, url: string): Promise<void> {
-    this.#busy.add(node);
     try {
       while (!this.#stopped) {
         const cursor = await this.queue.replicationCursor(node);

@@ -20,6 +20,7 @@ import { assert, assertEquals } from "./assert.ts";
 import {
   clusterStatus,
   eventually,
+  rawCall,
   restartNode,
   seenBy,
   startNode,
@@ -152,6 +153,42 @@ Deno.test("cluster: buckets and their configurations reach every node", async (t
         assertEquals(JSON.parse(got).Statement[0].Resource, "arn:aws:s3:::rep-one/*");
       }
     });
+
+    await t.step(
+      "bucket messages unsigned, wrongly signed or malformed change nothing",
+      async () => {
+        const stamp = { ms: Date.now() + 60_000, node: "node-x" };
+        const create = (bucket: string) =>
+          JSON.stringify({
+            type: "buckets",
+            changes: [{
+              bucket,
+              record: { stamp, value: { owner: "intruder", createdAt: 1, region: "us-east-1" } },
+              configs: {},
+            }],
+          });
+        const call = (body: string) => ({ method: "POST", path: "/cluster/message", body });
+        const unsigned = await rawCall(a.url, call(create("evil-one")), "");
+        assertEquals(unsigned.status, 403);
+        await unsigned.body?.cancel();
+        const wrong = await rawCall(a.url, { ...call(create("evil-one")), secret: "x".repeat(40) });
+        assertEquals(wrong.status, 403);
+        await wrong.body?.cancel();
+        const malformed = JSON.stringify({
+          type: "buckets",
+          changes: [JSON.parse(create("evil-two")).changes[0], { bucket: "evil-three" }],
+        });
+        const bad = await rawCall(a.url, call(malformed));
+        assertEquals([bad.status, (await bad.json()).error.code], [400, "invalid_message"]);
+        for (const name of ["evil-one", "evil-two", "evil-three"]) {
+          assertEquals(await exists(s3.a, name), false, name);
+        }
+        // Correctly signed, it is applied (and passed on): the secret is what is trusted.
+        const ok = await rawCall(a.url, call(create("signed-one")));
+        assertEquals(await ok.json(), { applied: 1, stale: 0, kept: 0 });
+        await eventually("passed on to b", () => exists(s3.b, "signed-one"), (x) => x);
+      },
+    );
 
     await t.step("a node that was down catches up: creations, deletions, changes", async () => {
       await s3.a.send(new CreateBucketCommand({ Bucket: "rep-gone" }));
