@@ -202,17 +202,21 @@ export class ClusterNode {
     if (states.some((s) => s === undefined)) {
       throw new ApiError(400, "invalid_message", "A bucket change is malformed.");
     }
+    // Started together, in order: the group commit applies them in one transaction (one fsync),
+    // each in its own savepoint.
+    const results = await Promise.all(
+      (states as BucketState[]).map((state) => this.queue.applyBucketState(state)),
+    );
     const outcomes = { applied: 0, stale: 0, kept: 0 };
-    for (const state of states as BucketState[]) {
-      const outcome = await this.queue.applyBucketState(state);
+    results.forEach((outcome, i) => {
       outcomes[outcome]++;
       if (outcome === "kept") {
         log("warn", "A replicated bucket deletion was not applied: the bucket holds data here", {
-          bucket: state.bucket,
+          bucket: (states[i] as BucketState).bucket,
           from: call.node,
         });
       }
-    }
+    });
     return outcomes;
   }
 

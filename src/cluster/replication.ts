@@ -47,7 +47,7 @@ export class BucketReplicator {
     readonly queue: ReplicationQueue,
     readonly membership: Membership,
     readonly deliver: Deliver,
-    readonly pollMs = 250,
+    readonly pollMs = 100,
   ) {}
 
   start(): void {
