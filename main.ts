@@ -237,6 +237,10 @@ async function start() {
   });
   const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
   const cluster = config.cluster ? new ClusterNode(config.cluster, meta) : undefined;
+  if (cluster) {
+    const queued = await meta.queueUnreplicatedBuckets();
+    if (queued > 0) log("info", "Buckets made before clustering queued for the others", { queued });
+  }
   const appHandler = createHandler({
     config,
     layer,

@@ -645,6 +645,10 @@ export class SqliteMetaStore implements MetaStore {
     return this.#change(() => this.#cluster.apply(state), (r) => r === "applied" ? {} : undefined);
   }
 
+  queueUnreplicatedBuckets(): Promise<number> {
+    return this.#batch.run(() => this.#cluster.queueUnstamped());
+  }
+
   replicationCursor(node: string): Promise<number> {
     return Promise.resolve(this.#cluster.cursor(node));
   }

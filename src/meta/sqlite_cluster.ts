@@ -85,6 +85,36 @@ export class SqliteCluster {
     return state;
   }
 
+  /**
+   * Stamps and queues every bucket with no stamp yet (made before clustering was turned on), its
+   * creation time as the stamp: a change made in the cluster since wins over it. How many.
+   */
+  queueUnstamped(): number {
+    const rows = this.stmt(
+      "SELECT name, created_at FROM buckets WHERE NOT EXISTS (SELECT 1 FROM cluster_stamps " +
+        "WHERE cluster_stamps.bucket = buckets.name AND item = 'record') ORDER BY name",
+    ).all() as Row[];
+    for (const row of rows) {
+      const bucket = row.name as string;
+      const stamp = { ms: row.created_at as number, node: this.node };
+      const kinds = this.stmt("SELECT kind FROM bucket_configs WHERE bucket = ?").all(
+        bucket,
+      ) as Row[];
+      for (
+        const item of [
+          "record",
+          "versioning",
+          "objectLock",
+          ...kinds.map((k) => `config:${k.kind}`),
+        ]
+      ) {
+        this.#stampItem(bucket, item, stamp);
+      }
+      this.#enqueue(bucket);
+    }
+    return rows.length;
+  }
+
   changes(after: number, limit: number): BucketChange[] {
     const rows = this.stmt(
       "SELECT * FROM cluster_changes WHERE seq > ? ORDER BY seq LIMIT ?",

@@ -139,6 +139,39 @@ Deno.test("a deletion is applied to an empty bucket, kept where objects remain",
   for (const m of [a, b, c]) await m.close();
 });
 
+Deno.test("buckets made before clustering are queued once, older than any later change", async () => {
+  const path = await Deno.makeTempFile({ suffix: ".db" });
+  try {
+    const before = new SqliteMetaStore(path);
+    await before.createBucket(bucket("old", { createdAt: 5000 }));
+    await before.putBucketConfig("old", "cors", "[]");
+    await before.close();
+    const a = new SqliteMetaStore(path, { clusterNode: "a" });
+    assertEquals(await a.queueUnreplicatedBuckets(), 1);
+    assertEquals(await a.queueUnreplicatedBuckets(), 0);
+    const [old] = await a.bucketChanges(0, 10);
+    assertEquals(old.record, {
+      stamp: { ms: 5000, node: "a" },
+      value: {
+        owner: "o",
+        createdAt: 5000,
+        region: "r",
+      },
+    });
+    assertEquals(old.configs.cors, { stamp: { ms: 5000, node: "a" }, value: "[]" });
+    // Another node that changed the bucket since keeps its change.
+    const b = new SqliteMetaStore(":memory:", { clusterNode: "b" });
+    await b.applyBucketState(old);
+    await b.deleteBucketConfig("old", "cors");
+    assertEquals(await b.applyBucketState(old), "stale");
+    assertEquals(await b.getBucketConfig("old", "cors"), undefined);
+    await a.close();
+    await b.close();
+  } finally {
+    for (const suffix of ["", "-wal", "-shm"]) await Deno.remove(path + suffix).catch(() => {});
+  }
+});
+
 Deno.test("cursors only move forward", async () => {
   const meta = new SqliteMetaStore(":memory:", { clusterNode: "a" });
   assertEquals(await meta.replicationCursor("b"), 0);

@@ -493,6 +493,11 @@ export interface ReplicationQueue {
    * it is queued to the other nodes too); "kept" when a deletion finds objects or uploads here.
    */
   applyBucketState(state: BucketState): Promise<"applied" | "stale" | "kept">;
+  /**
+   * Queues the buckets that were never queued (made before clustering was on), stamped with
+   * their creation time; how many. Run at start-up in cluster mode.
+   */
+  queueUnreplicatedBuckets(): Promise<number>;
   replicationCursor(node: string): Promise<number>;
   setReplicationCursor(node: string, seq: number): Promise<void>;
   /** How many changes are queued after `after`, and when the oldest of them was queued. */

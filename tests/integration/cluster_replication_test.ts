@@ -18,6 +18,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { assert, assertEquals } from "./assert.ts";
 import {
+  type ClusterNodeProcess,
   clusterStatus,
   eventually,
   rawCall,
@@ -26,7 +27,7 @@ import {
   startNode,
   stopAll,
 } from "./cluster_helpers.ts";
-import { s3Client } from "./server.ts";
+import { s3Client, startServer } from "./server.ts";
 
 async function exists(s3: S3Client, bucket: string): Promise<boolean> {
   try {
@@ -67,6 +68,7 @@ Deno.test("cluster: buckets and their configurations reach every node", async (t
   const a = await startNode("node-a");
   const b = await startNode("node-b", { seeds: [a.url] });
   let c = await startNode("node-c", { seeds: [a.url] });
+  let d: ClusterNodeProcess | undefined;
   const s3 = { a: s3Client(a.server), b: s3Client(b.server), c: () => s3Client(c.server) };
   try {
     await eventually(
@@ -242,7 +244,33 @@ Deno.test("cluster: buckets and their configurations reach every node", async (t
       await new Promise((r) => setTimeout(r, 1000));
       assertEquals(await exists(s3.c(), "rep-one"), true);
     });
+
+    await t.step("a node that held buckets before it joined sends them to all", async () => {
+      const alone = await startServer();
+      await s3Client(alone).send(new CreateBucketCommand({ Bucket: "from-before" }));
+      await s3Client(alone).send(
+        new PutBucketTaggingCommand({
+          Bucket: "from-before",
+          Tagging: { TagSet: [{ Key: "age", Value: "old" }] },
+        }),
+      );
+      await alone.stop();
+      d = await startNode("node-d", { dataDir: alone.dataDir, seeds: [b.url] });
+      for (const [name, s] of [["a", s3.a], ["b", s3.b], ["c", s3.c()]] as const) {
+        await eventually(
+          `from-before on ${name}`,
+          () => tags(s, "from-before"),
+          (v) => v === "age=old",
+        );
+      }
+      // And d received every bucket the others hold.
+      await eventually(
+        "rep-two on d",
+        () => tags(s3Client(d!.server), "rep-two"),
+        (v) => v === "made=while-c-was-down",
+      );
+    });
   } finally {
-    await stopAll([a, b, c]);
+    await stopAll([a, b, c, ...(d ? [d] : [])]);
   }
 });
