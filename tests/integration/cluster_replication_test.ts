@@ -65,7 +65,7 @@ async function timeUntilExists(s3: S3Client, bucket: string, since: number): Pro
 }
 
 Deno.test("cluster: buckets and their configurations reach every node", async (t) => {
-  const a = await startNode("node-a");
+  let a = await startNode("node-a");
   const b = await startNode("node-b", { seeds: [a.url] });
   let c = await startNode("node-c", { seeds: [a.url] });
   let d: ClusterNodeProcess | undefined;
@@ -244,6 +244,27 @@ Deno.test("cluster: buckets and their configurations reach every node", async (t
       await new Promise((r) => setTimeout(r, 1000));
       assertEquals(await exists(s3.c(), "rep-one"), true);
     });
+
+    await t.step(
+      "kill -9 of the sender right after its acknowledgements loses nothing",
+      async () => {
+        const names = Array.from({ length: 30 }, (_, i) => `burst-${i}`);
+        await Promise.all(names.map((Bucket) => s3.a.send(new CreateBucketCommand({ Bucket }))));
+        await a.server.kill();
+        a = await restartNode(a);
+        s3.a = s3Client(a.server);
+        for (const [name, s] of [["b", s3.b], ["c", s3.c()]] as const) {
+          await eventually(
+            `every burst bucket on ${name}`,
+            async () => {
+              const out = await s.send(new ListBucketsCommand({}));
+              return out.Buckets?.filter((x) => x.Name?.startsWith("burst-")).length ?? 0;
+            },
+            (n) => n === names.length,
+          );
+        }
+      },
+    );
 
     await t.step("a node that held buckets before it joined sends them to all", async () => {
       const alone = await startServer();
