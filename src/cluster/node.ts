@@ -144,7 +144,7 @@ export class ClusterNode {
       if (scope) scope.principal = `node:${call.node}`;
       const json = route.method === "GET" ? {} : callJson(call);
       const value = await route.run(call, json);
-      if (scope) scope.routine = route.routine;
+      if (scope && route.routine) scope.routine = true;
       return signedAnswer(this.config.secret, call.nonce, 200, value);
     } catch (err) {
       return apiErrorResponse(err, requestId);
@@ -207,6 +207,10 @@ export class ClusterNode {
     const results = await Promise.all(
       (states as BucketState[]).map((state) => this.queue.applyBucketState(state)),
     );
+    // Each applied change has its own audit entry; the message itself needs none (most messages
+    // that come back around are all stale).
+    const scope = currentAudit();
+    if (scope) scope.routine = true;
     const outcomes = { applied: 0, stale: 0, kept: 0 };
     results.forEach((outcome, i) => {
       outcomes[outcome]++;

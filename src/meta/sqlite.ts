@@ -116,6 +116,8 @@ function toVersion(row: Row): ObjectVersion {
 
 /** What a committed change adds to its request's audit facts. */
 interface ChangeDetail {
+  /** When the request's own bucket is not the one changed (a replicated change). */
+  bucket?: string;
   key?: string;
   versionId?: string;
   bytes?: number;
@@ -127,7 +129,7 @@ function changeFacts(scope: AuditScope, change: ChangeDetail): AuditFacts {
     principal: scope.principal,
     source: scope.source,
     operation: scope.operation,
-    bucket: scope.bucket,
+    bucket: change.bucket ?? scope.bucket,
     key: change.key ?? scope.key,
     versionId: change.versionId ?? "",
     // The change committed: the request succeeded as far as this entry is concerned.
@@ -642,7 +644,10 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   applyBucketState(state: BucketState): Promise<"applied" | "stale" | "kept"> {
-    return this.#change(() => this.#cluster.apply(state), (r) => r === "applied" ? {} : undefined);
+    return this.#change(
+      () => this.#cluster.apply(state),
+      (r) => r === "applied" ? { bucket: state.bucket } : undefined,
+    );
   }
 
   queueUnreplicatedBuckets(): Promise<number> {

@@ -27,7 +27,7 @@ import {
   startNode,
   stopAll,
 } from "./cluster_helpers.ts";
-import { s3Client, startServer } from "./server.ts";
+import { ADMIN_PASSWORD, ADMIN_USER, s3Client, startServer } from "./server.ts";
 
 async function exists(s3: S3Client, bucket: string): Promise<boolean> {
   try {
@@ -189,6 +189,24 @@ Deno.test("cluster: buckets and their configurations reach every node", async (t
         const ok = await rawCall(a.url, call(create("signed-one")));
         assertEquals(await ok.json(), { applied: 1, stale: 0, kept: 0 });
         await eventually("passed on to b", () => exists(s3.b, "signed-one"), (x) => x);
+      },
+    );
+
+    await t.step(
+      "each replicated change is in the audit chain, naming node and bucket",
+      async () => {
+        const res = await fetch(`${b.url}/admin/audit?operation=Cluster:message&limit=1000`, {
+          headers: { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) },
+        });
+        const { entries } = await res.json() as {
+          entries: { principal: string; bucket: string; status: number }[];
+        };
+        assert(
+          entries.some((e) => e.principal === "node:node-a" && e.bucket === "rep-one"),
+          JSON.stringify(entries.slice(0, 5)),
+        );
+        // Messages themselves (many come back around all stale) leave no entry of their own.
+        assert(entries.every((e) => e.bucket !== ""), JSON.stringify(entries.slice(0, 5)));
       },
     );
 
