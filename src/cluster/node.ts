@@ -41,6 +41,8 @@ export class ClusterNode {
   #nonces = new NonceCache(WINDOW_MS, NONCE_LIMIT);
   #timer?: ReturnType<typeof setTimeout>;
   #stopped = false;
+  /** URLs with a join or heartbeat on its way. */
+  #calling = new Set<string>();
   /** Seeds that answered a join; later rounds reach them by their advertised URLs. */
   #joinedSeeds = new Set<string>();
   #routes: Record<string, RouteSpec>;
@@ -86,7 +88,7 @@ export class ClusterNode {
       url: this.config.advertiseUrl,
       seeds: this.config.seeds,
     });
-    void this.#tick();
+    this.#tick();
     this.#replicator.start();
   }
 
@@ -231,27 +233,40 @@ export class ClusterNode {
     if (added > 0) log("info", "Cluster nodes learned", { added });
   }
 
-  /** One round: join through seeds not known yet, heartbeat every known node. */
-  async #tick(): Promise<void> {
+  /**
+   * One round: join through seeds not known yet, heartbeat every known node. Rounds start every
+   * heartbeat interval whatever the calls of the last one do; a node whose call is still on its
+   * way is skipped, so one that does not answer never delays the heartbeats to the others.
+   */
+  #tick(): void {
+    if (this.#stopped) return;
     const timeoutMs = Math.max(1000, this.config.heartbeatMs);
-    const joins = this.config.seeds
-      .filter((url) => !this.#joinedSeeds.has(url) && !this.membership.knowsUrl(url))
-      .map(async (url) => {
+    for (const url of this.config.seeds) {
+      if (this.#joinedSeeds.has(url) || this.membership.knowsUrl(url)) continue;
+      this.#once(url, async () => {
         const joined = await this.#exchange(url, "/cluster/join", {
           node: this.membership.self,
         }, timeoutMs);
         if (joined) this.#joinedSeeds.add(url);
       });
-    const beats = this.membership.view().map((m) =>
-      this.#exchange(
-        m.url,
-        "/cluster/heartbeat",
-        { node: this.membership.self, members: this.membership.refs() },
-        timeoutMs,
-      )
-    );
-    await Promise.all([...joins, ...beats]);
-    if (!this.#stopped) this.#timer = setTimeout(() => this.#tick(), this.config.heartbeatMs);
+    }
+    for (const m of this.membership.view()) {
+      this.#once(m.url, () =>
+        this.#exchange(
+          m.url,
+          "/cluster/heartbeat",
+          { node: this.membership.self, members: this.membership.refs() },
+          timeoutMs,
+        ).then(() => {}));
+    }
+    this.#timer = setTimeout(() => this.#tick(), this.config.heartbeatMs);
+  }
+
+  /** Runs a call to `url` unless one is still on its way. */
+  #once(url: string, call: () => Promise<void>): void {
+    if (this.#calling.has(url)) return;
+    this.#calling.add(url);
+    call().finally(() => this.#calling.delete(url));
   }
 
   /**
