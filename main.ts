@@ -228,7 +228,12 @@ async function start() {
     wake: layer.committed,
   });
   await notifier.start();
-  const ops = startOps({ config, meta, chunks, monitor, throttle, scrubber, notifier });
+  const cluster = config.cluster ? new ClusterNode(config.cluster, meta) : undefined;
+  if (cluster) {
+    const queued = await meta.queueUnreplicatedBuckets();
+    if (queued > 0) log("info", "Buckets made before clustering queued for the others", { queued });
+  }
+  const ops = startOps({ config, meta, chunks, monitor, throttle, scrubber, notifier, cluster });
   healDrive = (id) => ops.healer.healDrive(id);
   log("info", "Notification targets", { targets: targets.map((t) => `${t.kind}:${t.id}`) });
   const signIns = new SignInLimiter({
@@ -236,11 +241,6 @@ async function start() {
     windowMs: config.signInWindow * 1000,
   });
   const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
-  const cluster = config.cluster ? new ClusterNode(config.cluster, meta) : undefined;
-  if (cluster) {
-    const queued = await meta.queueUnreplicatedBuckets();
-    if (queued > 0) log("info", "Buckets made before clustering queued for the others", { queued });
-  }
   const appHandler = createHandler({
     config,
     layer,

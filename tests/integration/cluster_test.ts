@@ -43,6 +43,17 @@ Deno.test("cluster: three nodes on loopback", async (t) => {
       assert(Date.now() - Date.parse(peer.last_heartbeat!) < 5000, "a recent heartbeat");
     });
 
+    await t.step("/metrics counts the other nodes by state and shows the backlog", async () => {
+      const res = await fetch(`${a.url}/metrics`, {
+        headers: { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) },
+      });
+      const text = await res.text();
+      assertMatch(text, /^store_cluster_nodes\{state="alive"\} 2$/m);
+      assertMatch(text, /^store_cluster_nodes\{state="dead"\} 0$/m);
+      assertMatch(text, /^store_cluster_replication_queue_depth\{node="node-b"\} 0$/m);
+      assertMatch(text, /^store_cluster_replication_lag_seconds\{node="node-c"\} 0$/m);
+    });
+
     await t.step("a killed node turns suspect, then dead, then alive after restart", async () => {
       await c.server.kill();
       const started = Date.now();
