@@ -38,6 +38,7 @@ import { TransformWorkers } from "./src/transform/workers.ts";
 import type { NotificationTarget } from "./src/events/target.ts";
 import { backgroundThrottle, openDriveMonitor, startOps } from "./src/ops/ops.ts";
 import { AccessLog, withAccessLog } from "./src/ops/access_log.ts";
+import { ClusterNode } from "./src/cluster/node.ts";
 import {
   checkDataDirs,
   explainListenError,
@@ -90,9 +91,9 @@ async function startLdap(config: Config, meta: SqliteMetaStore): Promise<LdapSer
 }
 
 /** The metadata store; a database that cannot be opened stops the start with one line. */
-function openMetadata(path: string, audit: boolean): SqliteMetaStore {
+function openMetadata(path: string, audit: boolean, clusterNode?: string): SqliteMetaStore {
   try {
-    return new SqliteMetaStore(path, { audit });
+    return new SqliteMetaStore(path, { audit, clusterNode });
   } catch (err) {
     console.error(
       `The metadata database ${path} cannot be opened (${
@@ -156,7 +157,7 @@ async function start() {
     console.log(`  access key / user:     ${admin.user}`);
     console.log(`  secret key / password: ${admin.password}`);
   }
-  const meta = openMetadata(join(config.dataDir, "meta.db"), config.audit);
+  const meta = openMetadata(join(config.dataDir, "meta.db"), config.audit, config.cluster?.nodeId);
   if (config.checkOnStart) {
     const problems = await meta.quickCheck().catch((err) => [String(err)]);
     if (problems.join() !== "ok") {
@@ -236,7 +237,12 @@ async function start() {
   const kms = new Kms(meta, masterKey);
   const transforms = new TransformWorkers(layer, { sse: sseKeys, kms }, config.transform);
   await transforms.start();
-  const ops = startOps({ config, meta, chunks, monitor, throttle, scrubber, notifier });
+  const cluster = config.cluster ? new ClusterNode(config.cluster, meta) : undefined;
+  if (cluster) {
+    const queued = await meta.queueUnreplicatedBuckets();
+    if (queued > 0) log("info", "Buckets made before clustering queued for the others", { queued });
+  }
+  const ops = startOps({ config, meta, chunks, monitor, throttle, scrubber, notifier, cluster });
   healDrive = (id) => ops.healer.healDrive(id);
   log("info", "Notification targets", { targets: targets.map((t) => `${t.kind}:${t.id}`) });
   const signIns = new SignInLimiter({
@@ -274,6 +280,7 @@ async function start() {
       maxFailures: config.signInLimit,
       windowMs: config.signInWindow * 1000,
     }),
+    cluster,
   });
 
   const handler = accessLog ? withAccessLog(accessLog, config.trustProxy, appHandler) : appHandler;
@@ -281,6 +288,7 @@ async function start() {
   setBodyTimeout(config.bodyTimeout * 1000);
   const server = listen(config, tlsPair, handler);
   ops.metrics.countConnections(() => server.open);
+  cluster?.start();
 
   const tightening = tightenInBackground([config.dataDir, ...drives.list.map((d) => d.path)]);
   const sweep = sweepDrives(chunks, startedAt).then(
@@ -293,6 +301,8 @@ async function start() {
     if (stopping) return;
     stopping = true;
     log("info", "Shutting down", { signal });
+    // Heartbeats stop and the other nodes hear this one is going, while it still answers.
+    await cluster?.stop();
     await inFlight.drain(SHUTDOWN_DRAIN_MS);
     // A client that stalls mid-body would keep shutdown() waiting forever: bound it.
     await Promise.race([server.shutdown(), new Promise((r) => setTimeout(r, SHUTDOWN_CLOSE_MS))]);

@@ -12,6 +12,7 @@ import { currentAudit, newScope, runAudited } from "./audit/scope.ts";
 import { handleShare } from "./share/public.ts";
 import { handleBrowse } from "./web/browse.ts";
 import { handleWebsite, parseWebsitePath, websiteBucketOfHost } from "./website/serve.ts";
+import { clusterOff } from "./cluster/node.ts";
 
 export type { AppDeps };
 
@@ -85,6 +86,9 @@ async function dispatch(
   const siteBucket = domain ? websiteBucketOfHost(req.headers.get("host"), domain) : undefined;
   if (siteBucket !== undefined) return await websiteByHost(req, deps, client, siteBucket);
   if (isExactly(req.url, "/metrics")) return await handleMetrics(req, deps, client, checkBasicAuth);
+  if (isUnder(req.url, "/cluster")) {
+    return deps.cluster ? await deps.cluster.handle(req) : clusterOff(req);
+  }
   const admin = isUnder(req.url, "/admin");
   if (admin || isUnder(req.url, "/api/v1")) {
     if (!(await roomFor(req.method, deps))) return diskFull(req);

@@ -3,6 +3,7 @@ import { decodeMasterKey } from "./auth/master_key.ts";
 import type { DialectName } from "./http/dialect.ts";
 import { type LdapConfig, LdapConfigError, loadLdapConfig } from "./auth/ldap/config.ts";
 import { parseAllowList, type WebhookAllowList } from "./events/webhook_allow.ts";
+import { type ClusterConfig, ClusterConfigError, loadClusterConfig } from "./cluster/settings.ts";
 import {
   defaultMaxConnections,
   maxConnectionsFor,
@@ -126,6 +127,8 @@ export interface Config {
   bucketLogInterval: number;
   /** Records a bucket gathers before they are delivered at once (STORE_BUCKET_LOG_BATCH). */
   bucketLogBatch: number;
+  /** Membership and signed node messages (STORE_CLUSTER_*); undefined when clustering is off. */
+  cluster?: ClusterConfig;
 }
 
 /** The default layout: one drive keeps one copy; several trade capacity for redundancy. */
@@ -312,6 +315,7 @@ export function loadConfig(
     allowInsecureSseC: boolSetting(env, "STORE_ALLOW_INSECURE_SSE_C", false),
     trustProxy: boolSetting(env, "STORE_TRUST_PROXY", false),
     accessLog: accessLog === "on" ? { file: env("STORE_ACCESS_LOG_FILE") || undefined } : undefined,
+    cluster: clusterSetting(env),
     ...bucketFeatureSettings(env),
   };
 }
@@ -364,6 +368,15 @@ function ldapSetting(env: Env): LdapConfig {
     return loadLdapConfig(env);
   } catch (err) {
     if (err instanceof LdapConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+function clusterSetting(env: Env): ClusterConfig | undefined {
+  try {
+    return loadClusterConfig(env);
+  } catch (err) {
+    if (err instanceof ClusterConfigError) throw new ConfigError(err.message);
     throw err;
   }
 }

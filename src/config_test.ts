@@ -249,3 +249,63 @@ Deno.test("transformation settings: defaults and bounds", () => {
   rejects({ STORE_TRANSFORM_MAX_PIXELS: "0" }, /STORE_TRANSFORM_MAX_PIXELS/);
   rejects({ STORE_TRANSFORM_MAX_BYTES: "lots" }, /STORE_TRANSFORM_MAX_BYTES must be a whole/);
 });
+
+const SECRET = "0123456789abcdef0123456789abcdef";
+
+Deno.test("cluster: off unless its identity settings are given", () => {
+  assertEquals(load({}).cluster, undefined);
+  // Timing settings alone do not turn clustering on.
+  assertEquals(load({ STORE_CLUSTER_HEARTBEAT: "1" }).cluster, undefined);
+});
+
+Deno.test("cluster: settings parsed, seeds normalised, own URL left out of the seeds", () => {
+  const c = load({
+    STORE_CLUSTER_NODE_ID: "node-a",
+    STORE_CLUSTER_ADVERTISE_URL: "http://10.0.0.1:9000/",
+    STORE_CLUSTER_SEEDS: " http://10.0.0.1:9000, https://b.example:9443 ,http://10.0.0.3:9000,",
+    STORE_CLUSTER_SECRET: SECRET,
+  }).cluster;
+  assertEquals(c, {
+    nodeId: "node-a",
+    advertiseUrl: "http://10.0.0.1:9000",
+    seeds: ["https://b.example:9443", "http://10.0.0.3:9000"],
+    secret: SECRET,
+    heartbeatMs: 2000,
+    suspectMs: 10_000,
+    deadMs: 60_000,
+  });
+  const timed = load({
+    STORE_CLUSTER_NODE_ID: "a",
+    STORE_CLUSTER_ADVERTISE_URL: "http://127.0.0.1:1",
+    STORE_CLUSTER_SECRET: SECRET,
+    STORE_CLUSTER_HEARTBEAT: "1",
+    STORE_CLUSTER_SUSPECT_AFTER: "3",
+    STORE_CLUSTER_DEAD_AFTER: "6",
+  }).cluster!;
+  assertEquals([timed.seeds, timed.heartbeatMs, timed.suspectMs, timed.deadMs], [
+    [],
+    1000,
+    3000,
+    6000,
+  ]);
+});
+
+Deno.test("cluster: incomplete, short-secret and malformed settings are refused", () => {
+  const base = {
+    STORE_CLUSTER_NODE_ID: "a",
+    STORE_CLUSTER_ADVERTISE_URL: "http://127.0.0.1:9000",
+    STORE_CLUSTER_SECRET: SECRET,
+  };
+  rejects({ STORE_CLUSTER_SEEDS: "http://127.0.0.1:9001" }, /Clustering needs STORE_CLUSTER_/);
+  rejects({ ...base, STORE_CLUSTER_SECRET: "" }, /Clustering needs/);
+  rejects({ ...base, STORE_CLUSTER_NODE_ID: "" }, /Clustering needs/);
+  rejects({ ...base, STORE_CLUSTER_ADVERTISE_URL: "" }, /Clustering needs/);
+  rejects({ ...base, STORE_CLUSTER_SECRET: SECRET.slice(1) }, /STORE_CLUSTER_SECRET must be 32/);
+  rejects({ ...base, STORE_CLUSTER_NODE_ID: "a b" }, /STORE_CLUSTER_NODE_ID must be/);
+  rejects({ ...base, STORE_CLUSTER_ADVERTISE_URL: "ftp://x:1" }, /ADVERTISE_URL must be an http/);
+  rejects({ ...base, STORE_CLUSTER_ADVERTISE_URL: "http://x:1/p" }, /scheme, host and port/);
+  rejects({ ...base, STORE_CLUSTER_SEEDS: "http://ok:1,not a url" }, /STORE_CLUSTER_SEEDS must/);
+  rejects({ ...base, STORE_CLUSTER_HEARTBEAT: "0" }, /STORE_CLUSTER_HEARTBEAT must be/);
+  rejects({ ...base, STORE_CLUSTER_SUSPECT_AFTER: "2" }, /SUSPECT_AFTER must be longer/);
+  rejects({ ...base, STORE_CLUSTER_DEAD_AFTER: "10" }, /DEAD_AFTER must be longer/);
+});

@@ -37,6 +37,7 @@ import { currentAudit } from "./audit/scope.ts";
 import { type AuditRecorder, principalName } from "./audit/recorder.ts";
 import { handleSts, isStsRequest } from "./api/sts.ts";
 import type { Ops } from "./ops/ops.ts";
+import type { ClusterNode } from "./cluster/node.ts";
 import { declaredLength } from "./ops/metrics.ts";
 import { type AccessRecord, operationName } from "./bucketlog/record.ts";
 
@@ -64,6 +65,8 @@ export interface AppDeps {
   ops: Ops;
   /** The transformation workers (src/transform/): told of jobs queued by the API. */
   transforms: { notify(): void };
+  /** Membership and node calls (src/cluster/); undefined when clustering is off. */
+  cluster?: ClusterNode;
 }
 
 /** Served while the disk reserve is released (the disk is full): they read or free space. */

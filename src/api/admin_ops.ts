@@ -3,6 +3,7 @@
 // metrics token).
 import { timingSafeEqual } from "node:crypto";
 import type { AppDeps } from "../protocol.ts";
+import { clusterView } from "../cluster/admin.ts";
 import { ApiError, apiErrorResponse, jsonResponse, limitedSignIn } from "./json.ts";
 
 /** The /admin resources of this module, or undefined for others. */
@@ -28,6 +29,11 @@ export function opsRoute(
       return scrub(req, deps, url);
     case "backup":
       return backup(req, deps, url);
+    case "cluster":
+      if (req.method !== "GET") {
+        return Promise.reject(new ApiError(405, "method_not_allowed", "Use GET."));
+      }
+      return clusterView(deps.cluster).then((view) => jsonResponse(200, view));
   }
   return undefined;
 }

@@ -24,7 +24,7 @@ export interface Outcome {
 /** Whether a finished request still needs an entry of its own. */
 export function needsEntry(scope: AuditScope, o: Outcome): boolean {
   const failed = o.status >= 400;
-  if (scope.recorded > 0) return failed;
+  if (scope.recorded > 0 || scope.routine) return failed;
   return scope.always || !READS.has(o.method) || o.status === 401 || o.status === 403;
 }
 

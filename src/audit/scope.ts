@@ -14,6 +14,8 @@ export interface AuditScope {
   recorded: number;
   /** Record the request even when it changed nothing and succeeded (sign-ins, share use). */
   always: boolean;
+  /** A successful routine call (a node's heartbeat): no entry unless it failed. */
+  routine?: boolean;
   /** The error code answered, once known. */
   errorCode?: string;
   /** Extra facts for the entry (a share's id, a checkpoint's anchor). */

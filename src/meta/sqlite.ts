@@ -17,13 +17,16 @@ import { SqliteOps } from "./sqlite_ops.ts";
 import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import { SqliteSts } from "./sqlite_sts.ts";
+import { type BucketItem, SqliteCluster } from "./sqlite_cluster.ts";
 import type {
   AuditQuery,
   BatchDelete,
   BatchDeleteOutcome,
+  BucketChange,
   BucketConfigKind,
   BucketListQuery,
   BucketRecord,
+  BucketState,
   ChunkRecord,
   CompletedUpload,
   CurrentGuard,
@@ -121,6 +124,8 @@ function toVersion(row: Row): ObjectVersion {
 
 /** What a committed change adds to its request's audit facts. */
 interface ChangeDetail {
+  /** When the request's own bucket is not the one changed (a replicated change). */
+  bucket?: string;
   key?: string;
   versionId?: string;
   bytes?: number;
@@ -132,7 +137,7 @@ function changeFacts(scope: AuditScope, change: ChangeDetail): AuditFacts {
     principal: scope.principal,
     source: scope.source,
     operation: scope.operation,
-    bucket: scope.bucket,
+    bucket: change.bucket ?? scope.bucket,
     key: change.key ?? scope.key,
     versionId: change.versionId ?? "",
     // The change committed: the request succeeded as far as this entry is concerned.
@@ -165,9 +170,14 @@ export class SqliteMetaStore implements MetaStore {
   readonly #auditing: boolean;
   readonly #sts: SqliteSts;
   readonly #ops: SqliteOps;
+  readonly #cluster: SqliteCluster;
+  /** Bucket changes are queued for the other nodes (clustering is on). */
+  readonly #replicating: boolean;
 
-  constructor(path: string, opts: { audit?: boolean } = {}) {
+  /** `clusterNode`: this node's id when clustering is on (bucket changes are then queued). */
+  constructor(path: string, opts: { audit?: boolean; clusterNode?: string } = {}) {
     this.#auditing = opts.audit ?? true;
+    this.#replicating = opts.clusterNode !== undefined;
     this.#db = new DatabaseSync(path);
     this.#db.exec("PRAGMA journal_mode = WAL");
     // FULL: every commit is fsynced, so an acknowledged write survives a power loss.
@@ -188,6 +198,12 @@ export class SqliteMetaStore implements MetaStore {
     this.#jobs = new SqliteJobs((sql) => this.#stmt(sql));
     this.#sts = new SqliteSts((sql) => this.#stmt(sql));
     this.#ops = new SqliteOps(this.#db, (sql) => this.#stmt(sql), this.#batch);
+    this.#cluster = new SqliteCluster((sql) => this.#stmt(sql), opts.clusterNode ?? "");
+  }
+
+  /** Queues a bucket change for the other nodes; inside the change's transaction. */
+  #bucketChanged(bucket: string, ...items: BucketItem[]): void {
+    if (this.#replicating) this.#cluster.changed(bucket, items);
   }
 
   /**
@@ -253,7 +269,9 @@ export class SqliteMetaStore implements MetaStore {
         "INSERT INTO buckets (name, owner, created_at, region, versioning, object_lock) " +
           "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING",
       ).run(b.name, b.owner, b.createdAt, b.region, b.versioning, b.objectLock ? 1 : 0);
-      return result.changes === 1 ? "created" as const : "exists" as const;
+      if (result.changes !== 1) return "exists" as const;
+      this.#bucketChanged(b.name, "record", "versioning", "objectLock");
+      return "created" as const;
     }, (r) => r === "created" ? {} : undefined);
   }
 
@@ -288,6 +306,7 @@ export class SqliteMetaStore implements MetaStore {
       const freed = this.#uploads.removeAll(name);
       this.#stmt("DELETE FROM bucket_configs WHERE bucket = ?").run(name);
       this.#stmt("DELETE FROM buckets WHERE name = ?").run(name);
+      this.#bucketChanged(name, "record");
       return { outcome: "deleted" as const, freed };
     }, (r) => r.outcome === "deleted" ? {} : undefined);
   }
@@ -584,8 +603,10 @@ export class SqliteMetaStore implements MetaStore {
 
   setBucketObjectLock(bucket: string): Promise<void> {
     return this.#change(() => {
-      this.#stmt("UPDATE buckets SET object_lock = 1, versioning = 'Enabled' WHERE name = ?")
-        .run(bucket);
+      const result = this.#stmt(
+        "UPDATE buckets SET object_lock = 1, versioning = 'Enabled' WHERE name = ?",
+      ).run(bucket);
+      if (result.changes === 1) this.#bucketChanged(bucket, "objectLock", "versioning");
     });
   }
 
@@ -596,6 +617,7 @@ export class SqliteMetaStore implements MetaStore {
         bucket,
       );
       if (result.changes !== 1) throw new MissingBucketError(bucket);
+      this.#bucketChanged(bucket, "versioning");
     });
   }
 
@@ -618,13 +640,43 @@ export class SqliteMetaStore implements MetaStore {
         "INSERT INTO bucket_configs (bucket, kind, value) VALUES (?, ?, ?) " +
           "ON CONFLICT(bucket, kind) DO UPDATE SET value = excluded.value",
       ).run(bucket, kind, value);
+      this.#bucketChanged(bucket, `config:${kind}`);
     });
   }
 
   deleteBucketConfig(bucket: string, kind: BucketConfigKind): Promise<void> {
     return this.#change(() => {
-      this.#stmt("DELETE FROM bucket_configs WHERE bucket = ? AND kind = ?").run(bucket, kind);
+      const result = this.#stmt("DELETE FROM bucket_configs WHERE bucket = ? AND kind = ?")
+        .run(bucket, kind);
+      if (result.changes > 0) this.#bucketChanged(bucket, `config:${kind}`);
     });
+  }
+
+  bucketChanges(after: number, limit: number): Promise<BucketChange[]> {
+    return Promise.resolve(this.#cluster.changes(after, limit));
+  }
+
+  applyBucketState(state: BucketState): Promise<"applied" | "stale" | "kept"> {
+    return this.#change(
+      () => this.#cluster.apply(state),
+      (r) => r === "applied" ? { bucket: state.bucket } : undefined,
+    );
+  }
+
+  queueUnreplicatedBuckets(): Promise<number> {
+    return this.#batch.run(() => this.#cluster.queueUnstamped());
+  }
+
+  replicationCursor(node: string): Promise<number> {
+    return Promise.resolve(this.#cluster.cursor(node));
+  }
+
+  setReplicationCursor(node: string, seq: number): Promise<void> {
+    return this.#batch.run(() => this.#cluster.setCursor(node, seq));
+  }
+
+  replicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
+    return Promise.resolve(this.#cluster.backlog(after));
   }
 
   listBucketConfigs(

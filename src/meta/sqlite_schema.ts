@@ -390,4 +390,28 @@ export const MIGRATIONS: string[] = [
   CREATE INDEX transform_jobs_due ON transform_jobs(state, run_at, seq);
   CREATE INDEX transform_jobs_by_bucket ON transform_jobs(bucket, seq);
   `,
+  `
+  -- Cluster (src/cluster/): one row per bucket changed while clustering is on; each change moves
+  -- it to the end of the queue (seq). Every other node has a cursor: the seq up to which it has
+  -- received the changes. cluster_stamps holds the last-writer-wins stamp of each part of a bucket
+  -- (record, versioning, objectLock, config:<kind>); they outlive a deleted bucket, so a node that
+  -- was down learns of the deletion and an older change never undoes a newer one.
+  CREATE TABLE cluster_changes (
+    bucket TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    queued_at INTEGER NOT NULL
+  );
+  CREATE UNIQUE INDEX cluster_changes_by_seq ON cluster_changes(seq);
+  CREATE TABLE cluster_stamps (
+    bucket TEXT NOT NULL,
+    item TEXT NOT NULL,
+    stamp_ms INTEGER NOT NULL,
+    stamp_node TEXT NOT NULL,
+    PRIMARY KEY (bucket, item)
+  );
+  CREATE TABLE cluster_cursors (
+    node TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+  );
+  `,
 ];

@@ -541,7 +541,63 @@ export interface WriteRecords {
   jobs?: NewJob[];
 }
 
-export interface MetaStore extends EventLog, RecordStore, JobStore {
+/** Last-writer-wins order of replicated changes: milliseconds, then node id. */
+export interface ChangeStamp {
+  ms: number;
+  node: string;
+}
+
+/** A replicated value with the stamp of the change that set it. */
+export interface Stamped<T> {
+  stamp: ChangeStamp;
+  value: T;
+}
+
+/**
+ * A bucket as it is replicated between nodes: each part with its own stamp, so changes of
+ * different parts on different nodes never undo each other. A record of null is a deletion; a
+ * document of null was removed.
+ */
+export interface BucketState {
+  bucket: string;
+  record?: Stamped<{ owner: string; createdAt: number; region: string } | null>;
+  versioning?: Stamped<"" | "Enabled" | "Suspended">;
+  objectLock?: Stamped<boolean>;
+  configs: Partial<Record<BucketConfigKind, Stamped<string | null>>>;
+}
+
+/** A queued bucket change with the bucket's state now (src/cluster/replication.ts). */
+export interface BucketChange extends BucketState {
+  seq: number;
+  /** When it was queued here (ms), for the lag shown in GET /admin/cluster. */
+  queuedAt: number;
+}
+
+/**
+ * The durable queue of bucket changes sent to the other nodes (clustering only). One row per
+ * bucket, moved to the end of the queue by each change committed in the change's own
+ * transaction; every node keeps its own cursor into it.
+ */
+export interface ReplicationQueue {
+  /** Changes queued after `after`, oldest first, at most `limit`. */
+  bucketChanges(after: number, limit: number): Promise<BucketChange[]>;
+  /**
+   * Applies another node's bucket state when its stamp is newer than the last change here (then
+   * it is queued to the other nodes too); "kept" when a deletion finds objects or uploads here.
+   */
+  applyBucketState(state: BucketState): Promise<"applied" | "stale" | "kept">;
+  /**
+   * Queues the buckets that were never queued (made before clustering was on), stamped with
+   * their creation time; how many. Run at start-up in cluster mode.
+   */
+  queueUnreplicatedBuckets(): Promise<number>;
+  replicationCursor(node: string): Promise<number>;
+  setReplicationCursor(node: string, seq: number): Promise<void>;
+  /** How many changes are queued after `after`, and when the oldest of them was queued. */
+  replicationBacklog(after: number): Promise<{ depth: number; oldest?: number }>;
+}
+
+export interface MetaStore extends EventLog, RecordStore, JobStore, ReplicationQueue {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
   /** The owner's buckets in name order: names starting with `prefix`, after `after`. */

@@ -2,6 +2,8 @@
 // observed as requests finish (observeRequest, called once by the protocol handler); everything
 // else is read at scrape time from what the parts already keep: usage counters maintained by the
 // metadata, drive states, heal and scrub totals, queue depths, and the process's own numbers.
+import type { ClusterNode } from "../cluster/node.ts";
+import { renderClusterMetrics } from "../cluster/metrics.ts";
 import { statfs } from "node:fs/promises";
 import type { MetaStore } from "../meta/store.ts";
 import type { Notifier } from "../events/notifier.ts";
@@ -30,6 +32,8 @@ export interface MetricSources {
   healer: Healer;
   scrubber: Scrubber;
   notifier: Notifier;
+  /** Membership and replication backlog, in cluster mode. */
+  cluster?: ClusterNode;
 }
 
 export class Metrics {
@@ -190,6 +194,7 @@ export class Metrics {
         this.#loopMax,
       );
     this.#loopMax = 0;
+    if (this.sources.cluster) await renderClusterMetrics(out, this.sources.cluster);
     return out.text();
   }
 

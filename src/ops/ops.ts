@@ -1,5 +1,6 @@
 // The operations side of the server, built at start-up: drive monitoring and healing, health
 // probes, metrics and metadata backups.
+import type { ClusterNode } from "../cluster/node.ts";
 import type { Config } from "../config.ts";
 import { log } from "../log.ts";
 import type { MetaStore } from "../meta/store.ts";
@@ -52,6 +53,7 @@ export function startOps(parts: {
   throttle: Throttle;
   scrubber: Scrubber;
   notifier: Notifier;
+  cluster?: ClusterNode;
 }): Ops {
   const { config, meta, chunks, monitor } = parts;
   const healer = new Healer(chunks, monitor, {
@@ -76,6 +78,7 @@ export function startOps(parts: {
     healer,
     scrubber: parts.scrubber,
     notifier: parts.notifier,
+    cluster: parts.cluster,
   });
   return {
     monitor,

@@ -1,0 +1,82 @@
+// Bucket replication between three nodes on loopback: how long a bucket made on one node takes to
+// exist on the two others (p50/p99), and how fast a node that was down catches up.
+//   deno task bench:cluster [--buckets=200] [--backlog=500]
+import { CreateBucketCommand, HeadBucketCommand, ListBucketsCommand } from "@aws-sdk/client-s3";
+import type { S3Client } from "@aws-sdk/client-s3";
+import {
+  eventually,
+  restartNode,
+  seenBy,
+  startNode,
+  stopAll,
+} from "../tests/integration/cluster_helpers.ts";
+import { s3Client } from "../tests/integration/server.ts";
+
+const arg = (name: string, fallback: number) =>
+  Number(Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? fallback);
+const BUCKETS = arg("buckets", 200);
+const BACKLOG = arg("backlog", 500);
+
+async function exists(s3: S3Client, bucket: string): Promise<boolean> {
+  return await s3.send(new HeadBucketCommand({ Bucket: bucket })).then(() => true, () => false);
+}
+
+async function visibleAfter(s3: S3Client, bucket: string, since: number): Promise<number> {
+  while (!(await exists(s3, bucket))) await new Promise((r) => setTimeout(r, 5));
+  return performance.now() - since;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
+}
+
+const a = await startNode("node-a");
+const b = await startNode("node-b", { seeds: [a.url] });
+let c = await startNode("node-c", { seeds: [a.url] });
+try {
+  await eventually("all alive", () => seenBy(a), (s) => s.join() === "node-b:alive,node-c:alive");
+  const [sa, sb] = [s3Client(a.server), s3Client(b.server)];
+  let sc = s3Client(c.server);
+  const lags: number[] = [];
+  for (let i = 0; i < BUCKETS; i++) {
+    const name = `lag-${i}`;
+    const started = performance.now();
+    await sa.send(new CreateBucketCommand({ Bucket: name }));
+    const [onB, onC] = await Promise.all([
+      visibleAfter(sb, name, started),
+      visibleAfter(sc, name, started),
+    ]);
+    lags.push(Math.max(onB, onC));
+  }
+  lags.sort((x, y) => x - y);
+  console.log(
+    `replication lag of ${BUCKETS} bucket creations (on both other nodes, ms): ` +
+      `p50 ${percentile(lags, 0.5).toFixed(0)}, p99 ${percentile(lags, 0.99).toFixed(0)}, ` +
+      `max ${lags[lags.length - 1].toFixed(0)}`,
+  );
+
+  await c.server.kill();
+  for (let i = 0; i < BACKLOG; i++) await sa.send(new CreateBucketCommand({ Bucket: `up-${i}` }));
+  const total = BUCKETS + BACKLOG;
+  const restarted = performance.now();
+  c = await restartNode(c);
+  sc = s3Client(c.server);
+  const startedUp = performance.now();
+  await eventually(
+    "c caught up",
+    async () => {
+      const out = await sc.send(new ListBucketsCommand({}));
+      return out.Buckets?.length ?? 0;
+    },
+    (n) => n === total,
+    120_000,
+  );
+  const seconds = (performance.now() - startedUp) / 1000;
+  console.log(
+    `catch-up: ${BACKLOG} bucket changes made while a node was down reached it ` +
+      `${seconds.toFixed(2)} s after it listened (${(BACKLOG / seconds).toFixed(0)} buckets/s; ` +
+      `restart took ${((startedUp - restarted) / 1000).toFixed(2)} s)`,
+  );
+} finally {
+  await stopAll([a, b, c]);
+}

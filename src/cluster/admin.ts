@@ -1,0 +1,26 @@
+// GET /admin/cluster: this node's view of the cluster, as the administration API shows it.
+import type { ClusterNode } from "./node.ts";
+
+export async function clusterView(
+  cluster: ClusterNode | undefined,
+): Promise<Record<string, unknown>> {
+  if (!cluster) return { enabled: false, node: null, nodes: [], total: 0 };
+  const status = await cluster.status();
+  const now = Date.now();
+  const nodes = status.nodes.map((n) => ({
+    id: n.id,
+    url: n.url,
+    self: n.self,
+    state: n.state,
+    last_heartbeat: n.lastHeartbeat === undefined ? null : new Date(n.lastHeartbeat).toISOString(),
+    seconds_since_heartbeat: n.lastHeartbeat === undefined
+      ? null
+      : Math.max(0, Math.round((now - n.lastHeartbeat) / 100) / 10),
+    // Bucket changes this node has yet to deliver there, and how long the oldest has waited.
+    ...(n.self ? {} : {
+      queue_depth: n.queueDepth ?? 0,
+      lag_seconds: Math.round((n.lagMs ?? 0) / 100) / 10,
+    }),
+  }));
+  return { enabled: true, node: status.node, nodes, total: nodes.length };
+}

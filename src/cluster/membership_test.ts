@@ -1,0 +1,64 @@
+import { assertEquals } from "../../tests/integration/assert.ts";
+import { MAX_MEMBERS, Membership, nodeRef } from "./membership.ts";
+
+const self = { id: "a", url: "http://127.0.0.1:1" };
+const b = { id: "b", url: "http://127.0.0.1:2" };
+const c = { id: "c", url: "http://127.0.0.1:3" };
+
+function states(m: Membership, now: number) {
+  return m.view(now).map((v) => `${v.id}:${v.state}`);
+}
+
+Deno.test("health follows direct contact: alive, suspect, dead, alive again", () => {
+  const m = new Membership(self, { suspectMs: 3000, deadMs: 6000 });
+  m.heardFrom(b, 0);
+  assertEquals(states(m, 2999), ["b:alive"]);
+  assertEquals(states(m, 3000), ["b:suspect"]);
+  assertEquals(states(m, 6000), ["b:dead"]);
+  m.heardFrom(b, 7000);
+  assertEquals(states(m, 7000), ["b:alive"]);
+  m.leaving("b");
+  assertEquals(states(m, 7001), ["b:dead"]);
+  m.heardFrom(b, 8000);
+  assertEquals(states(m, 8000), ["b:alive"]);
+});
+
+Deno.test("learned nodes are joining until heard from, dead if never; self is never listed", () => {
+  const m = new Membership(self, { suspectMs: 3000, deadMs: 6000 });
+  assertEquals(m.learn([self, b, c, { id: "x", url: self.url }], 0), 2);
+  assertEquals(states(m, 1000), ["b:joining", "c:joining"]);
+  m.heardFrom(c, 5000);
+  assertEquals(states(m, 6000), ["b:dead", "c:alive"]);
+  // Hearsay never overrides a URL direct contact showed.
+  m.learn([{ id: "c", url: "http://evil:1" }], 6000);
+  assertEquals(m.view(6000).find((v) => v.id === "c")?.url, c.url);
+  assertEquals(m.refs().map((r) => r.id), ["a", "b", "c"]);
+});
+
+Deno.test("a new id at a known URL replaces the old entry; the list is bounded", () => {
+  const m = new Membership(self, { suspectMs: 3000, deadMs: 6000 });
+  m.heardFrom(b, 0);
+  m.heardFrom({ id: "b2", url: b.url }, 1);
+  assertEquals(states(m, 1), ["b2:alive"]);
+  const many = Array.from({ length: MAX_MEMBERS + 10 }, (_, i) => ({
+    id: `n${i}`,
+    url: `http://10.0.${i >> 8}.${i & 255}:9000`,
+  }));
+  m.learn(many, 2);
+  assertEquals(m.view(2).length, MAX_MEMBERS);
+});
+
+Deno.test("node references from messages are checked", () => {
+  assertEquals(nodeRef(b), b);
+  for (
+    const bad of [
+      null,
+      "b",
+      { id: "b" },
+      { id: "b c", url: b.url },
+      { id: "b", url: "ftp://x:1" },
+      { id: "b", url: "http://x:1/path" },
+      { id: "b", url: "not a url" },
+    ]
+  ) assertEquals(nodeRef(bad), undefined, JSON.stringify(bad));
+});

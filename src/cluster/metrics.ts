@@ -1,0 +1,32 @@
+// The cluster's Prometheus families: other nodes by state, and per node the bucket changes not
+// yet delivered and how long the oldest has waited.
+import type { Exposition } from "../ops/prometheus.ts";
+import type { NodeState } from "./membership.ts";
+import type { ClusterNode } from "./node.ts";
+
+const STATES: NodeState[] = ["alive", "suspect", "dead", "joining"];
+
+export async function renderClusterMetrics(out: Exposition, cluster: ClusterNode): Promise<void> {
+  const { nodes } = await cluster.status();
+  const others = nodes.filter((n) => !n.self);
+  out.family("store_cluster_nodes", "gauge", "Other nodes of the cluster by their state here.");
+  for (const state of STATES) {
+    out.sample("store_cluster_nodes", others.filter((n) => n.state === state).length, { state });
+  }
+  out.family(
+    "store_cluster_replication_queue_depth",
+    "gauge",
+    "Buckets with changes not yet delivered to the node.",
+  );
+  for (const n of others) {
+    out.sample("store_cluster_replication_queue_depth", n.queueDepth ?? 0, { node: n.id });
+  }
+  out.family(
+    "store_cluster_replication_lag_seconds",
+    "gauge",
+    "How long the oldest change not yet delivered to the node has waited.",
+  );
+  for (const n of others) {
+    out.sample("store_cluster_replication_lag_seconds", (n.lagMs ?? 0) / 1000, { node: n.id });
+  }
+}

@@ -1,0 +1,300 @@
+// A node of the cluster: joins through its seeds, sends heartbeats (with its member list) to
+// every node it knows, and answers the signed calls of the others under /cluster/.
+import { ApiError, apiErrorResponse, jsonResponse, pathSegments } from "../api/json.ts";
+import { currentAudit } from "../audit/scope.ts";
+import { log } from "../log.ts";
+import { callNode, type CallOptions } from "./client.ts";
+import { callJson, signedAnswer, type VerifiedCall, verifyCall } from "./inbound.ts";
+import { Membership, type MemberView, type NodeRef, nodeRef } from "./membership.ts";
+import { NonceCache } from "./nonces.ts";
+import type { ClusterConfig } from "./settings.ts";
+import { WINDOW_MS } from "./signature.ts";
+import type { BucketState, ReplicationQueue } from "../meta/store.ts";
+import { BucketReplicator, parseBucketState } from "./replication.ts";
+
+/** Bytes a join, heartbeat or ping body may have; a message (bucket states) may have more. */
+const BODY_LIMIT = 64 * 1024;
+const MESSAGE_LIMIT = 8 * 1024 * 1024;
+/** Nonces remembered at most (a few hundred calls a second across the window). */
+const NONCE_LIMIT = 200_000;
+/** How long a stopping node waits for the others to take note. */
+const LEAVE_TIMEOUT_MS = 2000;
+
+export interface ClusterStatus {
+  enabled: true;
+  node: NodeRef;
+  nodes: (MemberView & { self: boolean; queueDepth?: number; lagMs?: number })[];
+}
+
+type Route = (call: VerifiedCall, json: Record<string, unknown>) => unknown;
+
+interface RouteSpec {
+  method: string;
+  run: Route;
+  /** Routine routes (heartbeats, pings) leave no audit entry when they succeed. */
+  routine?: boolean;
+  bodyLimit?: number;
+}
+
+export class ClusterNode {
+  readonly membership: Membership;
+  #nonces = new NonceCache(WINDOW_MS, NONCE_LIMIT);
+  #timer?: ReturnType<typeof setTimeout>;
+  #stopped = false;
+  /** URLs with a join or heartbeat on its way. */
+  #calling = new Set<string>();
+  /** Seeds that answered a join; later rounds reach them by their advertised URLs. */
+  #joinedSeeds = new Set<string>();
+  #routes: Record<string, RouteSpec>;
+  #replicator: BucketReplicator;
+
+  constructor(readonly config: ClusterConfig, readonly queue: ReplicationQueue) {
+    this.membership = new Membership(
+      { id: config.nodeId, url: config.advertiseUrl },
+      { suspectMs: config.suspectMs, deadMs: config.deadMs },
+    );
+    this.#replicator = new BucketReplicator(
+      queue,
+      this.membership,
+      (url, body) =>
+        callNode(url, "/cluster/message", {
+          ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
+          body,
+        }),
+    );
+    this.#routes = {
+      join: { method: "POST", run: (call, json) => this.#joined(call, json) },
+      heartbeat: {
+        method: "POST",
+        run: (call, json) => this.#heartbeat(call, json),
+        routine: true,
+      },
+      ping: {
+        method: "GET",
+        run: () => ({ node: this.membership.self, time: Date.now() }),
+        routine: true,
+      },
+      message: {
+        method: "POST",
+        run: (call, json) => this.#message(call, json),
+        bodyLimit: MESSAGE_LIMIT,
+      },
+    };
+  }
+
+  start(): void {
+    log("info", "Cluster node started", {
+      node: this.config.nodeId,
+      url: this.config.advertiseUrl,
+      seeds: this.config.seeds,
+    });
+    this.#tick();
+    this.#replicator.start();
+  }
+
+  /** Stops heartbeats and tells the nodes that are alive that this one is going. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#replicator.stop();
+    const alive = this.membership.view().filter((m) => m.state === "alive");
+    await Promise.allSettled(
+      alive.map((m) =>
+        callNode(m.url, "/cluster/message", {
+          ...this.#callOptions(LEAVE_TIMEOUT_MS),
+          body: { type: "leave", node: this.membership.self },
+        })
+      ),
+    );
+  }
+
+  /** This node's view, with the bucket changes each other node has yet to receive. */
+  async status(): Promise<ClusterStatus> {
+    const self = { ...this.membership.self, state: "alive" as const, lastHeartbeat: Date.now() };
+    const others = await Promise.all(
+      this.membership.view().map(async (m) => {
+        const { depth, lagMs } = await this.#replicator.backlog(m.id);
+        return { ...m, self: false, queueDepth: depth, lagMs };
+      }),
+    );
+    return {
+      enabled: true,
+      node: this.membership.self,
+      nodes: [{ ...self, self: true }, ...others],
+    };
+  }
+
+  /** Answers a call under /cluster/ (signed JSON) or refuses it (JSON error). */
+  async handle(req: Request): Promise<Response> {
+    const scope = currentAudit();
+    const requestId = scope?.requestId ?? crypto.randomUUID();
+    try {
+      const [name, ...rest] = pathSegments(req.url, "/cluster");
+      const route = rest.length === 0 && Object.hasOwn(this.#routes, name)
+        ? this.#routes[name]
+        : undefined;
+      if (scope) scope.operation = `Cluster:${name ?? ""}`;
+      if (!route) throw new ApiError(404, "not_found", "No such cluster route.");
+      if (req.method !== route.method) {
+        throw new ApiError(405, "method_not_allowed", `Use ${route.method}.`);
+      }
+      const call = await verifyCall(req, {
+        secret: this.config.secret,
+        nonces: this.#nonces,
+        bodyLimit: route.bodyLimit ?? BODY_LIMIT,
+      });
+      if (scope) scope.principal = `node:${call.node}`;
+      const json = route.method === "GET" ? {} : callJson(call);
+      const value = await route.run(call, json);
+      if (scope && route.routine) scope.routine = true;
+      return signedAnswer(this.config.secret, call.nonce, 200, value);
+    } catch (err) {
+      return apiErrorResponse(err, requestId);
+    }
+  }
+
+  #callOptions(timeoutMs: number): CallOptions {
+    return { secret: this.config.secret, node: this.config.nodeId, timeoutMs };
+  }
+
+  /** The sender of a join or heartbeat: it must name itself as it signed. */
+  #sender(call: VerifiedCall, json: Record<string, unknown>): NodeRef {
+    const ref = nodeRef(json.node);
+    if (!ref) throw new ApiError(400, "invalid_node", "The body must name the node: {id, url}.");
+    if (ref.id !== call.node) {
+      throw new ApiError(400, "node_mismatch", "The body names another node than the signature.");
+    }
+    return ref;
+  }
+
+  #answer() {
+    return { node: this.membership.self, members: this.membership.refs() };
+  }
+
+  #joined(call: VerifiedCall, json: Record<string, unknown>) {
+    const ref = this.#sender(call, json);
+    this.membership.heardFrom(ref);
+    log("info", "Cluster node joined", { node: ref.id, url: ref.url });
+    return this.#answer();
+  }
+
+  #heartbeat(call: VerifiedCall, json: Record<string, unknown>) {
+    this.membership.heardFrom(this.#sender(call, json));
+    this.#learn(json.members);
+    return this.#answer();
+  }
+
+  #message(call: VerifiedCall, json: Record<string, unknown>) {
+    if (json.type === "buckets") return this.#applyBuckets(call, json.changes);
+    if (json.type === "leave") {
+      this.#sender(call, json);
+      this.membership.leaving(call.node);
+      log("info", "Cluster node left", { node: call.node });
+      return { ok: true };
+    }
+    throw new ApiError(400, "unknown_message", "Unknown cluster message type.");
+  }
+
+  /** Bucket states from another node, applied in order (each in its own transaction). */
+  async #applyBuckets(call: VerifiedCall, changes: unknown) {
+    if (!Array.isArray(changes)) {
+      throw new ApiError(400, "invalid_message", "A buckets message needs a changes array.");
+    }
+    const states = changes.map(parseBucketState);
+    if (states.some((s) => s === undefined)) {
+      throw new ApiError(400, "invalid_message", "A bucket change is malformed.");
+    }
+    // Started together, in order: the group commit applies them in one transaction (one fsync),
+    // each in its own savepoint.
+    const results = await Promise.all(
+      (states as BucketState[]).map((state) => this.queue.applyBucketState(state)),
+    );
+    // Each applied change has its own audit entry; the message itself needs none (most messages
+    // that come back around are all stale).
+    const scope = currentAudit();
+    if (scope) scope.routine = true;
+    const outcomes = { applied: 0, stale: 0, kept: 0 };
+    results.forEach((outcome, i) => {
+      outcomes[outcome]++;
+      if (outcome === "kept") {
+        log("warn", "A replicated bucket deletion was not applied: the bucket holds data here", {
+          bucket: (states[i] as BucketState).bucket,
+          from: call.node,
+        });
+      }
+    });
+    return outcomes;
+  }
+
+  #learn(members: unknown): void {
+    if (!Array.isArray(members)) return;
+    const refs = members.map(nodeRef).filter((r): r is NodeRef => r !== undefined);
+    const added = this.membership.learn(refs);
+    if (added > 0) log("info", "Cluster nodes learned", { added });
+  }
+
+  /**
+   * One round: join through seeds not known yet, heartbeat every known node. Rounds start every
+   * heartbeat interval whatever the calls of the last one do; a node whose call is still on its
+   * way is skipped, so one that does not answer never delays the heartbeats to the others.
+   */
+  #tick(): void {
+    if (this.#stopped) return;
+    const timeoutMs = Math.max(1000, this.config.heartbeatMs);
+    for (const url of this.config.seeds) {
+      if (this.#joinedSeeds.has(url) || this.membership.knowsUrl(url)) continue;
+      this.#once(url, async () => {
+        const joined = await this.#exchange(url, "/cluster/join", {
+          node: this.membership.self,
+        }, timeoutMs);
+        if (joined) this.#joinedSeeds.add(url);
+      });
+    }
+    for (const m of this.membership.view()) {
+      this.#once(m.url, () =>
+        this.#exchange(
+          m.url,
+          "/cluster/heartbeat",
+          { node: this.membership.self, members: this.membership.refs() },
+          timeoutMs,
+        ).then(() => {}));
+    }
+    this.#timer = setTimeout(() => this.#tick(), this.config.heartbeatMs);
+  }
+
+  /** Runs a call to `url` unless one is still on its way. */
+  #once(url: string, call: () => Promise<void>): void {
+    if (this.#calling.has(url)) return;
+    this.#calling.add(url);
+    call().finally(() => this.#calling.delete(url));
+  }
+
+  /**
+   * A join or heartbeat: the signed answer proves the node alive (at the URL it advertises) and
+   * brings its list. Whether it answered.
+   */
+  async #exchange(url: string, path: string, body: unknown, timeoutMs: number): Promise<boolean> {
+    try {
+      const answer = await callNode(url, path, { ...this.#callOptions(timeoutMs), body });
+      const ref = nodeRef(answer.node);
+      if (!ref) {
+        log("warn", "Cluster node answered without naming itself", { url });
+        return false;
+      }
+      this.membership.heardFrom(ref);
+      this.#learn(answer.members);
+      return true;
+    } catch (err) {
+      log("debug", "Cluster call failed", { url, path, error: String(err) });
+      return false;
+    }
+  }
+}
+
+/** The /cluster/ routes when clustering is off. */
+export function clusterOff(req: Request): Response {
+  req.body?.cancel().catch(() => {});
+  return jsonResponse(404, {
+    error: { code: "cluster_disabled", message: "Clustering is not configured on this node." },
+  });
+}

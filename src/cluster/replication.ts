@@ -1,0 +1,170 @@
+// Bucket replication: every bucket change queued in the metadata (ReplicationQueue) is sent, as
+// the bucket's whole state then, to every node that is alive, from that node's own cursor; a node
+// that is down or failing is retried with exponential backoff and catches up from its cursor.
+import { log } from "../log.ts";
+import type {
+  BucketChange,
+  BucketConfigKind,
+  BucketState,
+  ChangeStamp,
+  ReplicationQueue,
+  Stamped,
+} from "../meta/store.ts";
+import type { Membership } from "./membership.ts";
+
+/** Changes read per batch, and the JSON bytes a batch grows to before it is sent. */
+const BATCH_CHANGES = 100;
+const BATCH_BYTES = 1024 * 1024;
+const RETRY_MIN_MS = 500;
+const RETRY_MAX_MS = 60_000;
+
+export type Deliver = (url: string, body: unknown) => Promise<unknown>;
+
+/** The part of a change that goes over the wire. */
+function wire(c: BucketChange): BucketState {
+  const { seq: _seq, queuedAt: _queuedAt, ...state } = c;
+  return state;
+}
+
+/** Changes from the front of `changes` up to the batch size (at least one). */
+function batch(changes: BucketChange[]): BucketChange[] {
+  let bytes = 0;
+  for (let i = 0; i < changes.length; i++) {
+    bytes += JSON.stringify(wire(changes[i])).length;
+    if (bytes > BATCH_BYTES && i > 0) return changes.slice(0, i);
+  }
+  return changes;
+}
+
+export class BucketReplicator {
+  #retry = new Map<string, { failures: number; until: number }>();
+  /** Nodes being caught up now, with the promise of that work. */
+  #busy = new Map<string, Promise<void>>();
+  #timer?: ReturnType<typeof setTimeout>;
+  #stopped = false;
+
+  constructor(
+    readonly queue: ReplicationQueue,
+    readonly membership: Membership,
+    readonly deliver: Deliver,
+    readonly pollMs = 100,
+  ) {}
+
+  start(): void {
+    const round = () => {
+      if (this.#stopped) return;
+      const now = Date.now();
+      for (const m of this.membership.view(now)) {
+        if (m.state !== "alive" || this.#busy.has(m.id)) continue;
+        if ((this.#retry.get(m.id)?.until ?? 0) > now) continue;
+        this.#busy.set(m.id, this.#catchUp(m.id, m.url));
+      }
+      this.#timer = setTimeout(round, this.pollMs);
+    };
+    round();
+  }
+
+  /** Stops sending; resolves when the batches on their way have been answered. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await Promise.allSettled(this.#busy.values());
+  }
+
+  /** Changes not yet delivered to a node, and how long the oldest has waited. */
+  async backlog(node: string): Promise<{ depth: number; lagMs: number }> {
+    const { depth, oldest } = await this.queue.replicationBacklog(
+      await this.queue.replicationCursor(node),
+    );
+    return { depth, lagMs: oldest === undefined ? 0 : Math.max(0, Date.now() - oldest) };
+  }
+
+  /** Sends everything after the node's cursor, batch by batch, until none is left or one fails. */
+  async #catchUp(node: string, url: string): Promise<void> {
+    try {
+      while (!this.#stopped) {
+        const cursor = await this.queue.replicationCursor(node);
+        const pending = await this.queue.bucketChanges(cursor, BATCH_CHANGES);
+        if (pending.length === 0) break;
+        const sent = batch(pending);
+        await this.deliver(url, { type: "buckets", changes: sent.map(wire) });
+        await this.queue.setReplicationCursor(node, sent[sent.length - 1].seq);
+        this.#retry.delete(node);
+      }
+    } catch (err) {
+      const failures = (this.#retry.get(node)?.failures ?? 0) + 1;
+      const wait = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** (failures - 1));
+      this.#retry.set(node, { failures, until: Date.now() + wait });
+      log(failures === 1 ? "warn" : "debug", "Bucket replication to a node failed; retrying", {
+        node,
+        failures,
+        retryMs: wait,
+        error: err instanceof Error ? err.message : String(err),
+      });
+    } finally {
+      this.#busy.delete(node);
+    }
+  }
+}
+
+const CONFIG_KINDS = new Set<string>([
+  "policy",
+  "policy-principals",
+  "acl",
+  "object-lock",
+  "lifecycle",
+  "tagging",
+  "public-access-block",
+  "ownership",
+  "cors",
+  "notification",
+]);
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+function parseStamp(value: unknown): ChangeStamp | undefined {
+  if (!isObject(value)) return undefined;
+  const { ms, node } = value;
+  if (!Number.isSafeInteger(ms) || (ms as number) < 0) return undefined;
+  if (typeof node !== "string" || !/^[A-Za-z0-9._-]{1,64}$/.test(node)) return undefined;
+  return { ms: ms as number, node };
+}
+
+/** A stamped part whose value passes `valid`; null when malformed, undefined when absent. */
+function stamped<T>(value: unknown, valid: (v: unknown) => boolean): Stamped<T> | null | undefined {
+  if (value === undefined) return undefined;
+  if (!isObject(value)) return null;
+  const stamp = parseStamp(value.stamp);
+  return stamp && valid(value.value) ? { stamp, value: value.value as T } : null;
+}
+
+function validRecord(v: unknown): boolean {
+  return v === null ||
+    (isObject(v) && typeof v.owner === "string" && Number.isSafeInteger(v.createdAt) &&
+      typeof v.region === "string");
+}
+
+/** A bucket state from a message, or undefined when it is not a well-formed one. */
+export function parseBucketState(value: unknown): BucketState | undefined {
+  if (!isObject(value) || !isObject(value.configs)) return undefined;
+  const { bucket } = value;
+  if (typeof bucket !== "string" || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) return;
+  const record = stamped<{ owner: string; createdAt: number; region: string } | null>(
+    value.record,
+    validRecord,
+  );
+  const versioning = stamped<"" | "Enabled" | "Suspended">(
+    value.versioning,
+    (v) => ["", "Enabled", "Suspended"].includes(v as string),
+  );
+  const objectLock = stamped<boolean>(value.objectLock, (v) => typeof v === "boolean");
+  if (record === null || versioning === null || objectLock === null) return undefined;
+  const configs: BucketState["configs"] = {};
+  for (const [kind, part] of Object.entries(value.configs)) {
+    const doc = stamped<string | null>(part, (v) => v === null || typeof v === "string");
+    if (!CONFIG_KINDS.has(kind) || !doc) return undefined;
+    configs[kind as BucketConfigKind] = doc;
+  }
+  return { bucket, record, versioning, objectLock, configs };
+}
