@@ -256,8 +256,9 @@ async function start() {
     region: config.region,
     intervalMs: config.bucketLogInterval * 1000,
     batchSize: config.bucketLogBatch,
+    spoolDir: join(config.dataDir, "access-log-spool"),
   });
-  bucketLog.start();
+  await bucketLog.start();
   const appHandler = createHandler({
     config,
     layer,

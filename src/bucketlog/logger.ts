@@ -1,10 +1,11 @@
 // Delivers access records of buckets with logging enabled into their target buckets, as log
 // objects of many records: when a bucket has gathered `batchSize` records, and every `interval`
-// for whatever has gathered. A delivered object is committed like any other; a crash loses only
-// the records gathered since the last delivery (they are kept in memory). A failed delivery (the
-// target bucket gone, a full disk) is retried at the next interval; at most 10 batches a bucket
-// are kept meanwhile, older records are dropped with a warning. A target bucket with default
-// encryption gets SSE-S3 log objects (the protocol delivers logs only with SSE-S3).
+// for whatever has gathered. A delivered object is committed like any other; records waiting for
+// delivery are kept in memory and in the spool (spool.ts), which a restart delivers again. A
+// failed delivery (the target bucket gone, a full disk) is retried at the next interval; at most
+// 10 batches a bucket are kept meanwhile, older records are dropped with a warning. A target
+// bucket with default encryption gets SSE-S3 log objects (the protocol delivers logs only with
+// SSE-S3).
 import { log } from "../log.ts";
 import type { Encryption, ObjectLayer } from "../object/layer.ts";
 import { single } from "../object/layer.ts";
@@ -12,6 +13,7 @@ import type { SseKeys } from "../object/sse.ts";
 import { defaultEncryption } from "../object/sse_default.ts";
 import type { LoggingConfig } from "./config.ts";
 import { type AccessRecord, formatRecord, logObjectKey } from "./record.ts";
+import { AccessSpool, type SpoolFile } from "./spool.ts";
 
 /** How long a bucket's logging configuration is trusted before it is read again. */
 const CONFIG_TTL_MS = 5_000;
@@ -30,6 +32,8 @@ interface Pending {
   config: LoggingConfig;
   owner: string;
   lines: string[];
+  /** The spool files holding `lines` besides the bucket's current one. */
+  spooled: SpoolFile[];
 }
 
 export interface BucketLoggerOptions {
@@ -38,6 +42,8 @@ export interface BucketLoggerOptions {
   region: string;
   intervalMs: number;
   batchSize: number;
+  /** Directory of the spool of undelivered records. */
+  spoolDir: string;
 }
 
 export class BucketLogger {
@@ -46,19 +52,48 @@ export class BucketLogger {
   readonly #pending = new Map<string, Pending>();
   readonly #flushing = new Set<string>();
   #timer?: ReturnType<typeof setInterval>;
+  readonly #spool: AccessSpool;
 
   constructor(opts: BucketLoggerOptions) {
     this.#opts = opts;
+    this.#spool = new AccessSpool(opts.spoolDir);
   }
 
-  start(): void {
+  /** Takes up the records an earlier run left undelivered, then delivers on the interval. */
+  async start(): Promise<void> {
+    for (const { bucket, file, lines } of await this.#spool.open()) {
+      const source = await this.#source(bucket);
+      if (!source.config) {
+        log("warn", "Spooled access records dropped: their bucket no longer logs", {
+          bucket,
+          records: lines.length,
+        });
+        await file.remove();
+        continue;
+      }
+      const pending = this.#pendingOf(bucket, source.config, source.owner);
+      pending.lines.push(...lines);
+      pending.spooled.push(file);
+    }
     this.#timer = setInterval(() => void this.flushAll(), this.#opts.intervalMs);
+    await this.flushAll();
   }
 
   /** Delivers what is gathered and stops the timer. */
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     await this.flushAll();
+    await this.#spool.close();
+  }
+
+  #pendingOf(bucket: string, config: LoggingConfig, owner: string): Pending {
+    let pending = this.#pending.get(bucket);
+    if (!pending) {
+      pending = { config, owner, lines: [], spooled: [] };
+      this.#pending.set(bucket, pending);
+    }
+    pending.config = config;
+    return pending;
   }
 
   /** A changed configuration applies from the next request on. */
@@ -90,13 +125,11 @@ export class BucketLogger {
     try {
       const source = await this.#source(bucket);
       if (!source.config) return;
-      let pending = this.#pending.get(bucket);
-      if (!pending) {
-        pending = { config: source.config, owner: source.owner, lines: [] };
-        this.#pending.set(bucket, pending);
-      }
-      pending.config = source.config;
-      pending.lines.push(formatRecord(record(source.owner)));
+      const pending = this.#pendingOf(bucket, source.config, source.owner);
+      const line = formatRecord(record(source.owner));
+      // In memory and spooled in the same step: a delivery takes both or neither.
+      pending.lines.push(line);
+      this.#spool.append(bucket, line);
       const kept = this.#opts.batchSize * KEPT_BATCHES;
       if (pending.lines.length > kept) {
         const dropped = pending.lines.splice(0, pending.lines.length - kept);
@@ -128,6 +161,9 @@ export class BucketLogger {
     if (!pending || pending.lines.length === 0 || this.#flushing.has(bucket)) return;
     this.#flushing.add(bucket);
     const lines = pending.lines.splice(0, pending.lines.length);
+    const current = this.#spool.takeAside(bucket);
+    const files = pending.spooled.splice(0, pending.spooled.length);
+    if (current) files.push(current);
     try {
       const layer = this.#opts.layer;
       const target = await layer.requireBucket(pending.config.targetBucket);
@@ -149,8 +185,10 @@ export class BucketLogger {
         owner: target.owner,
         encryption: await this.#encryptionFor(target.name),
       });
+      await Promise.all(files.map((f) => f.remove()));
     } catch (err) {
       pending.lines.unshift(...lines);
+      pending.spooled.unshift(...files);
       log("warn", "Access log delivery failed; retried at the next interval", {
         bucket,
         target: pending.config.targetBucket,
