@@ -267,6 +267,12 @@ export class CpuPool {
   #demand(): void {
     if (this.#idleMs === undefined || this.#closed) return;
     for (const slot of this.#slots) if (!slot.worker && !slot.unstartable) this.#spawn(slot);
+    this.#armIdle();
+  }
+
+  /** (Re)starts the idle period of an on-demand pool. */
+  #armIdle(): void {
+    if (this.#idleMs === undefined) return;
     clearTimeout(this.#idleTimer);
     this.#idleTimer = setTimeout(() => this.#stopIdle(), this.#idleMs);
     Deno.unrefTimer(this.#idleTimer);
@@ -311,6 +317,9 @@ export class CpuPool {
     if ("ready" in reply) {
       slot.ready = true;
       slot.markStarted();
+      // The idle period counts from when the workers can take work: a slow start (a busy
+      // machine) must not stop them before the work that started them reached them.
+      if (!this.#closed) this.#armIdle();
       return;
     }
     const task = slot.pending.get(reply.id);

@@ -3,6 +3,7 @@
 // downloadable, pruned to the kept count, and STORE_CHECK_ON_START refuses a damaged database.
 import { assert, assertEquals, assertMatch } from "./assert.ts";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { ADMIN_PASSWORD, ADMIN_USER, randomBytes, startServer, type TestServer } from "./server.ts";
 import {
   CHUNK,
@@ -160,12 +161,17 @@ Deno.test("backup: download, kept count, refusals, integrity check at start-up",
     server = await startServer({ dataDir: root, env: { STORE_CHECK_ON_START: "true" } });
     assertMatch(server.logs(), /Metadata integrity check passed/);
     await server.stop();
+    // Garbage over the root page of the versions table (not the schema, whose pages may be
+    // anywhere in the file once migrations grew it): the database opens, the integrity check
+    // finds the damage.
+    const meta = new DatabaseSync(join(root, "meta.db"));
+    const { rootpage } = meta.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'versions'")
+      .get() as { rootpage: number };
+    const { page_size } = meta.prepare("PRAGMA page_size").get() as { page_size: number };
+    meta.close();
     const db = await Deno.open(join(root, "meta.db"), { read: true, write: true });
-    const size = (await db.stat()).size;
-    // Garbage over the last pages (tables' and indexes' b-tree pages, not the schema on the
-    // first): the database opens, the integrity check finds the damage.
-    await db.seek(size - 2 * 4096, Deno.SeekMode.Start);
-    await db.write(new Uint8Array(2 * 4096).fill(0x5a));
+    await db.seek((rootpage - 1) * page_size, Deno.SeekMode.Start);
+    await db.write(new Uint8Array(page_size).fill(0x5a));
     db.close();
     const out = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", new URL("../../main.ts", import.meta.url).pathname],
