@@ -642,3 +642,11 @@ export class MetaUnavailableError extends Error {
     this.name = "MetaUnavailableError";
   }
 }
+
+/** The MetaUnavailableError behind `err` (itself or a cause), if any. */
+export function metaUnavailable(err: unknown): MetaUnavailableError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof MetaUnavailableError) return e;
+  }
+  return undefined;
+}

@@ -2,8 +2,18 @@
 // every method, for several server nodes on one database. Each change is one transaction; a
 // request's audit entry joins the transaction of its change (as SqliteMetaStore#change does).
 import { type AuditScope, currentAudit } from "../../audit/scope.ts";
-import type { AuditFacts } from "../../audit/chain.ts";
+import type { AuditAnchor, AuditEntry, AuditFacts } from "../../audit/chain.ts";
 import {
+  type AuditQuery,
+  type ErrorQuery,
+  type ErrorRecord,
+  type LdapMapping,
+  type MetaStore,
+  type SessionRecord,
+  type ShareRecord,
+  type StoredEvent,
+  type TokenRecord,
+  type UserRecord,
   type BatchDelete,
   type BatchDeleteOutcome,
   type BucketConfigKind,
@@ -30,8 +40,15 @@ import {
   type VersionListQuery,
 } from "../store.ts";
 import type { Row } from "postgres";
+import { PgAudit } from "./audit.ts";
 import { PgChunks } from "./chunks.ts";
+import { PgErrors } from "./errors.ts";
+import { PgEvents } from "./events.ts";
+import { PgShares } from "./shares.ts";
+import { PgSts } from "./sts.ts";
+import { PgUsers } from "./users.ts";
 import { openPool, type Q, type Sql } from "./connect.ts";
+import type { Tx } from "./sql.ts";
 import { listCurrent, listVersions } from "./list.ts";
 import { migrate, MIGRATIONS } from "./schema.ts";
 import { read, transaction } from "./tx.ts";
@@ -82,12 +99,18 @@ function toBucket(row: Row): BucketRecord {
   };
 }
 
-export class PgMetaStore {
+export class PgMetaStore implements MetaStore {
   readonly #sql: Sql;
   readonly #auditing: boolean;
   readonly #chunks = new PgChunks();
   readonly #versions = new PgVersions(this.#chunks);
   readonly #uploads = new PgUploads(this.#chunks);
+  readonly #users = new PgUsers();
+  readonly #sts = new PgSts();
+  readonly #shares = new PgShares();
+  readonly #events = new PgEvents();
+  readonly #audit = new PgAudit();
+  readonly #errors = new PgErrors();
 
   private constructor(sql: Sql, auditing: boolean) {
     this.#sql = sql;
@@ -138,6 +161,14 @@ export class PgMetaStore {
     });
     if (scope) scope.recorded += written;
     return result;
+  }
+
+  #appendEvent(tx: Q, event: OutboxEvent): Promise<number> {
+    return this.#events.append(tx, [event]);
+  }
+
+  #appendAudit(tx: Q, facts: AuditFacts): Promise<AuditEntry> {
+    return this.#audit.append(tx as Tx, facts);
   }
 
   async createBucket(b: BucketRecord): Promise<"created" | "exists"> {
@@ -485,6 +516,166 @@ export class PgMetaStore {
       if (!(await this.#uploads.lock(tx, uploadId))) return undefined;
       return { freed: await this.#uploads.remove(tx, uploadId) };
     }, (r) => r ? {} : undefined);
+  }
+
+  appendEvents(events: OutboxEvent[]): Promise<number> {
+    return this.#tx((tx) => this.#events.append(tx, events));
+  }
+
+  readEvents(after: number, limit: number, bucket?: string): Promise<StoredEvent[]> {
+    return this.#read((q) => this.#events.read(q, after, limit, bucket));
+  }
+
+  eventBounds(): Promise<{ head: number; oldest?: number }> {
+    return this.#read((q) => this.#events.bounds(q));
+  }
+
+  countEvents(after: number, bucket?: string): Promise<number> {
+    return this.#read((q) => this.#events.count(q, after, bucket));
+  }
+
+  getCursor(consumer: string): Promise<number | undefined> {
+    return this.#read((q) => this.#events.getCursor(q, consumer));
+  }
+
+  setCursor(consumer: string, seq: number): Promise<void> {
+    return this.#read((q) => this.#events.setCursor(q, consumer, seq));
+  }
+
+  deleteCursor(consumer: string): Promise<void> {
+    return this.#read((q) => this.#events.deleteCursor(q, consumer));
+  }
+
+  listCursors(): Promise<{ consumer: string; seq: number }[]> {
+    return this.#read((q) => this.#events.listCursors(q));
+  }
+
+  pruneEvents(upTo: number, before: number): Promise<number> {
+    return this.#tx((tx) => this.#events.prune(tx, upTo, before));
+  }
+
+  createUser(user: UserRecord): Promise<void> {
+    return this.#change((tx) => this.#users.create(tx, user));
+  }
+
+  getUser(
+    by: { accessKey: string } | { id: string } | { name: string },
+  ): Promise<UserRecord | undefined> {
+    return this.#read((q) => this.#users.get(q, by));
+  }
+
+  listUsers(): Promise<UserRecord[]> {
+    return this.#read((q) => this.#users.list(q));
+  }
+
+  updateUser(user: UserRecord): Promise<boolean> {
+    return this.#change((tx) => this.#users.update(tx, user), (r) => r ? {} : undefined);
+  }
+
+  deleteUser(id: string): Promise<boolean> {
+    return this.#change((tx) => this.#users.delete(tx, id), (r) => r ? {} : undefined);
+  }
+
+  createToken(token: TokenRecord): Promise<void> {
+    return this.#change((tx) => this.#users.createToken(tx, token));
+  }
+
+  getToken(hash: string): Promise<TokenRecord | undefined> {
+    return this.#read((q) => this.#users.getToken(q, hash));
+  }
+
+  deleteToken(hash: string): Promise<boolean> {
+    return this.#change((tx) => this.#users.deleteToken(tx, hash), (r) => r ? {} : undefined);
+  }
+
+  deleteUserTokens(userId: string): Promise<void> {
+    return this.#change((tx) => this.#users.deleteUserTokens(tx, userId));
+  }
+
+  createSession(session: SessionRecord): Promise<void> {
+    return this.#change((tx) => this.#sts.createSession(tx, session));
+  }
+
+  getSession(accessKey: string): Promise<SessionRecord | undefined> {
+    return this.#read((q) => this.#sts.getSession(q, accessKey));
+  }
+
+  putLdapMapping(mapping: LdapMapping): Promise<void> {
+    return this.#change((tx) => this.#sts.putMapping(tx, mapping));
+  }
+
+  deleteLdapMapping(kind: LdapMapping["kind"], name: string): Promise<boolean> {
+    return this.#change(
+      (tx) => this.#sts.deleteMapping(tx, kind, name),
+      (deleted) => deleted ? {} : undefined,
+    );
+  }
+
+  listLdapMappings(): Promise<LdapMapping[]> {
+    return this.#read((q) => this.#sts.listMappings(q));
+  }
+
+  appendAudit(facts: AuditFacts): Promise<AuditEntry> {
+    return this.#tx((tx) => this.#appendAudit(tx, facts));
+  }
+
+  queryAudit(query: AuditQuery): Promise<AuditEntry[]> {
+    return this.#read((q) => this.#audit.query(q, query));
+  }
+
+  auditPage(afterSeq: number, limit: number): Promise<AuditEntry[]> {
+    return this.#read((q) => this.#audit.page(q, afterSeq, limit));
+  }
+
+  auditAnchor(): Promise<AuditAnchor> {
+    return this.#read((q) => this.#audit.anchor(q));
+  }
+
+  auditHead(): Promise<AuditAnchor> {
+    return this.#read((q) => this.#audit.head(q));
+  }
+
+  pruneAudit(
+    before: number,
+    checkpoint: (anchor: AuditAnchor, pruned: number) => AuditFacts,
+  ): Promise<{ anchor: AuditAnchor; pruned: number } | undefined> {
+    return this.#tx((tx) => this.#audit.prune(tx as Tx, before, checkpoint));
+  }
+
+  appendError(record: Omit<ErrorRecord, "id">, max: number): Promise<void> {
+    return this.#tx((tx) => this.#errors.append(tx, record, max));
+  }
+
+  queryErrors(query: ErrorQuery): Promise<ErrorRecord[]> {
+    return this.#read((q) => this.#errors.query(q, query));
+  }
+
+  clearErrors(before?: number): Promise<number> {
+    return this.#change((tx) => this.#errors.clear(tx, before));
+  }
+
+  createShare(share: ShareRecord): Promise<void> {
+    return this.#change((tx) => this.#shares.create(tx, share));
+  }
+
+  getShare(by: { id: string } | { tokenHash: string }): Promise<ShareRecord | undefined> {
+    return this.#read((q) => this.#shares.get(q, by));
+  }
+
+  listShares(creator?: string): Promise<ShareRecord[]> {
+    return this.#read((q) => this.#shares.list(q, creator));
+  }
+
+  revokeShare(id: string): Promise<boolean> {
+    return this.#change((tx) => this.#shares.revoke(tx, id, Date.now()), (r) => r ? {} : undefined);
+  }
+
+  countShareDownload(id: string): Promise<boolean> {
+    return this.#change((tx) => this.#shares.countDownload(tx, id), (r) => r ? {} : undefined);
+  }
+
+  countShareUpload(id: string): Promise<void> {
+    return this.#tx((tx) => this.#shares.countUpload(tx, id));
   }
 
   usage(): Promise<Usage> {
