@@ -2,7 +2,13 @@
 // at start-up under an advisory lock (several nodes starting at once apply each one once). The
 // applied count is kept in schema_version. Keys and bucket names compare in byte order
 // (COLLATE "C"), as in SQLite, so listings and markers mean the same on both stores.
+import { AUDIT_DDL } from "./audit.ts";
 import type { Sql } from "./connect.ts";
+import { ERRORS_DDL } from "./errors.ts";
+import { EVENTS_DDL } from "./events.ts";
+import { SHARES_DDL } from "./shares.ts";
+import { STS_DDL } from "./sts.ts";
+import { USERS_DDL } from "./users.ts";
 
 /** The advisory lock id of migrations (any constant unlikely to be used by others). */
 const MIGRATION_LOCK = 0x5354_4f52_4531;
@@ -181,6 +187,9 @@ export const MIGRATIONS: string[] = [
     at bigint NOT NULL
   );
   `,
+  // Users and tokens, STS sessions and LDAP mappings, shares, the event outbox, the audit chain
+  // and the error log (each module keeps its own DDL).
+  [USERS_DDL, STS_DDL, SHARES_DDL, EVENTS_DDL, AUDIT_DDL, ERRORS_DDL].join("\n"),
 ];
 
 /** Applies the migrations not applied yet; returns how many there are in all. */

@@ -29,7 +29,8 @@ export function isUnavailable(err: unknown): boolean {
   if (err instanceof MetaUnavailableError) return true;
   const code = (err as { code?: unknown })?.code;
   if (typeof code !== "string") {
-    return err instanceof Deno.errors.ConnectionRefused || err instanceof Deno.errors.ConnectionReset;
+    return err instanceof Deno.errors.ConnectionRefused ||
+      err instanceof Deno.errors.ConnectionReset;
   }
   // SQLSTATE class 08: connection exception; 57P01-57P03: shutdown, crash, starting up;
   // class 53: insufficient resources (too many connections, disk full).
