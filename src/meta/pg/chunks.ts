@@ -1,6 +1,8 @@
 // Chunk records, their reference counts and the chunk lists of versions and parts, in
-// PostgreSQL (part of PgMetaStore). Counts change by atomic row updates in the writer's
-// transaction: the row lock orders concurrent writers of any node, so counts never drift.
+// PostgreSQL (part of PgMetaStore). A transaction collects the references it adds and drops
+// (RefChanges) and applies the net change per chunk at the end, in chunk id order: concurrent
+// writers on any node lock chunk rows in one order (no deadlock), and each count moves by one
+// atomic update, so counts never drift.
 import type { Row } from "postgres";
 import type { ChunkRecord, VersionChunk } from "../store.ts";
 import type { Q } from "./connect.ts";
@@ -19,31 +21,51 @@ export function toChunk(row: Row): ChunkRecord {
   };
 }
 
-/** How many references each chunk id gets, in id order (one lock order for every writer). */
-function tally(ids: string[]): [string[], number[]] {
-  const counts = new Map<string, number>();
-  for (const id of ids) counts.set(id, (counts.get(id) ?? 0) + 1);
-  const sorted = [...counts.keys()].sort();
-  return [sorted, sorted.map((id) => counts.get(id)!)];
+/** The references a transaction adds and drops, netted per chunk. */
+export class RefChanges {
+  readonly #delta = new Map<string, { n: number; chunk?: ChunkRecord }>();
+
+  add(chunks: VersionChunk[]): void {
+    for (const { chunk } of chunks) {
+      const d = this.#delta.get(chunk.id) ?? { n: 0 };
+      d.n++;
+      d.chunk = chunk;
+      this.#delta.set(chunk.id, d);
+    }
+  }
+
+  drop(ids: string[]): void {
+    for (const id of ids) {
+      const d = this.#delta.get(id) ?? { n: 0 };
+      d.n--;
+      this.#delta.set(id, d);
+    }
+  }
+
+  /** Ids whose references this dropped more than it added. */
+  droppedIds(): string[] {
+    return [...this.#delta].filter(([, d]) => d.n < 0).map(([id]) => id);
+  }
+
+  merge(other: RefChanges): void {
+    for (const [id, d] of other.#delta) {
+      const mine = this.#delta.get(id) ?? { n: 0 };
+      mine.n += d.n;
+      mine.chunk ??= d.chunk;
+      this.#delta.set(id, mine);
+    }
+  }
+
+  /** Net changes in chunk id order (changes that cancel out are left out). */
+  sorted(): [string, { n: number; chunk?: ChunkRecord }][] {
+    return [...this.#delta].filter(([, d]) => d.n !== 0).sort(([a], [b]) => a < b ? -1 : 1);
+  }
 }
 
 export class PgChunks {
-  /** Records `chunks` as the data of `vid`, raising (or creating) their counts. */
-  async addRefs(q: Q, vid: number, chunks: VersionChunk[]): Promise<void> {
+  /** Lists `chunks` as the data of `vid` (their counts change in apply). */
+  async link(q: Q, vid: number, chunks: VersionChunk[]): Promise<void> {
     if (chunks.length === 0) return;
-    const [ids, counts] = tally(chunks.map((c) => c.chunk.id));
-    const byId = new Map(chunks.map((c) => [c.chunk.id, c.chunk]));
-    const now = Date.now();
-    for (let i = 0; i < ids.length; i++) {
-      const c = byId.get(ids[i])!;
-      await q`
-        INSERT INTO chunks (id, refcount, plain_size, stored_size, compression, encrypted,
-          segment_size, data_shards, parity_shards, drives, created_at)
-        VALUES (${c.id}, ${counts[i]}, ${c.plainSize}, ${c.storedSize}, ${c.compression},
-          ${c.encrypted}, ${c.segmentSize ?? 0}, ${c.dataShards}, ${c.parityShards},
-          ${c.drives}::integer[], ${now})
-        ON CONFLICT (id) DO UPDATE SET refcount = chunks.refcount + excluded.refcount`;
-    }
     await q`
       INSERT INTO version_chunks (version_id, idx, chunk_id, "offset", size)
       SELECT ${vid}, i - 1, c, o, s FROM unnest(
@@ -53,30 +75,36 @@ export class PgChunks {
       ) WITH ORDINALITY AS t(c, o, s, i)`;
   }
 
-  /** Drops the chunk references of `vid`; returns the chunks nothing refers to now. */
-  async dropRefs(q: Q, vid: number): Promise<ChunkRecord[]> {
-    const links = await q`DELETE FROM version_chunks WHERE version_id = ${vid} RETURNING chunk_id`;
-    if (links.length === 0) return [];
-    const [ids, counts] = tally(links.map((r) => r.chunk_id as string));
+  /** Removes the chunk list of `vid`; returns the chunk ids it referred to (for drop). */
+  async unlink(q: Q, vid: number): Promise<string[]> {
+    const rows = await q`DELETE FROM version_chunks WHERE version_id = ${vid} RETURNING chunk_id`;
+    return rows.map((r) => r.chunk_id as string);
+  }
+
+  /** Applies the net changes; returns the chunks nothing refers to any more (rows deleted). */
+  async apply(q: Q, refs: RefChanges): Promise<ChunkRecord[]> {
     const freed: ChunkRecord[] = [];
-    for (let i = 0; i < ids.length; i++) {
+    const now = Date.now();
+    for (const [id, { n, chunk: c }] of refs.sorted()) {
+      if (n > 0) {
+        if (!c) throw new Error(`chunk ${id} gains references without its record`);
+        await q`
+          INSERT INTO chunks (id, refcount, plain_size, stored_size, compression, encrypted,
+            segment_size, data_shards, parity_shards, drives, created_at)
+          VALUES (${c.id}, ${n}, ${c.plainSize}, ${c.storedSize}, ${c.compression},
+            ${c.encrypted}, ${c.segmentSize ?? 0}, ${c.dataShards}, ${c.parityShards},
+            ${c.drives}::integer[], ${now})
+          ON CONFLICT (id) DO UPDATE SET refcount = chunks.refcount + excluded.refcount`;
+        continue;
+      }
       const [row] = await q`
-        UPDATE chunks SET refcount = refcount - ${counts[i]} WHERE id = ${ids[i]}
-        RETURNING refcount`;
+        UPDATE chunks SET refcount = refcount + ${n} WHERE id = ${id} RETURNING refcount`;
       if (row && row.refcount <= 0) {
-        const [gone] = await q`DELETE FROM chunks WHERE id = ${ids[i]} RETURNING *`;
+        const [gone] = await q`DELETE FROM chunks WHERE id = ${id} RETURNING *`;
         freed.push(toChunk(gone));
       }
     }
     return freed;
-  }
-
-  /** Of `freed`, the chunks still without a row (not referenced again in the same write). */
-  async stillFree(q: Q, freed: ChunkRecord[]): Promise<ChunkRecord[]> {
-    if (freed.length === 0) return freed;
-    const back = await q`SELECT id FROM chunks WHERE id = ANY(${freed.map((c) => c.id)}::text[])`;
-    const present = new Set(back.map((r) => r.id as string));
-    return freed.filter((c) => !present.has(c.id));
   }
 
   async versionChunks(

@@ -141,17 +141,23 @@ export const MIGRATIONS: string[] = [
   );
   CREATE INDEX completed_uploads_by_time ON completed_uploads(completed_at);
 
-  -- Usage totals, kept by triggers in the writing transaction. One row per slot: a writer
-  -- updates the slot of its connection, so concurrent writers do not queue on one row; usage()
-  -- sums the slots.
+  -- Usage totals, kept by triggers in the writing transaction. A write appends its change as a
+  -- row of usage_deltas (no row is shared, so concurrent writers never wait on each other);
+  -- reading the usage folds the committed deltas into the one usage row first.
   CREATE TABLE usage (
-    slot integer PRIMARY KEY,
+    id integer PRIMARY KEY CHECK (id = 1),
     objects bigint NOT NULL DEFAULT 0,
     bytes bigint NOT NULL DEFAULT 0,
     chunks bigint NOT NULL DEFAULT 0,
     shard_bytes bigint NOT NULL DEFAULT 0
   );
-  INSERT INTO usage (slot) SELECT generate_series(0, 15);
+  INSERT INTO usage (id) VALUES (1);
+  CREATE TABLE usage_deltas (
+    objects bigint NOT NULL,
+    bytes bigint NOT NULL,
+    chunks bigint NOT NULL,
+    shard_bytes bigint NOT NULL
+  );
   CREATE FUNCTION usage_versions() RETURNS trigger LANGUAGE plpgsql AS $$
   DECLARE d_objects bigint := 0; d_bytes bigint := 0;
   BEGIN
@@ -162,8 +168,7 @@ export const MIGRATIONS: string[] = [
       d_objects := d_objects + 1; d_bytes := d_bytes + NEW.size;
     END IF;
     IF d_objects <> 0 OR d_bytes <> 0 THEN
-      UPDATE usage SET objects = objects + d_objects, bytes = bytes + d_bytes
-        WHERE slot = pg_backend_pid() % 16;
+      INSERT INTO usage_deltas VALUES (d_objects, d_bytes, 0, 0);
     END IF;
     RETURN NULL;
   END $$;
@@ -173,9 +178,8 @@ export const MIGRATIONS: string[] = [
   DECLARE r chunks; sign integer;
   BEGIN
     IF TG_OP = 'INSERT' THEN r := NEW; sign := 1; ELSE r := OLD; sign := -1; END IF;
-    UPDATE usage SET chunks = chunks + sign, shard_bytes = shard_bytes + sign
-      * ((r.stored_size + r.data_shards - 1) / r.data_shards * (r.data_shards + r.parity_shards))
-      WHERE slot = pg_backend_pid() % 16;
+    INSERT INTO usage_deltas VALUES (0, 0, sign, sign
+      * ((r.stored_size + r.data_shards - 1) / r.data_shards * (r.data_shards + r.parity_shards)));
     RETURN NULL;
   END $$;
   CREATE TRIGGER usage_chunks AFTER INSERT OR DELETE ON chunks

@@ -41,7 +41,7 @@ import {
 } from "../store.ts";
 import type { Row } from "postgres";
 import { PgAudit } from "./audit.ts";
-import { PgChunks } from "./chunks.ts";
+import { PgChunks, RefChanges } from "./chunks.ts";
 import { PgErrors } from "./errors.ts";
 import { PgEvents } from "./events.ts";
 import { PgShares } from "./shares.ts";
@@ -53,7 +53,7 @@ import { listCurrent, listVersions } from "./list.ts";
 import { migrate, MIGRATIONS } from "./schema.ts";
 import { read, transaction } from "./tx.ts";
 import { PgUploads } from "./uploads.ts";
-import { PgVersions, tagsColumn } from "./versions.ts";
+import { lockKeys, PgVersions, tagsColumn } from "./versions.ts";
 
 export interface PgOptions {
   /** postgres://user:pass@host:port/db, with sslmode in the query (STORE_META_URL). */
@@ -210,7 +210,9 @@ export class PgMetaStore implements MetaStore {
       if (found.length === 0) return { outcome: "missing" as const, freed: [] };
       const any = await tx`SELECT 1 FROM versions WHERE bucket = ${name} LIMIT 1`;
       if (any.length > 0) return { outcome: "not_empty" as const, freed: [] };
-      const freed = await this.#uploads.removeAll(tx, name);
+      const refs = new RefChanges();
+      await this.#uploads.removeAll(tx, name, refs);
+      const freed = await this.#chunks.apply(tx, refs);
       await tx`DELETE FROM bucket_configs WHERE bucket = ${name}`;
       await tx`DELETE FROM buckets WHERE name = ${name}`;
       return { outcome: "deleted" as const, freed };
@@ -223,9 +225,11 @@ export class PgMetaStore implements MetaStore {
     opts: { guard?: CurrentGuard; outbox?: OutboxEvent } = {},
   ): Promise<PutResult> {
     return this.#change(async (tx) => {
-      const result = await this.#versions.put(tx, v, chunks, opts.guard);
+      const refs = new RefChanges();
+      const displaced = await this.#versions.put(tx, v, chunks, refs, opts.guard);
+      const freed = await this.#chunks.apply(tx, refs);
       if (opts.outbox) await this.#appendEvent(tx, opts.outbox);
-      return result;
+      return { displaced, freed };
     }, () => ({ key: v.key, versionId: v.versionId ?? "", bytes: v.size }));
   }
 
@@ -237,14 +241,48 @@ export class PgMetaStore implements MetaStore {
     return this.#read((q) => this.#versions.get(q, bucket, key, versionId));
   }
 
+  /**
+   * The batch in one transaction: each change in its own savepoint (a refused one rolls back
+   * alone). Keys are locked up front in order, chunk counts change once at the end in chunk
+   * order, then the outbox events and audit entries of the changes that happened, in item
+   * order: the lock order every transaction follows, so concurrent batches never deadlock.
+   */
   async deleteObjects(items: BatchDelete[]): Promise<BatchDeleteOutcome[]> {
     const scope = this.#auditing ? currentAudit() : undefined;
     let written = 0;
     const outcomes = await this.#tx(async (tx) => {
       written = 0;
-      const out: BatchDeleteOutcome[] = [];
+      const byBucket = new Map<string, string[]>();
       for (const item of items) {
-        out.push(await this.#batchItem(tx, item, scope, () => written++));
+        const { bucket, key } = "marker" in item ? item.marker : item;
+        byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), key]);
+      }
+      for (const [bucket, keys] of [...byBucket].sort(([a], [b]) => a < b ? -1 : 1)) {
+        await lockKeys(tx, bucket, keys);
+      }
+      const refs = new RefChanges();
+      const done: BatchDone[] = [];
+      for (const item of items) done.push(await this.#batchItem(tx, item, refs));
+      const freed = await this.#chunks.apply(tx, refs);
+      // Each freed chunk goes to the first change that dropped a reference to it.
+      const freedBy = new Map(freed.map((c) => [c.id, c]));
+      const out: BatchDeleteOutcome[] = [];
+      for (const d of done) {
+        if (!d.ok) {
+          out.push({ ok: false, error: d.error });
+          continue;
+        }
+        const mine = d.dropped.flatMap((id) => {
+          const c = freedBy.get(id);
+          freedBy.delete(id);
+          return c ? [c] : [];
+        });
+        out.push({ ok: true, removed: d.removed, freed: mine });
+        if (d.event) await this.#appendEvent(tx, d.event);
+        if (scope && d.change) {
+          await this.#appendAudit(tx, changeFacts(scope, d.change));
+          written++;
+        }
       }
       return out;
     });
@@ -252,40 +290,31 @@ export class PgMetaStore implements MetaStore {
     return outcomes;
   }
 
-  /** One change of a batch in its own savepoint, with its audit entry (see #change). */
-  async #batchItem(
-    tx: Q,
-    item: BatchDelete,
-    scope: AuditScope | undefined,
-    audited: () => void,
-  ): Promise<BatchDeleteOutcome> {
-    let audit = false;
+  /** One change of a batch in its own savepoint; its references join `refs` when it holds. */
+  async #batchItem(tx: Q, item: BatchDelete, refs: RefChanges): Promise<BatchDone> {
+    const mine = new RefChanges();
     try {
-      const outcome = await (tx as unknown as {
+      const done = await (tx as unknown as {
         savepoint<T>(fn: (sp: Q) => Promise<T>): Promise<T>;
-      }).savepoint(async (sp) => {
-        let outcome: BatchDeleteOutcome;
-        let change: ChangeDetail | undefined;
+      }).savepoint(async (sp): Promise<BatchDone> => {
         if ("marker" in item) {
           const v = item.marker;
-          outcome = { ok: true, freed: (await this.#versions.put(sp, v, [])).freed };
-          if (item.outbox) await this.#appendEvent(sp, item.outbox);
-          change = { key: v.key, versionId: v.versionId ?? "", bytes: v.size };
-        } else {
-          const r = await this.#versions.remove(sp, item);
-          const event = r.removed ? item.outbox?.(r.removed) : undefined;
-          if (event) await this.#appendEvent(sp, event);
-          outcome = { ok: true, ...r };
-          change = r.removed ? { key: item.key, versionId: item.versionId } : undefined;
+          await this.#versions.put(sp, v, [], mine);
+          const change = { key: v.key, versionId: v.versionId ?? "", bytes: v.size };
+          return { ok: true, dropped: mine.droppedIds(), event: item.outbox, change };
         }
-        if (scope && change) {
-          await this.#appendAudit(sp, changeFacts(scope, change));
-          audit = true;
-        }
-        return outcome;
+        const removed = await this.#versions.remove(sp, item, mine);
+        if (!removed) return { ok: true, dropped: [] };
+        return {
+          ok: true,
+          removed,
+          dropped: mine.droppedIds(),
+          event: item.outbox?.(removed),
+          change: { key: item.key, versionId: item.versionId },
+        };
       });
-      if (audit) audited();
-      return outcome;
+      refs.merge(mine);
+      return done;
     } catch (error) {
       // A lost connection or a conflict ends the whole batch (retried or answered 503).
       if (isTransactionFatal(error)) throw error;
@@ -485,9 +514,9 @@ export class PgMetaStore implements MetaStore {
       async (tx) => {
         const chunks = await this.#uploads.partChunks(tx, upload.uploadId, parts);
         if (!chunks) return undefined;
-        const result = await this.#versions.put(tx, version, chunks, opts.guard);
-        if (opts.outbox) await this.#appendEvent(tx, opts.outbox);
-        const dropped = await this.#uploads.remove(tx, upload.uploadId);
+        const refs = new RefChanges();
+        const displaced = await this.#versions.put(tx, version, chunks, refs, opts.guard);
+        await this.#uploads.remove(tx, upload.uploadId, refs);
         await this.#uploads.recordCompleted(tx, {
           uploadId: upload.uploadId,
           bucket: version.bucket,
@@ -497,8 +526,10 @@ export class PgMetaStore implements MetaStore {
           checksum: version.checksum,
           completedAt: Date.now(),
         });
-        const freed = await this.#chunks.stillFree(tx, [...result.freed, ...dropped]);
-        return { displaced: result.displaced, freed };
+        // The parts' chunks move to the version: only what no part made it in is freed.
+        const freed = await this.#chunks.apply(tx, refs);
+        if (opts.outbox) await this.#appendEvent(tx, opts.outbox);
+        return { displaced, freed };
       },
       (r) =>
         r
@@ -514,7 +545,9 @@ export class PgMetaStore implements MetaStore {
   abortUpload(uploadId: string): Promise<{ freed: ChunkRecord[] } | undefined> {
     return this.#change(async (tx) => {
       if (!(await this.#uploads.lock(tx, uploadId))) return undefined;
-      return { freed: await this.#uploads.remove(tx, uploadId) };
+      const refs = new RefChanges();
+      await this.#uploads.remove(tx, uploadId, refs);
+      return { freed: await this.#chunks.apply(tx, refs) };
     }, (r) => r ? {} : undefined);
   }
 
@@ -678,13 +711,18 @@ export class PgMetaStore implements MetaStore {
     return this.#tx((tx) => this.#shares.countUpload(tx, id));
   }
 
+  /** Folds the committed usage deltas into the usage row, then reads it. */
   usage(): Promise<Usage> {
-    return this.#read(async (q) => {
-      const [row] = await q`
-        SELECT coalesce(sum(objects), 0)::bigint AS objects, coalesce(sum(bytes), 0)::bigint AS bytes,
-          coalesce(sum(chunks), 0)::bigint AS chunks,
-          coalesce(sum(shard_bytes), 0)::bigint AS shard_bytes
-        FROM usage`;
+    return this.#tx(async (tx) => {
+      const [row] = await tx`
+        WITH d AS (DELETE FROM usage_deltas RETURNING *)
+        UPDATE usage SET objects = usage.objects + s.objects, bytes = usage.bytes + s.bytes,
+          chunks = usage.chunks + s.chunks, shard_bytes = usage.shard_bytes + s.shard_bytes
+        FROM (SELECT coalesce(sum(objects), 0) AS objects, coalesce(sum(bytes), 0) AS bytes,
+          coalesce(sum(chunks), 0) AS chunks, coalesce(sum(shard_bytes), 0) AS shard_bytes
+          FROM d) s
+        WHERE usage.id = 1
+        RETURNING usage.objects, usage.bytes, usage.chunks, usage.shard_bytes`;
       return {
         objects: row.objects,
         bytes: row.bytes,
@@ -757,6 +795,18 @@ export class PgMetaStore implements MetaStore {
     await this.#sql.end({ timeout: 5 });
   }
 }
+
+/** What one change of a batch did, before the batch's counts, events and entries. */
+type BatchDone =
+  | {
+    ok: true;
+    removed?: ObjectVersion;
+    /** Chunk ids whose references it dropped. */
+    dropped: string[];
+    event?: OutboxEvent;
+    change?: ChangeDetail;
+  }
+  | { ok: false; error: unknown };
 
 /** Errors after which the transaction cannot go on (the savepoint cannot contain them). */
 function isTransactionFatal(err: unknown): boolean {

@@ -12,7 +12,7 @@ import {
   type UploadRecord,
   type VersionChunk,
 } from "../store.ts";
-import type { PgChunks } from "./chunks.ts";
+import { type PgChunks, RefChanges } from "./chunks.ts";
 import type { Q } from "./connect.ts";
 
 function toUpload(row: Row): UploadRecord {
@@ -77,18 +77,19 @@ export class PgUploads {
     chunks: VersionChunk[],
   ): Promise<{ freed: ChunkRecord[] } | undefined> {
     if (!(await this.lock(q, uploadId))) return undefined;
-    const freed: ChunkRecord[] = [];
+    const refs = new RefChanges();
     const [old] = await q`
       DELETE FROM parts WHERE upload_id = ${uploadId} AND part_number = ${part.partNumber}
       RETURNING data_id`;
-    if (old) freed.push(...await this.chunks.dropRefs(q, old.data_id));
+    if (old) refs.drop(await this.chunks.unlink(q, old.data_id));
     const dataId = await this.chunks.nextVid(q);
     await q`
       INSERT INTO parts (upload_id, part_number, etag, size, last_modified, data_id, checksum)
       VALUES (${uploadId}, ${part.partNumber}, ${part.etag}, ${part.size}, ${part.lastModified},
         ${dataId}, ${part.checksum ? JSON.stringify(part.checksum) : null})`;
-    await this.chunks.addRefs(q, dataId, chunks);
-    return { freed: await this.chunks.stillFree(q, freed) };
+    await this.chunks.link(q, dataId, chunks);
+    refs.add(chunks);
+    return { freed: await this.chunks.apply(q, refs) };
   }
 
   async listParts(q: Q, uploadId: string, after: number, max: number): Promise<PartRecord[]> {
@@ -122,13 +123,11 @@ export class PgUploads {
     return out;
   }
 
-  /** Drops every part and the upload; returns the chunks nothing refers to any more. */
-  async remove(q: Q, uploadId: string): Promise<ChunkRecord[]> {
-    const freed: ChunkRecord[] = [];
+  /** Drops every part and the upload; the parts' references join `refs`. */
+  async remove(q: Q, uploadId: string, refs: RefChanges): Promise<void> {
     const parts = await q`DELETE FROM parts WHERE upload_id = ${uploadId} RETURNING data_id`;
-    for (const row of parts) freed.push(...await this.chunks.dropRefs(q, row.data_id));
+    for (const row of parts) refs.drop(await this.chunks.unlink(q, row.data_id));
     await q`DELETE FROM uploads WHERE upload_id = ${uploadId}`;
-    return freed;
   }
 
   /** Keeps the answer of a completion; drops those older than the retention. */
@@ -161,12 +160,11 @@ export class PgUploads {
     };
   }
 
-  /** Aborts every upload of a bucket; returns the chunks nothing refers to any more. */
-  async removeAll(q: Q, bucket: string): Promise<ChunkRecord[]> {
-    const ids = await q`SELECT upload_id FROM uploads WHERE bucket = ${bucket} FOR UPDATE`;
-    const freed: ChunkRecord[] = [];
-    for (const row of ids) freed.push(...await this.remove(q, row.upload_id));
-    return freed;
+  /** Aborts every upload of a bucket; their references join `refs`. */
+  async removeAll(q: Q, bucket: string, refs: RefChanges): Promise<void> {
+    const ids = await q`
+      SELECT upload_id FROM uploads WHERE bucket = ${bucket} ORDER BY upload_id FOR UPDATE`;
+    for (const row of ids) await this.remove(q, row.upload_id, refs);
   }
 
   async countStale(q: Q, before: number): Promise<number> {

@@ -5,16 +5,14 @@
 import type { Row } from "postgres";
 import {
   type BatchDelete,
-  type ChunkRecord,
   type CurrentGuard,
   type DataRef,
   MissingBucketError,
   type ObjectVersion,
-  type PutResult,
   type TagSet,
   type VersionChunk,
 } from "../store.ts";
-import type { PgChunks } from "./chunks.ts";
+import type { PgChunks, RefChanges } from "./chunks.ts";
 import type { Q } from "./connect.ts";
 
 export const VERSION_COLUMNS =
@@ -54,9 +52,14 @@ export function tagsColumn(tags: TagSet | undefined): string | null {
   return tags && Object.keys(tags).length > 0 ? JSON.stringify(tags) : null;
 }
 
-/** Serialises the writers of one key until the end of the transaction (any node). */
-async function lockKey(q: Q, bucket: string, key: string): Promise<void> {
-  await q`SELECT pg_advisory_xact_lock(hashtextextended(${bucket} || '/' || ${key}, 0))`;
+/**
+ * Serialises the writers of these keys until the end of the transaction (any node). Keys are
+ * locked in one order, so transactions that lock several (a DeleteObjects batch) never deadlock.
+ */
+export async function lockKeys(q: Q, bucket: string, keys: string[]): Promise<void> {
+  for (const key of [...new Set(keys)].sort()) {
+    await q`SELECT pg_advisory_xact_lock(hashtextextended(${bucket} || '/' || ${key}, 0))`;
+  }
 }
 
 export class PgVersions {
@@ -78,14 +81,22 @@ export class PgVersions {
     return row ? toVersion(row) : undefined;
   }
 
-  /** Makes `v` the current version of its key (see MetaStore.putObjectVersion). */
-  async put(q: Q, v: ObjectVersion, chunks: VersionChunk[], guard?: CurrentGuard) {
+  /**
+   * Makes `v` the current version of its key (see MetaStore.putObjectVersion); the chunk
+   * references it adds and drops join `refs`. Returns the versions it displaced.
+   */
+  async put(
+    q: Q,
+    v: ObjectVersion,
+    chunks: VersionChunk[],
+    refs: RefChanges,
+    guard?: CurrentGuard,
+  ): Promise<ObjectVersion[]> {
     const bucket = await q`SELECT 1 FROM buckets WHERE name = ${v.bucket} FOR SHARE`;
     if (bucket.length === 0) throw new MissingBucketError(v.bucket);
-    await lockKey(q, v.bucket, v.key);
+    await lockKeys(q, v.bucket, [v.key]);
     if (guard) guard(await this.get(q, v.bucket, v.key));
     const displaced: ObjectVersion[] = [];
-    const freed: ChunkRecord[] = [];
     const [old] = await q`
       DELETE FROM versions WHERE bucket = ${v.bucket} AND key = ${v.key}
         AND version_id = ${v.versionId}
@@ -94,7 +105,7 @@ export class PgVersions {
       const oldVersion = toVersion(old);
       displaced.push(oldVersion);
       if (oldVersion.data.kind === "chunks") {
-        freed.push(...await this.chunks.dropRefs(q, oldVersion.data.vid));
+        refs.drop(await this.chunks.unlink(q, oldVersion.data.vid));
       }
     }
     await q`UPDATE versions SET is_latest = false
@@ -104,9 +115,9 @@ export class PgVersions {
       WHERE bucket = ${v.bucket} AND key = ${v.key}`;
     const vid = await this.chunks.nextVid(q);
     await this.#insert(q, v, { seq, vid, chunked: chunks.length > 0 || v.data.kind === "chunks" });
-    await this.chunks.addRefs(q, vid, chunks);
-    // Chunks that were freed and referenced again in this same write stay.
-    return { displaced, freed: await this.chunks.stillFree(q, freed) } satisfies PutResult;
+    await this.chunks.link(q, vid, chunks);
+    refs.add(chunks);
+    return displaced;
   }
 
   async #insert(
@@ -128,17 +139,21 @@ export class PgVersions {
         ${v.deleteMarker ? null : tagsColumn(v.tags)})`;
   }
 
-  /** Removes one version (see BatchDelete); the next newest becomes current. */
+  /**
+   * Removes one version (see BatchDelete); the next newest becomes current. The references it
+   * drops join `refs`.
+   */
   async remove(
     q: Q,
     item: Exclude<BatchDelete, { marker: ObjectVersion }>,
-  ): Promise<{ removed?: ObjectVersion; freed: ChunkRecord[] }> {
+    refs: RefChanges,
+  ): Promise<ObjectVersion | undefined> {
     const { bucket, key, versionId } = item;
-    await lockKey(q, bucket, key);
+    await lockKeys(q, bucket, [key]);
     const [row] = await q`
       SELECT ${q.unsafe(VERSION_COLUMNS)}, is_latest FROM versions
       WHERE bucket = ${bucket} AND key = ${key} AND version_id = ${versionId}`;
-    if (!row) return { freed: [] };
+    if (!row) return undefined;
     const removed = toVersion(row);
     item.guard?.(removed);
     await q`DELETE FROM versions
@@ -148,10 +163,8 @@ export class PgVersions {
         UPDATE versions SET is_latest = true WHERE bucket = ${bucket} AND key = ${key} AND seq =
           (SELECT max(seq) FROM versions WHERE bucket = ${bucket} AND key = ${key})`;
     }
-    const freed = removed.data.kind === "chunks"
-      ? await this.chunks.dropRefs(q, removed.data.vid)
-      : [];
-    return { removed, freed };
+    if (removed.data.kind === "chunks") refs.drop(await this.chunks.unlink(q, removed.data.vid));
+    return removed;
   }
 
   /** The version's row locked for a change of its lock, ACL or tags; undefined when missing. */
