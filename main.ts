@@ -19,6 +19,8 @@ import { AuditRecorder } from "./src/audit/recorder.ts";
 import { startAuditRetention } from "./src/audit/retention.ts";
 import { errorLogSink } from "./src/errorlog/sink.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
+import { PgMetaStore } from "./src/meta/pg/store.ts";
+import type { MetaStore } from "./src/meta/store.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
 import { ReadBudget } from "./src/object/read_budget.ts";
 import { ChunkStore } from "./src/storage/chunk_store.ts";
@@ -60,7 +62,7 @@ function tightenInBackground(roots: string[]): Promise<void> {
 }
 
 /** Directory sign-in: an unreachable directory is logged, and local users keep working. */
-async function startLdap(config: Config, meta: SqliteMetaStore): Promise<LdapService> {
+async function startLdap(config: Config, meta: MetaStore): Promise<LdapService> {
   let caPem: string | undefined;
   if (config.ldap.caFile) {
     try {
@@ -85,8 +87,24 @@ async function startLdap(config: Config, meta: SqliteMetaStore): Promise<LdapSer
   });
 }
 
-/** The metadata store; a database that cannot be opened stops the start with one line. */
-function openMetadata(path: string, audit: boolean): SqliteMetaStore {
+/**
+ * The metadata store: PostgreSQL when STORE_META_URL is set (connected and migrated here), else
+ * the SQLite file; a database that cannot be opened stops the start with one line.
+ */
+async function openMetadata(config: Config): Promise<MetaStore> {
+  const audit = config.audit;
+  if (config.metaDb) {
+    try {
+      return await PgMetaStore.open({ ...config.metaDb, audit });
+    } catch (err) {
+      throw new StartupError(
+        `STORE_META_URL: the PostgreSQL metadata database cannot be opened: ${
+          err instanceof Error ? err.message : err
+        }`,
+      );
+    }
+  }
+  const path = join(config.dataDir, "meta.db");
   try {
     return new SqliteMetaStore(path, { audit });
   } catch (err) {
@@ -152,7 +170,7 @@ async function start() {
     console.log(`  access key / user:     ${admin.user}`);
     console.log(`  secret key / password: ${admin.password}`);
   }
-  const meta = openMetadata(join(config.dataDir, "meta.db"), config.audit);
+  const meta = await openMetadata(config);
   if (config.checkOnStart) {
     const problems = await meta.quickCheck().catch((err) => [String(err)]);
     if (problems.join() !== "ok") {

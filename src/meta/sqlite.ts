@@ -15,6 +15,7 @@ import { SqliteOps } from "./sqlite_ops.ts";
 import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import { SqliteSts } from "./sqlite_sts.ts";
+import { MissingBucketError } from "./store.ts";
 import type {
   AuditQuery,
   BatchDelete,
@@ -51,12 +52,6 @@ import type {
   VersionListPage,
   VersionListQuery,
 } from "./store.ts";
-
-export class MissingBucketError extends Error {
-  constructor(bucket: string) {
-    super(`Bucket ${bucket} does not exist`);
-  }
-}
 
 type Row = Record<string, SQLInputValue>;
 

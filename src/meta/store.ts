@@ -624,3 +624,29 @@ export class DuplicateError extends Error {
     super(`${field} is already taken`);
   }
 }
+
+/** A write named a bucket that does not exist (any more). */
+export class MissingBucketError extends Error {
+  constructor(bucket: string) {
+    super(`Bucket ${bucket} does not exist`);
+  }
+}
+
+/**
+ * The metadata database cannot be reached (PostgreSQL down, restarting or unreachable): the
+ * request fails with 503 ServiceUnavailable and nothing of it is committed.
+ */
+export class MetaUnavailableError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "MetaUnavailableError";
+  }
+}
+
+/** The MetaUnavailableError behind `err` (itself or a cause), if any. */
+export function metaUnavailable(err: unknown): MetaUnavailableError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof MetaUnavailableError) return e;
+  }
+  return undefined;
+}
