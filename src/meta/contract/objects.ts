@@ -1,7 +1,7 @@
 // Contract cases: buckets and their configurations, object versions, deletes, chunks, locks,
 // ACLs, tags, usage, drives and the outbox events written with changes.
 import { assert, assertEquals } from "../../../tests/integration/assert.ts";
-import { MissingBucketError } from "../sqlite.ts";
+import { MissingBucketError } from "../store.ts";
 import type { ObjectVersion } from "../store.ts";
 import {
   assertSame,

@@ -1,7 +1,7 @@
 // Contract cases: multipart uploads, their parts and chunks, completion and abort, listings of
 // uploads and the stale-upload queries.
 import { assert, assertEquals } from "../../../tests/integration/assert.ts";
-import { MissingBucketError } from "../sqlite.ts";
+import { MissingBucketError } from "../store.ts";
 import type { MetaStore } from "../store.ts";
 import {
   assertSame,
