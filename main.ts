@@ -95,7 +95,14 @@ async function openMetadata(config: Config): Promise<MetaStore> {
   const audit = config.audit;
   if (config.metaDb) {
     try {
-      return await PgMetaStore.open({ ...config.metaDb, audit });
+      const meta = await PgMetaStore.open({ ...config.metaDb, audit });
+      const url = new URL(config.metaDb.url);
+      log("info", "Metadata in PostgreSQL", {
+        host: url.host,
+        database: url.pathname.slice(1),
+        pool: config.metaDb.pool,
+      });
+      return meta;
     } catch (err) {
       throw new StartupError(
         `STORE_META_URL: the PostgreSQL metadata database cannot be opened: ${
