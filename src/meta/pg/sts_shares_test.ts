@@ -3,7 +3,8 @@ import { assert, assertEquals } from "../../../tests/integration/assert.ts";
 import type { SessionRecord, ShareRecord } from "../store.ts";
 import { PgShares, SHARES_DDL } from "./shares.ts";
 import { PgSts, STS_DDL } from "./sts.ts";
-import { pool, sortKeys, startCluster } from "./test_db.ts";
+import { pool, startCluster } from "./test_db.ts";
+import { assertSame } from "../contract/helpers.ts";
 
 function session(accessKey: string, over: Partial<SessionRecord> = {}): SessionRecord {
   const now = Date.now();
@@ -53,11 +54,11 @@ Deno.test("PgSts and PgShares", async (t) => {
           policy: "{}",
         });
         await sts.createSession(sql, ldap);
-        assertEquals(sortKeys(await sts.getSession(sql, "L")), sortKeys(ldap));
+        assertSame(await sts.getSession(sql, "L"), ldap);
         assertEquals(await sts.getSession(sql, "old"), undefined);
         const plain = session("P");
         await sts.createSession(sql, plain);
-        assertEquals(sortKeys(await sts.getSession(sql, "P")), sortKeys(plain));
+        assertSame(await sts.getSession(sql, "P"), plain);
       },
     );
 
@@ -87,10 +88,10 @@ Deno.test("PgSts and PgShares", async (t) => {
         await shares.create(sql, share("a"));
         await shares.create(sql, share("b", { createdAt: 1_700_000_000_500, maxDownloads: 3 }));
         await shares.create(sql, share("c", { creator: "bob", passwordHash: "scrypt$x" }));
-        assertEquals(sortKeys(await shares.get(sql, { id: "a" })), sortKeys(share("a")));
-        assertEquals(
-          sortKeys(await shares.get(sql, { tokenHash: "h-c" })),
-          sortKeys(share("c", { creator: "bob", passwordHash: "scrypt$x" })),
+        assertSame(await shares.get(sql, { id: "a" }), share("a"));
+        assertSame(
+          await shares.get(sql, { tokenHash: "h-c" }),
+          share("c", { creator: "bob", passwordHash: "scrypt$x" }),
         );
         assertEquals(await shares.get(sql, { id: "x" }), undefined);
         assertEquals((await shares.list(sql)).map((s) => s.id), ["b", "a", "c"]);

@@ -37,12 +37,3 @@ export async function startCluster(): Promise<TestCluster> {
 export function pool(url: string, max = 4): postgres.Sql {
   return postgres(url, { max, onnotice: () => {} });
 }
-
-/** A record with its keys sorted (recursively): compares records regardless of field order. */
-export function sortKeys<T>(v: T): T {
-  if (Array.isArray(v)) return v.map(sortKeys) as T;
-  if (v === null || typeof v !== "object" || v instanceof Uint8Array) return v;
-  const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
-  entries.sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
-  return Object.fromEntries(entries.map(([k, x]) => [k, sortKeys(x)])) as T;
-}
