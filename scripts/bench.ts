@@ -5,7 +5,7 @@
 //   deno task bench [--url URL --access-key KEY --secret-key SECRET] [--concurrency 8]
 //                   [--sizes 4k,1m,64m] [--ops put,mpu,get,getrange,head,list,delete]
 //                   [--part-size 8m] [--count N] [--count-large N] [--duration SECONDS]
-//                   [--region us-east-1] [--keep] [--server-env FILE]
+//                   [--region us-east-1] [--keep] [--server-env FILE] [--postgres]
 //
 // URL and credentials may also come from BENCH_URL, BENCH_ACCESS_KEY, BENCH_SECRET_KEY (and
 // BENCH_REGION). Without a URL the benchmark starts `deno run -A main.ts` itself with
@@ -25,6 +25,7 @@ import {
   sizeLabel,
 } from "./bench_options.ts";
 import { Client, measure, MemoryProbe, type Result, startLocalServer } from "./bench_run.ts";
+import { createPostgres } from "../tests/services/postgres.ts";
 
 function keyOf(size: number, i: number): string {
   return `bench/${size}/${String(i).padStart(6, "0")}`;
@@ -152,6 +153,11 @@ async function main(): Promise<void> {
     console.error(err instanceof Error ? err.message : String(err));
     Deno.exit(2);
   }
+  const pg = opts.postgres && !opts.endpoint ? await createPostgres({ durable: true }) : undefined;
+  if (pg) {
+    await pg.start();
+    opts.serverEnv = { ...opts.serverEnv, STORE_META_URL: pg.url };
+  }
   const local = opts.endpoint ? undefined : await startLocalServer(opts.region, opts.serverEnv);
   const endpoint = opts.endpoint ?? local!.endpoint;
   const onSignal = () => {
@@ -168,7 +174,8 @@ async function main(): Promise<void> {
   }
   try {
     console.log(
-      `Benchmarking ${endpoint.url}${local ? " (started here)" : ""}: concurrency ` +
+      `Benchmarking ${endpoint.url}${local ? " (started here)" : ""}` +
+        `${pg ? " with metadata in PostgreSQL" : ""}: concurrency ` +
         `${opts.concurrency}, sizes ${opts.sizes.map(sizeLabel).join(", ")}, ` +
         `ops ${opts.ops.join(", ")}, part size ${sizeLabel(opts.partSize)}`,
     );
@@ -184,6 +191,7 @@ async function main(): Promise<void> {
     const last = await local?.peakRss();
     peak = last === undefined ? undefined : Math.max(last, ...results.map((r) => r.peakRss ?? 0));
     await local?.stop();
+    await pg?.dispose();
   }
   console.log("");
   printTable(results);

@@ -34,6 +34,8 @@ export const HELP = `Usage: deno task bench [options]
   --keep               leave the objects and the bucket in place
   --server-env FILE    environment of the server started here, KEY=value lines (e.g.
                        scripts/small-box.env); DENO_V8_FLAGS there reaches its V8
+  --postgres           the server started here keeps its metadata in a PostgreSQL started
+                       for the run (initdb in a temp dir, fsync on; tests/services/postgres.ts)
 MPU is one whole multipart upload per operation (create, parts, complete); its parts share
 the --concurrency budget, so it uploads as many objects at once as keeps about that many
 parts in flight (at least one). GETRANGE reads --part-size at random offsets and runs as many
@@ -55,6 +57,7 @@ const FLAGS = [
   "bucket",
   "keep",
   "server-env",
+  "postgres",
 ];
 
 export interface Options {
@@ -73,6 +76,8 @@ export interface Options {
   keep: boolean;
   /** Environment of the server the benchmark starts (--server-env). */
   serverEnv: Record<string, string>;
+  /** Metadata in a PostgreSQL the benchmark starts (--postgres). */
+  postgres: boolean;
   /** Measures the server's memory per load (set when the benchmark started the server). */
   memory?: MemoryProbe;
 }
@@ -109,6 +114,7 @@ function readFlags(args: string[]): Map<string, string> {
     const eq = arg.indexOf("=");
     if (eq > 0) flags.set(arg.slice(2, eq), arg.slice(eq + 1));
     else if (arg === "--keep") flags.set("keep", "true");
+    else if (arg === "--postgres") flags.set("postgres", "true");
     else flags.set(arg.slice(2), args[++i] ?? "");
   }
   for (const name of flags.keys()) {
@@ -159,6 +165,7 @@ export function parseArgs(args: string[]): Options {
     bucket: flags.get("bucket") ?? `bench-${crypto.randomUUID().slice(0, 8)}`,
     keep: flags.has("keep"),
     serverEnv: flags.has("server-env") ? readEnvFile(flags.get("server-env")!) : {},
+    postgres: flags.has("postgres"),
   };
 }
 

@@ -10,7 +10,7 @@ export interface Postgres extends RealService {
   readonly url: string;
 }
 
-export async function createPostgres(): Promise<Postgres> {
+export async function createPostgres(opts: { durable?: boolean } = {}): Promise<Postgres> {
   const bin = await postgresBinDir();
   const port = await freePort();
   const dir = await serviceDir("postgres");
@@ -25,7 +25,8 @@ export async function createPostgres(): Promise<Postgres> {
       cmd: `${bin}/postgres`,
       args: [
         ...["-D", `${dir}/data`, "-p", String(port), "-k", dir],
-        ...["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off"],
+        ...["-c", "listen_addresses=127.0.0.1"],
+        ...(opts.durable ? [] : ["-c", "fsync=off", "-c", "full_page_writes=off"]),
         ...["-c", "logging_collector=on", "-c", `log_directory=${dir}`],
         ...["-c", "log_filename=postgres.log"],
       ],

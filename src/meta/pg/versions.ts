@@ -92,9 +92,11 @@ export class PgVersions {
     refs: RefChanges,
     guard?: CurrentGuard,
   ): Promise<ObjectVersion[]> {
-    const bucket = await q`SELECT 1 FROM buckets WHERE name = ${v.bucket} FOR SHARE`;
+    // One round trip: the bucket row share-locked, then the key's lock (as lockKeys takes it).
+    const bucket = await q`
+      SELECT pg_advisory_xact_lock(hashtextextended(${v.bucket} || '/' || ${v.key}, 0))
+      FROM buckets WHERE name = ${v.bucket} FOR SHARE`;
     if (bucket.length === 0) throw new MissingBucketError(v.bucket);
-    await lockKeys(q, v.bucket, [v.key]);
     if (guard) guard(await this.get(q, v.bucket, v.key));
     const displaced: ObjectVersion[] = [];
     const [old] = await q`
@@ -110,10 +112,9 @@ export class PgVersions {
     }
     await q`UPDATE versions SET is_latest = false
       WHERE bucket = ${v.bucket} AND key = ${v.key} AND is_latest`;
-    const [{ seq }] = await q`
-      SELECT coalesce(max(seq), 0) + 1 AS seq FROM versions
+    const [{ seq, vid }] = await q`
+      SELECT coalesce(max(seq), 0) + 1 AS seq, nextval('data_ids') AS vid FROM versions
       WHERE bucket = ${v.bucket} AND key = ${v.key}`;
-    const vid = await this.chunks.nextVid(q);
     await this.#insert(q, v, { seq, vid, chunked: chunks.length > 0 || v.data.kind === "chunks" });
     await this.chunks.link(q, vid, chunks);
     refs.add(chunks);
