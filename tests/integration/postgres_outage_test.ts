@@ -41,6 +41,16 @@ Deno.test("PostgreSQL outage: 503 ServiceUnavailable, no partial state, recovery
     assertEquals((await put(server, "before-small", small)).status, 200);
     assertEquals((await put(server, "before-large", large)).status, 200);
 
+    await t.step("backups are PostgreSQL's own: /admin/backup refuses", async () => {
+      const res = await fetch(`${server.url}/admin/backup?download=true`, {
+        method: "POST",
+        headers: { authorization: `Basic ${btoa("testadmin:testadmin-secret-0123456789")}` },
+      });
+      const json = await res.json();
+      assertEquals([res.status, json.error?.code], [409, "metadata_in_postgres"]);
+      assert(json.error.message.includes("pg_dump"), json.error.message);
+    });
+
     await t.step("PostgreSQL stopped: reads and writes answer 503 in XML and JSON", async () => {
       await meta.pg.stop();
       const started = performance.now();
