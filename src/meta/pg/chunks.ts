@@ -135,7 +135,10 @@ export class PgChunks {
     return rows.map(toChunk);
   }
 
+  /** The drive's id; a new one only for a new identity (an upsert would skip ids each start). */
   async driveId(q: Q, uuid: string, path: string): Promise<number> {
+    const [known] = await q`UPDATE drives SET path = ${path} WHERE uuid = ${uuid} RETURNING id`;
+    if (known) return known.id;
     const [row] = await q`
       INSERT INTO drives (uuid, path) VALUES (${uuid}, ${path})
       ON CONFLICT (uuid) DO UPDATE SET path = excluded.path RETURNING id`;

@@ -241,6 +241,15 @@ Deno.test("PgMetaStore on a real PostgreSQL", async (t) => {
       },
     );
 
+    await t.step("drive ids: stable per identity, new ones without gaps", async () => {
+      const meta = await store();
+      const first = await meta.driveId("u1", "/d1");
+      assertEquals(await meta.driveId("u1", "/d1-moved"), first);
+      assertEquals(await meta.driveId("u1", "/d1-moved"), first);
+      assertEquals(await meta.driveId("u2", "/d2"), first + 1);
+      assertEquals(await meta.driveAt("/d1-moved"), "u1");
+    });
+
     await t.step("snapshot is refused: PostgreSQL is backed up with its own tools", async () => {
       const meta = await withBucket();
       let message = "";
