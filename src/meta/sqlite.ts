@@ -457,6 +457,19 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(this.#chunks.listChunks(after, limit));
   }
 
+  /** One process uses the file: the claims of chunk_claims.ts are all there is. */
+  claimChunk(_id: string): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async releaseChunk(id: string, remove: () => Promise<void>): Promise<void> {
+    if (!this.#chunks.hasChunk(id)) await remove();
+  }
+
+  async collectChunk(id: string, remove: () => Promise<void>): Promise<void> {
+    if (!this.#chunks.hasChunk(id)) await remove();
+  }
+
   driveAt(path: string): Promise<string | undefined> {
     const row = this.#stmt("SELECT uuid FROM drives WHERE path = ? ORDER BY id DESC LIMIT 1")
       .get(path) as Row | undefined;

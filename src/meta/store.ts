@@ -448,7 +448,23 @@ export interface RecordStore {
   countShareUpload(id: string): Promise<void>;
 }
 
-export interface MetaStore extends EventLog, RecordStore {
+/**
+ * Claims on chunk ids that every server sharing the metadata sees (src/storage/chunk_claims.ts
+ * keeps the claims of this process and calls these on its first and last one): a writer claims
+ * an id before it checks whether the chunk exists and drops the claim after its commit; shards
+ * are removed only when no version refers to the chunk and no server claims it, under the
+ * chunk's lock, so a server that deduplicates against a chunk never loses it to another's
+ * collection.
+ */
+export interface ChunkGuard {
+  claimChunk(id: string): Promise<void>;
+  /** Drops this server's claim; runs `remove` when no row and no other claim is left. */
+  releaseChunk(id: string, remove: () => Promise<void>): Promise<void>;
+  /** Runs `remove` when no row and no claim exists. */
+  collectChunk(id: string, remove: () => Promise<void>): Promise<void>;
+}
+
+export interface MetaStore extends EventLog, RecordStore, ChunkGuard {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
   /** The owner's buckets in name order: names starting with `prefix`, after `after`. */

@@ -1,7 +1,8 @@
 // Two servers sharing one PostgreSQL (each with its own data directory; the shard drives are
 // shared directories, as on shared storage): concurrent writes of the same content, overwrites
 // and deletes from both must leave every chunk's reference count equal to its references, and
-// every object readable from either server.
+// every object readable from either server, also when one server frees chunks the other is
+// deduplicating against at that moment.
 import { assert, assertBytesEqual, assertEquals } from "./assert.ts";
 import { chunkCounts, startPgMeta, startPgServer, stopServer } from "./postgres_meta_helpers.ts";
 import { randomBytes, type TestServer } from "./server.ts";
@@ -53,6 +54,12 @@ Deno.test("two servers on one PostgreSQL keep chunk reference counts exact", asy
     return out;
   };
   const contents = [body(0, 1, 2, 3), body(2, 3, 4, 5), body(0, 0, 5, 5)];
+  const raceBlocks = Array.from({ length: 28 }, () => randomBytes(64 * KiB));
+  const raceBody = (round: number) => {
+    const out = new Uint8Array(16 * 64 * KiB);
+    for (let i = 0; i < 16; i++) out.set(raceBlocks[(round + i) % 28], i * 64 * KiB);
+    return out;
+  };
   /** The content each key should hold at the end (undefined: deleted). */
   const expected = new Map<string, Uint8Array | undefined>();
   try {
@@ -110,6 +117,24 @@ Deno.test("two servers on one PostgreSQL keep chunk reference counts exact", asy
         else if (fromA) assert(contents.some((c) => c.byteLength === fromA.byteLength), key);
         if (fromA) assertBytesEqual(fromB!, fromA, key);
       }
+    });
+
+    await t.step("a chunk freed on one server while the other reuses it is kept", async () => {
+      // Each round: a's delete frees the content's last references while b writes the same
+      // content (finding the chunks, reusing their shards). b's claim holds off a's collection.
+      for (let round = 0; round < 12; round++) {
+        // Sixteen chunks: b finds the first ones long before it commits.
+        const content = raceBody(round);
+        await put(a, `race/a${round}`, content);
+        await settled([del(a, `race/a${round}`), put(b, `race/b${round}`, content)]);
+        expected.set(`race/b${round}`, content);
+      }
+      for (let round = 0; round < 12; round++) {
+        const content = expected.get(`race/b${round}`)!;
+        assertBytesEqual((await read(a, `race/b${round}`))!, content, `race/b${round} from a`);
+        assertBytesEqual((await read(b, `race/b${round}`))!, content, `race/b${round} from b`);
+      }
+      assert((await chunkCounts(sql)).exact, "every count equals the references to its chunk");
     });
 
     await t.step("deleting everything frees every chunk", async () => {

@@ -83,6 +83,15 @@ export const MIGRATIONS: string[] = [
     created_at bigint NOT NULL
   );
 
+  -- Servers holding a claim on a chunk id (src/storage/chunk_claims.ts): one row per server while
+  -- any of its writers may commit a reference to the chunk; collection waits for none.
+  CREATE TABLE chunk_claims (
+    id text COLLATE "C" NOT NULL,
+    node text NOT NULL,
+    at bigint NOT NULL,
+    PRIMARY KEY (id, node)
+  );
+
   CREATE TABLE version_chunks (
     version_id bigint NOT NULL,
     idx integer NOT NULL,

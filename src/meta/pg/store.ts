@@ -102,6 +102,8 @@ function toBucket(row: Row): BucketRecord {
 export class PgMetaStore implements MetaStore {
   readonly #sql: Sql;
   readonly #auditing: boolean;
+  /** This server's name in chunk_claims. */
+  readonly #node = crypto.randomUUID();
   readonly #chunks = new PgChunks();
   readonly #versions = new PgVersions(this.#chunks);
   readonly #uploads = new PgUploads(this.#chunks);
@@ -336,6 +338,30 @@ export class PgMetaStore implements MetaStore {
 
   listChunks(after: string, limit: number): Promise<ChunkRecord[]> {
     return this.#read((q) => this.#chunks.listChunks(q, after, limit));
+  }
+
+  claimChunk(id: string): Promise<void> {
+    return this.#tx(async (tx) => {
+      await lockChunk(tx, id);
+      await tx`
+        INSERT INTO chunk_claims (id, node, at) VALUES (${id}, ${this.#node}, ${Date.now()})
+        ON CONFLICT (id, node) DO UPDATE SET at = excluded.at`;
+    });
+  }
+
+  releaseChunk(id: string, remove: () => Promise<void>): Promise<void> {
+    return this.#tx(async (tx) => {
+      await lockChunk(tx, id);
+      await tx`DELETE FROM chunk_claims WHERE id = ${id} AND node = ${this.#node}`;
+      if (await unclaimedAndFree(tx, id)) await remove();
+    });
+  }
+
+  collectChunk(id: string, remove: () => Promise<void>): Promise<void> {
+    return this.#tx(async (tx) => {
+      await lockChunk(tx, id);
+      if (await unclaimedAndFree(tx, id)) await remove();
+    });
   }
 
   driveAt(path: string): Promise<string | undefined> {
@@ -794,6 +820,23 @@ export class PgMetaStore implements MetaStore {
   async close(): Promise<void> {
     await this.#sql.end({ timeout: 5 });
   }
+}
+
+/** A claim older than this is a server's that died holding it: it no longer blocks collection. */
+const CLAIM_EXPIRY_MS = 24 * 3600 * 1000;
+
+/** Serialises claims and collection of one chunk id across servers (to the transaction's end). */
+async function lockChunk(tx: Q, id: string): Promise<void> {
+  await tx`SELECT pg_advisory_xact_lock(hashtextextended('chunk/' || ${id}, 0))`;
+}
+
+/** No version or part refers to the chunk and no server claims it. */
+async function unclaimedAndFree(tx: Q, id: string): Promise<boolean> {
+  const [row] = await tx`
+    SELECT NOT EXISTS (SELECT 1 FROM chunks WHERE id = ${id})
+      AND NOT EXISTS (SELECT 1 FROM chunk_claims WHERE id = ${id}
+        AND at > ${Date.now() - CLAIM_EXPIRY_MS}) AS free`;
+  return row.free;
 }
 
 /** What one change of a batch did, before the batch's counts, events and entries. */

@@ -250,6 +250,48 @@ Deno.test("PgMetaStore on a real PostgreSQL", async (t) => {
       assertEquals(await meta.driveAt("/d1-moved"), "u1");
     });
 
+    await t.step("chunk claims hold across servers: no collection under a claim", async () => {
+      const url = await fresh();
+      const [a, b] = [await store(url), await store(url)];
+      const removed: string[] = [];
+      const remove = (what: string) => () => Promise.resolve(void removed.push(what));
+      await b.claimChunk("x");
+      await a.collectChunk("x", remove("x by a"));
+      assertEquals(removed, [], "b's claim keeps x");
+      await b.releaseChunk("x", remove("x by b"));
+      assertEquals(removed, ["x by b"], "the last claim gone and no row: removed");
+      await a.claimChunk("y");
+      await b.claimChunk("y");
+      await a.releaseChunk("y", remove("y by a"));
+      await b.releaseChunk("y", remove("y by b"));
+      assertEquals(removed, ["x by b", "y by b"]);
+      // A chunk a version refers to is never removed, claimed or not.
+      await a.createBucket({
+        name: "b",
+        owner: "o",
+        createdAt: 0,
+        region: "r",
+        versioning: "",
+        objectLock: false,
+      });
+      await a.claimChunk("z");
+      await a.putObjectVersion(version("k"), chunked(["z"]));
+      await a.releaseChunk("z", remove("z"));
+      await b.collectChunk("z", remove("z"));
+      assertEquals(removed.length, 2);
+      // A claim made while another server removes the chunk waits for the removal to finish.
+      const order: string[] = [];
+      const collecting = a.collectChunk("w", async () => {
+        await new Promise((r) => setTimeout(r, 300));
+        order.push("removed");
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      await b.claimChunk("w");
+      order.push("claimed");
+      await collecting;
+      assertEquals(order, ["removed", "claimed"]);
+    });
+
     await t.step("snapshot is refused: PostgreSQL is backed up with its own tools", async () => {
       const meta = await withBucket();
       let message = "";
