@@ -240,6 +240,8 @@ export class PgMetaStore implements MetaStore {
     key: string,
     versionId?: string,
   ): Promise<ObjectVersion | undefined> {
+    // No key holds NUL (validateKey refuses control characters); PostgreSQL text cannot carry it.
+    if (key.includes("\0")) return Promise.resolve(undefined);
     return this.#read((q) => this.#versions.get(q, bucket, key, versionId));
   }
 

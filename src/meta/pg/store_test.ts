@@ -99,6 +99,7 @@ Deno.test("PgMetaStore on a real PostgreSQL", async (t) => {
       assert(out.ok);
       assertEquals(out.freed.map((c) => c.id), ["c2"]);
       assertEquals(await meta.quickCheck(), ["ok"]);
+      assertEquals(await meta.getObjectVersion("b", "a\0b"), undefined);
       const got = await meta.getObjectVersion("b", "a");
       assertEquals(got?.data, { kind: "inline", bytes: new Uint8Array([1]) });
     });
