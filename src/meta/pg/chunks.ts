@@ -7,7 +7,7 @@ import type { Row } from "postgres";
 import type { ChunkRecord, VersionChunk } from "../store.ts";
 import type { Q } from "./connect.ts";
 
-export function toChunk(row: Row): ChunkRecord {
+function toChunk(row: Row): ChunkRecord {
   return {
     id: row.id,
     plainSize: row.plain_size,
@@ -85,9 +85,10 @@ export class PgChunks {
   async apply(q: Q, refs: RefChanges): Promise<ChunkRecord[]> {
     const freed: ChunkRecord[] = [];
     const now = Date.now();
-    for (const [id, { n, chunk: c }] of refs.sorted()) {
+    for (const [id, { n, chunk }] of refs.sorted()) {
       if (n > 0) {
-        if (!c) throw new Error(`chunk ${id} gains references without its record`);
+        // A net gain comes from add(), which keeps the record.
+        const c = chunk!;
         await q`
           INSERT INTO chunks (id, refcount, plain_size, stored_size, compression, encrypted,
             segment_size, data_shards, parity_shards, drives, created_at)

@@ -15,12 +15,12 @@ import {
 import type { PgChunks, RefChanges } from "./chunks.ts";
 import type { Q } from "./connect.ts";
 
-export const VERSION_COLUMNS =
+const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
   "user_meta, headers, owner, vid, chunked, sse, acl, parts, lock_mode, lock_until, legal_hold, " +
   "checksum, tags";
 
-export function toVersion(row: Row): ObjectVersion {
+function toVersion(row: Row): ObjectVersion {
   let data: DataRef = { kind: "none" };
   if (row.chunked) data = { kind: "chunks", vid: row.vid };
   else if (row.inline_data) data = { kind: "inline", bytes: new Uint8Array(row.inline_data) };
