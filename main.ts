@@ -21,6 +21,8 @@ import { AuditRecorder } from "./src/audit/recorder.ts";
 import { startAuditRetention } from "./src/audit/retention.ts";
 import { errorLogSink } from "./src/errorlog/sink.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
+import { PgMetaStore } from "./src/meta/pg/store.ts";
+import type { MetaStore } from "./src/meta/store.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
 import { ReadBudget } from "./src/object/read_budget.ts";
 import { ChunkStore } from "./src/storage/chunk_store.ts";
@@ -65,7 +67,7 @@ function tightenInBackground(roots: string[]): Promise<void> {
 }
 
 /** Directory sign-in: an unreachable directory is logged, and local users keep working. */
-async function startLdap(config: Config, meta: SqliteMetaStore): Promise<LdapService> {
+async function startLdap(config: Config, meta: MetaStore): Promise<LdapService> {
   let caPem: string | undefined;
   if (config.ldap.caFile) {
     try {
@@ -90,8 +92,32 @@ async function startLdap(config: Config, meta: SqliteMetaStore): Promise<LdapSer
   });
 }
 
-/** The metadata store; a database that cannot be opened stops the start with one line. */
-function openMetadata(path: string, audit: boolean, clusterNode?: string): SqliteMetaStore {
+/**
+ * The metadata store: PostgreSQL when STORE_META_URL is set (connected and migrated here), else
+ * the SQLite file; a database that cannot be opened stops the start with one line.
+ */
+async function openMetadata(config: Config): Promise<MetaStore> {
+  const audit = config.audit;
+  const clusterNode = config.cluster?.nodeId;
+  if (config.metaDb) {
+    try {
+      const meta = await PgMetaStore.open({ ...config.metaDb, audit, clusterNode });
+      const url = new URL(config.metaDb.url);
+      log("info", "Metadata in PostgreSQL", {
+        host: url.host,
+        database: url.pathname.slice(1),
+        pool: config.metaDb.pool,
+      });
+      return meta;
+    } catch (err) {
+      throw new StartupError(
+        `STORE_META_URL: the PostgreSQL metadata database cannot be opened: ${
+          err instanceof Error ? err.message : err
+        }`,
+      );
+    }
+  }
+  const path = join(config.dataDir, "meta.db");
   try {
     return new SqliteMetaStore(path, { audit, clusterNode });
   } catch (err) {
@@ -157,7 +183,7 @@ async function start() {
     console.log(`  access key / user:     ${admin.user}`);
     console.log(`  secret key / password: ${admin.password}`);
   }
-  const meta = openMetadata(join(config.dataDir, "meta.db"), config.audit, config.cluster?.nodeId);
+  const meta = await openMetadata(config);
   if (config.checkOnStart) {
     const problems = await meta.quickCheck().catch((err) => [String(err)]);
     if (problems.join() !== "ok") {

@@ -5,7 +5,7 @@
 //   deno task bench [--url URL --access-key KEY --secret-key SECRET] [--concurrency 8]
 //                   [--sizes 4k,1m,64m] [--ops put,mpu,get,getrange,head,list,delete]
 //                   [--part-size 8m] [--count N] [--count-large N] [--duration SECONDS]
-//                   [--region us-east-1] [--keep] [--server-env FILE]
+//                   [--region us-east-1] [--keep] [--server-env FILE] [--postgres]
 //
 // URL and credentials may also come from BENCH_URL, BENCH_ACCESS_KEY, BENCH_SECRET_KEY (and
 // BENCH_REGION). Without a URL the benchmark starts `deno run -A main.ts` itself with
@@ -26,6 +26,7 @@ import {
 } from "./bench_options.ts";
 import { Client, measure, MemoryProbe, type Result, startLocalServer } from "./bench_run.ts";
 import { mergeRounds, percentile, printComparison, printTableOf } from "./bench_compare.ts";
+import { createPostgres } from "../tests/services/postgres.ts";
 
 function keyOf(size: number, i: number): string {
   return `bench/${size}/${String(i).padStart(6, "0")}`;
@@ -186,6 +187,11 @@ async function main(): Promise<void> {
     console.error(err instanceof Error ? err.message : String(err));
     Deno.exit(2);
   }
+  const pg = opts.postgres && !opts.endpoint ? await createPostgres({ durable: true }) : undefined;
+  if (pg) {
+    await pg.start();
+    opts.serverEnv = { ...opts.serverEnv, STORE_META_URL: pg.url };
+  }
   const local = opts.endpoint ? undefined : await startLocalServer(opts.region, opts.serverEnv);
   const endpoint = opts.endpoint ?? local!.endpoint;
   const onSignal = () => {
@@ -202,8 +208,10 @@ async function main(): Promise<void> {
   try {
     console.log(
       `Benchmarking ${endpoint.url}${local ? " (started here)" : ""}` +
+        `${pg ? " with metadata in PostgreSQL" : ""}` +
         `${opts.compare ? ` against ${opts.compare.endpoint.url}, ${opts.rounds} round(s)` : ""}` +
-        `: concurrency ${opts.concurrency}, sizes ${opts.sizes.map(sizeLabel).join(", ")}, ` +
+        `: concurrency ` +
+        `${opts.concurrency}, sizes ${opts.sizes.map(sizeLabel).join(", ")}, ` +
         `ops ${opts.ops.join(", ")}, part size ${sizeLabel(opts.partSize)}`,
     );
     await runLoads(targets, opts);
@@ -215,6 +223,7 @@ async function main(): Promise<void> {
       ? undefined
       : Math.max(last, ...ours.results.map((r) => r.peakRss ?? 0));
     await local?.stop();
+    await pg?.dispose();
   }
   for (const t of targets) {
     console.log(targets.length > 1 ? `\n${t.label === "ours" ? endpoint.url : t.label}:` : "");

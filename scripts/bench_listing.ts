@@ -2,12 +2,18 @@
 // versions each by default), starts the server on it, and times ListObjectsV2 and
 // ListObjectVersions pages at the start, the middle and the end of the key space.
 //
-//   deno task bench:listing [--keys 100000] [--rounds 1]
+//   deno task bench:listing [--keys 100000] [--rounds 1] [--postgres]
+//
+// --postgres keeps the metadata in a PostgreSQL started for the run (tests/services/postgres.ts,
+// fsync off: only the reads are timed) instead of the SQLite file.
 //
 // Each round ends with a walk of the whole bucket in ListObjectsV2 pages of 1000 (keys/s), the
 // figure that varies across rounds.
+import postgres from "postgres";
 import { SqliteMetaStore } from "../src/meta/sqlite.ts";
-import type { ObjectVersion } from "../src/meta/store.ts";
+import { PgMetaStore } from "../src/meta/pg/store.ts";
+import type { MetaStore, ObjectVersion } from "../src/meta/store.ts";
+import { createPostgres } from "../tests/services/postgres.ts";
 import { newVersionId } from "../src/object/versioning.ts";
 import { signRequest } from "../tests/integration/signer.ts";
 import { startServer } from "../tests/integration/server.ts";
@@ -16,14 +22,17 @@ const keysArg = Deno.args.indexOf("--keys");
 const KEYS = keysArg >= 0 ? Number(Deno.args[keysArg + 1]) : 100_000;
 const roundsArg = Deno.args.indexOf("--rounds");
 const ROUNDS = roundsArg >= 0 ? Number(Deno.args[roundsArg + 1]) : 1;
+const POSTGRES = Deno.args.includes("--postgres");
 const BUCKET = "listing";
 
 function keyName(i: number): string {
   return `dir${String(i % 100).padStart(2, "0")}/file-${String(i).padStart(7, "0")}.txt`;
 }
 
-async function fill(dataDir: string): Promise<void> {
-  const meta = new SqliteMetaStore(`${dataDir}/meta.db`);
+async function fill(dataDir: string, metaUrl?: string): Promise<void> {
+  const meta: MetaStore = metaUrl
+    ? await PgMetaStore.open({ url: metaUrl, pool: 16, audit: false })
+    : new SqliteMetaStore(`${dataDir}/meta.db`);
   await meta.createBucket({
     name: BUCKET,
     owner: "admin",
@@ -34,6 +43,36 @@ async function fill(dataDir: string): Promise<void> {
   });
   await meta.setBucketVersioning(BUCKET, "Enabled");
   const started = performance.now();
+  if (metaUrl) await bulkFill(metaUrl);
+  else await putAll(meta);
+  console.log(
+    `filled ${KEYS} keys x 2 versions in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
+  await meta.close();
+}
+
+/**
+ * PostgreSQL: the same rows (two versions per key, the second current) in one INSERT ... SELECT,
+ * as a transaction per version would take minutes; only the listing is timed.
+ */
+async function bulkFill(url: string): Promise<void> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await sql`
+      INSERT INTO versions (bucket, key, seq, version_id, is_latest, delete_marker, size, etag,
+        last_modified, content_type, user_meta, headers, owner, inline_data, vid, chunked)
+      SELECT ${BUCKET}, 'dir' || lpad((i % 100)::text, 2, '0') || '/file-' ||
+          lpad(i::text, 7, '0') || '.txt', v, md5(i::text || '/' || v::text), v = 2, false, 1,
+        '"c4ca4238a0b923820dcc509a6f75849b"', ${Date.now()}, 'text/plain', '{}', '{}', 'admin',
+        '\x31'::bytea, nextval('data_ids'), false
+      FROM generate_series(0, ${KEYS - 1}) AS i, generate_series(1, 2) AS v`;
+    await sql`ANALYZE versions`;
+  } finally {
+    await sql.end();
+  }
+}
+
+async function putAll(meta: MetaStore): Promise<void> {
   // Writes issued together share a group commit: a thousand keys per fsync, not one.
   let pending: Promise<unknown>[] = [];
   for (let i = 0; i < KEYS; i++) {
@@ -60,10 +99,6 @@ async function fill(dataDir: string): Promise<void> {
     }
   }
   await Promise.all(pending);
-  console.log(
-    `filled ${KEYS} keys x 2 versions in ${((performance.now() - started) / 1000).toFixed(1)} s`,
-  );
-  await meta.close();
 }
 
 async function timed(
@@ -130,9 +165,12 @@ async function walk(server: { url: string; pid: number }): Promise<string> {
 }
 
 const dataDir = await Deno.makeTempDir({ prefix: "store-bench-listing-" });
+const pg = POSTGRES ? await createPostgres() : undefined;
 try {
-  await fill(dataDir);
-  const server = await startServer({ dataDir });
+  await pg?.start();
+  await fill(dataDir, pg?.url);
+  console.log(`metadata: ${pg ? "PostgreSQL" : "SQLite"}`);
+  const server = await startServer({ dataDir, env: pg ? { STORE_META_URL: pg.url } : {} });
   try {
     for (let round = 1; round <= ROUNDS; round++) {
       if (ROUNDS > 1) console.log(`round ${round}`);
@@ -164,5 +202,6 @@ try {
     await server.stop();
   }
 } finally {
+  await pg?.dispose();
   await Deno.remove(dataDir, { recursive: true });
 }

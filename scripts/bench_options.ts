@@ -40,6 +40,8 @@ export const HELP = `Usage: deno task bench [options]
                        its credentials (env BENCH_COMPARE_ACCESS_KEY, BENCH_COMPARE_SECRET_KEY)
   --compare-pid PID    its process, to report its RSS per load as for ours
   --rounds N           with --compare: alternate the two servers N times (default 1)
+  --postgres           the server started here keeps its metadata in a PostgreSQL started
+                       for the run (initdb in a temp dir, fsync on; tests/services/postgres.ts)
 MPU is one whole multipart upload per operation (create, parts, complete); its parts share
 the --concurrency budget, so it uploads as many objects at once as keeps about that many
 parts in flight (at least one). GETRANGE reads --part-size at random offsets and runs as many
@@ -66,6 +68,7 @@ const FLAGS = [
   "compare-secret-key",
   "compare-pid",
   "rounds",
+  "postgres",
 ];
 
 export interface Options {
@@ -84,6 +87,8 @@ export interface Options {
   keep: boolean;
   /** Environment of the server the benchmark starts (--server-env). */
   serverEnv: Record<string, string>;
+  /** Metadata in a PostgreSQL the benchmark starts (--postgres). */
+  postgres: boolean;
   /** Measures the server's memory per load (set when the benchmark started the server). */
   memory?: MemoryProbe;
   /** Another server run through the same loads (--compare), and its process if known. */
@@ -123,6 +128,7 @@ function readFlags(args: string[]): Map<string, string> {
     const eq = arg.indexOf("=");
     if (eq > 0) flags.set(arg.slice(2, eq), arg.slice(eq + 1));
     else if (arg === "--keep") flags.set("keep", "true");
+    else if (arg === "--postgres") flags.set("postgres", "true");
     else flags.set(arg.slice(2), args[++i] ?? "");
   }
   for (const name of flags.keys()) {
@@ -190,6 +196,7 @@ export function parseArgs(args: string[]): Options {
     bucket: flags.get("bucket") ?? `bench-${crypto.randomUUID().slice(0, 8)}`,
     keep: flags.has("keep"),
     serverEnv: flags.has("server-env") ? readEnvFile(flags.get("server-env")!) : {},
+    postgres: flags.has("postgres"),
   };
 }
 

@@ -86,6 +86,11 @@ export interface Config {
   sigV2: boolean;
   /** Requests and changes recorded in the audit chain (STORE_AUDIT, default on). */
   audit: boolean;
+  /**
+   * Metadata in PostgreSQL instead of the SQLite file (STORE_META_URL): the URL and the pool's
+   * size (STORE_META_POOL); undefined keeps SQLite.
+   */
+  metaDb?: { url: string; pool: number };
   /** Days audit entries are kept; 0 keeps them all (STORE_AUDIT_RETENTION_DAYS). */
   auditRetentionDays: number;
   /** Rows the error log keeps; the oldest go first (STORE_ERROR_LOG_MAX). */
@@ -307,6 +312,7 @@ export function loadConfig(
     signInWindow: intSetting(env, "STORE_SIGNIN_WINDOW", 300, 1, 24 * 3600),
     sigV2: choiceSetting(env, "STORE_SIGV2", ["on", "off"], "on") === "on",
     audit: choiceSetting(env, "STORE_AUDIT", ["on", "off"], "on") === "on",
+    metaDb: metaDbSetting(env),
     auditRetentionDays: intSetting(env, "STORE_AUDIT_RETENTION_DAYS", 0, 0, 36500),
     errorLogMax: intSetting(env, "STORE_ERROR_LOG_MAX", 10_000, 1, 10_000_000),
     ldap: ldapSetting(env),
@@ -361,6 +367,37 @@ function operationsSettings(env: Env) {
     checkOnStart: choiceSetting(env, "STORE_CHECK_ON_START", ["true", "false"], "false") ===
       "true",
   };
+}
+
+const SSL_MODES = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"];
+
+function metaDbSetting(env: Env): Config["metaDb"] {
+  const pool = intSetting(env, "STORE_META_POOL", 10, 1, 1000);
+  const raw = env("STORE_META_URL") || undefined;
+  if (raw === undefined) return undefined;
+  if (env("STORE_BACKUP_DIR")) {
+    throw new ConfigError(
+      "STORE_BACKUP_DIR snapshots the SQLite metadata; with STORE_META_URL back up PostgreSQL " +
+        "with its own tools (pg_dump, pg_basebackup) and unset STORE_BACKUP_DIR",
+    );
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError("STORE_META_URL must be a URL: postgres://user:pass@host:port/db");
+  }
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
+    throw new ConfigError("STORE_META_URL must start with postgres:// or postgresql://");
+  }
+  if (url.hostname === "" || url.pathname.length <= 1) {
+    throw new ConfigError("STORE_META_URL must name a host and a database: postgres://host/db");
+  }
+  const sslmode = url.searchParams.get("sslmode");
+  if (sslmode !== null && !SSL_MODES.includes(sslmode)) {
+    throw new ConfigError(`STORE_META_URL: sslmode must be one of ${SSL_MODES.join(", ")}`);
+  }
+  return { url: raw, pool };
 }
 
 function ldapSetting(env: Env): LdapConfig {

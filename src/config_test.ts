@@ -309,3 +309,17 @@ Deno.test("cluster: incomplete, short-secret and malformed settings are refused"
   rejects({ ...base, STORE_CLUSTER_SUSPECT_AFTER: "2" }, /SUSPECT_AFTER must be longer/);
   rejects({ ...base, STORE_CLUSTER_DEAD_AFTER: "10" }, /DEAD_AFTER must be longer/);
 });
+
+Deno.test("STORE_META_URL and STORE_META_POOL: PostgreSQL metadata", () => {
+  assertEquals(load({}).metaDb, undefined);
+  const url = "postgres://store:secret@db.example:5433/meta?sslmode=require";
+  assertEquals(load({ STORE_META_URL: url }).metaDb, { url, pool: 10 });
+  assertEquals(load({ STORE_META_URL: url, STORE_META_POOL: "32" }).metaDb?.pool, 32);
+  assertEquals(load({ STORE_META_URL: "postgresql://h/db" }).metaDb?.url, "postgresql://h/db");
+  rejects({ STORE_META_URL: "mysql://h/db" }, /STORE_META_URL must start with postgres:\/\//);
+  rejects({ STORE_META_URL: "not a url" }, /STORE_META_URL must be a URL/);
+  rejects({ STORE_META_URL: "postgres://h" }, /must name a host and a database/);
+  rejects({ STORE_META_URL: "postgres://h/db?sslmode=maybe" }, /sslmode must be one of/);
+  rejects({ STORE_META_URL: url, STORE_META_POOL: "0" }, /STORE_META_POOL/);
+  rejects({ STORE_META_URL: url, STORE_BACKUP_DIR: "/b" }, /back up PostgreSQL with its own/);
+});

@@ -26,6 +26,7 @@ import { isSecureRequest, refuseInsecureCustomerKeys } from "./http/secure_trans
 import type { InFlight } from "./http/in_flight.ts";
 import { METHODS, route } from "./http/router.ts";
 import { isDiskFull } from "./storage/disk_errors.ts";
+import { metaUnavailable } from "./meta/store.ts";
 import type { DiskReserve } from "./storage/disk_reserve.ts";
 import { isDebug, log } from "./log.ts";
 import { noteRequest } from "./ops/access_log.ts";
@@ -351,6 +352,18 @@ async function failure(
     });
     await deps.reserve.release();
     s3err = new S3Error("InsufficientStorage", "The server has no space left for this request.");
+  } else if (metaUnavailable(err)) {
+    log("warn", "Metadata database unavailable", {
+      requestId: state.requestId,
+      operation: state.operation,
+      code: "ServiceUnavailable",
+      error: metaUnavailable(err)!.message,
+    });
+    s3err = new S3Error(
+      "ServiceUnavailable",
+      "The metadata database is unavailable. Please retry.",
+      { headers: { "retry-after": "1" } },
+    );
   } else {
     log("error", "Request failed", {
       requestId: state.requestId,

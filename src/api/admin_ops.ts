@@ -75,6 +75,14 @@ async function backup(req: Request, deps: AppDeps, url: URL): Promise<Response> 
   if (req.method !== "POST") {
     throw new ApiError(405, "method_not_allowed", "Use POST to back up, GET for the last.");
   }
+  if (deps.config.metaDb) {
+    throw new ApiError(
+      409,
+      "metadata_in_postgres",
+      "The metadata is in PostgreSQL (STORE_META_URL): back it up with pg_dump or " +
+        "pg_basebackup (see the README, PostgreSQL metadata).",
+    );
+  }
   if (url.searchParams.get("download") === "true") {
     const { name, size, body } = await backups.download();
     return new Response(body, {

@@ -3,6 +3,7 @@ import { BodyStalledError, readAtMost } from "../http/progress.ts";
 import type { SignInLimiter } from "../auth/sign_in_limiter.ts";
 import { log } from "../log.ts";
 import { isDiskFull } from "../storage/disk_errors.ts";
+import { metaUnavailable } from "../meta/store.ts";
 import { currentAudit } from "../audit/scope.ts";
 
 export class ApiError extends Error {
@@ -60,6 +61,8 @@ export function apiErrorResponse(err: unknown, requestId: string): Response {
       ? err.code
       : isDiskFull(err)
       ? "insufficient_storage"
+      : metaUnavailable(err)
+      ? "service_unavailable"
       : "internal_error";
   }
   if (err instanceof ApiError) {
@@ -67,6 +70,12 @@ export function apiErrorResponse(err: unknown, requestId: string): Response {
       ...err.headers,
       "x-request-id": requestId,
     });
+  }
+  if (metaUnavailable(err)) {
+    log("warn", "Metadata database unavailable", { requestId, error: String(err) });
+    return jsonResponse(503, {
+      error: { code: "service_unavailable", message: "The metadata database is unavailable." },
+    }, { "retry-after": "1", "x-request-id": requestId });
   }
   if (isDiskFull(err)) {
     log("warn", "Disk full", { requestId, error: String(err) });

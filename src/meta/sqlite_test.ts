@@ -1,4 +1,5 @@
-// The SQLite MetaStore: buckets, versions and the listing range scan.
+// SQLite-only checks of the MetaStore (the behaviour every store shares is the contract suite,
+// src/meta/contract): key order, and usage counters equal to a full count across a reopen.
 import { assertEquals } from "../../tests/integration/assert.ts";
 import { compareKeys, prefixSuccessor } from "./keys.ts";
 import { DatabaseSync } from "node:sqlite";
@@ -36,87 +37,6 @@ function version(key: string, over: Partial<ObjectVersion> = {}): ObjectVersion 
   };
 }
 
-async function storeWith(keys: string[]): Promise<SqliteMetaStore> {
-  const meta = new SqliteMetaStore(":memory:");
-  await meta.createBucket({
-    name: "b",
-    owner: "o",
-    createdAt: 0,
-    region: "r",
-    versioning: "",
-    objectLock: false,
-  });
-  for (const k of keys) await meta.putObjectVersion(version(k));
-  return meta;
-}
-
-async function listAll(meta: SqliteMetaStore, prefix: string, delimiter: string, maxKeys: number) {
-  const out: string[] = [];
-  let after = "";
-  let pages = 0;
-  while (true) {
-    const page = await meta.listObjects("b", { prefix, delimiter, after, maxKeys });
-    pages++;
-    out.push(...page.objects.map((o) => o.key), ...page.commonPrefixes);
-    if (!page.isTruncated) return { out, pages };
-    after = page.lastReturned!;
-  }
-}
-
-Deno.test("keys sort by code point, as UTF-8 bytes do", () => {
-  const keys = ["\uffff", "\u{1F600}", "a", "\ue000", "ab", "A"];
-  const sorted = [...keys].sort(compareKeys);
-  assertEquals(sorted, ["A", "a", "ab", "\ue000", "\uffff", "\u{1F600}"]);
-  assertEquals(prefixSuccessor("a/"), "a0");
-  assertEquals(prefixSuccessor("a\u{10FFFF}"), "b");
-  assertEquals(prefixSuccessor("\ud7ff"), "\ue000");
-  assertEquals(prefixSuccessor(""), undefined);
-});
-
-Deno.test("listing matches a brute-force model for every page size", async () => {
-  const keys: string[] = [];
-  for (const a of ["", "x/", "x/y/", "é/", "\u{1F600}/"]) {
-    for (const b of ["1", "2", "z/3", "z/4", "\ue000", "\u{1F601}"]) keys.push(a + b);
-  }
-  const meta = await storeWith(keys);
-  const sorted = [...keys].sort(compareKeys);
-  for (
-    const [prefix, delimiter] of [["", ""], ["", "/"], ["x/", "/"], ["x/y", "/"], ["é/", ""], [
-      "",
-      "z",
-    ]]
-  ) {
-    const expected: string[] = [];
-    for (const k of sorted) {
-      if (!k.startsWith(prefix)) continue;
-      const cut = delimiter ? k.indexOf(delimiter, prefix.length) : -1;
-      const item = cut >= 0 ? k.slice(0, cut + delimiter.length) : k;
-      if (!expected.includes(item)) expected.push(item);
-    }
-    for (const maxKeys of [1, 2, 3, 7, 1000]) {
-      const { out } = await listAll(meta, prefix, delimiter, maxKeys);
-      assertEquals(
-        out.sort(compareKeys),
-        [...expected].sort(compareKeys),
-        `${prefix}|${delimiter}|${maxKeys}`,
-      );
-    }
-  }
-  await meta.close();
-});
-
-Deno.test("delete markers are not listed and deleting the newest restores the previous", async () => {
-  const meta = await storeWith(["a", "b", "c"]);
-  await meta.putObjectVersion(version("b", { versionId: "v2", deleteMarker: true }));
-  let page = await meta.listObjects("b", { prefix: "", delimiter: "", after: "", maxKeys: 10 });
-  assertEquals(page.objects.map((o) => o.key), ["a", "c"]);
-  const { removed } = await removeVersion(meta, "b", "b", "v2");
-  assertEquals(removed?.deleteMarker, true);
-  page = await meta.listObjects("b", { prefix: "", delimiter: "", after: "", maxKeys: 10 });
-  assertEquals(page.objects.map((o) => o.key), ["a", "b", "c"]);
-  await meta.close();
-});
-
 function chunk(id: string) {
   return {
     id,
@@ -130,101 +50,14 @@ function chunk(id: string) {
   };
 }
 
-Deno.test("chunk reference counts follow versions: shared, replaced, deleted", async () => {
-  const meta = await storeWith([]);
-  const chunked = { data: { kind: "chunks" as const, vid: 0 } };
-  const refs = (...ids: string[]) =>
-    ids.map((id, i) => ({ chunk: chunk(id), offset: i * 10, size: 10 }));
-  await meta.putObjectVersion(version("a", chunked), refs("c1", "c2"));
-  await meta.putObjectVersion(version("b", chunked), refs("c2", "c3"));
-  // Overwriting "a" drops c1 (only "a" had it) but keeps c2 (shared with "b").
-  const replaced = await meta.putObjectVersion(version("a", chunked), refs("c4"));
-  assertEquals(replaced.freed.map((c) => c.id), ["c1"]);
-  assertEquals(replaced.displaced.length, 1);
-  assertEquals(await meta.hasChunk("c2"), true);
-  // Re-referencing a chunk in the same write keeps it.
-  const same = await meta.putObjectVersion(version("a", chunked), refs("c4"));
-  assertEquals(same.freed, []);
-  const current = await meta.getObjectVersion("b", "b");
-  if (current?.data.kind !== "chunks") throw new Error("chunked version expected");
-  const listed = await meta.versionChunks(current.data.vid, { from: 10, to: 11 });
-  assertEquals(listed.map((c) => [c.chunk.id, c.offset]), [["c3", 10]]);
-  assertEquals((await meta.deleteBucket("b")).outcome, "not_empty");
-  const gone = await removeVersion(meta, "b", "b", "null");
-  assertEquals(gone.freed.map((c) => c.id).sort(), ["c2", "c3"]);
-  const last = await removeVersion(meta, "b", "a", "null");
-  assertEquals(last.freed.map((c) => c.id), ["c4"]);
-  assertEquals(await meta.listChunks("", 10), []);
-  assertEquals((await meta.deleteBucket("b")).outcome, "deleted");
-  assertEquals((await meta.deleteBucket("b")).outcome, "missing");
-  await meta.close();
-});
-
-Deno.test("listing seeks past long common prefixes and pages through them", async () => {
-  const keys: string[] = [];
-  for (let f = 0; f < 5; f++) {
-    for (let i = 0; i < 150; i++) keys.push(`f${f}/k${String(i).padStart(3, "0")}`);
-    keys.push(`f${f}x`);
-  }
-  const meta = await storeWith(keys);
-  for (const maxKeys of [1, 2, 3, 1000]) {
-    const rolled = await listAll(meta, "", "/", maxKeys);
-    assertEquals(
-      rolled.out.sort(compareKeys),
-      [
-        "f0/",
-        "f0x",
-        "f1/",
-        "f1x",
-        "f2/",
-        "f2x",
-        "f3/",
-        "f3x",
-        "f4/",
-        "f4x",
-      ].sort(compareKeys),
-    );
-    const inside = await listAll(meta, "f2/", "/", maxKeys === 1000 ? 1000 : 40);
-    assertEquals(inside.out.length, 150);
-  }
-  await meta.close();
-});
-
-Deno.test("tags: kept per version, replaced, removed; delete markers and uploads", async () => {
-  const meta = await storeWith([]);
-  await meta.putObjectVersion(version("k", { versionId: "v1", tags: { a: "1", b: "" } }));
-  await meta.putObjectVersion(version("k", { versionId: "v2" }));
-  assertEquals((await meta.getObjectVersion("b", "k", "v1"))?.tags, { a: "1", b: "" });
-  assertEquals((await meta.getObjectVersion("b", "k"))?.tags, undefined);
-  const target = { bucket: "b", key: "k", versionId: "v2" };
-  assertEquals(await meta.setObjectTags(target, { c: "3" }), true);
-  assertEquals((await meta.getObjectVersion("b", "k"))?.tags, { c: "3" });
-  assertEquals((await meta.getObjectVersion("b", "k", "v1"))?.tags, { a: "1", b: "" });
-  assertEquals(await meta.setObjectTags(target, {}), true);
-  assertEquals((await meta.getObjectVersion("b", "k"))?.tags, undefined);
-  assertEquals(await meta.setObjectTags({ ...target, versionId: "nope" }, { c: "3" }), false);
-  // A delete marker has no tags and cannot get any.
-  await meta.putObjectVersion(
-    version("k", { versionId: "m", deleteMarker: true, tags: { x: "y" }, data: { kind: "none" } }),
-  );
-  assertEquals((await meta.getObjectVersion("b", "k", "m"))?.tags, undefined);
-  assertEquals(await meta.setObjectTags({ ...target, versionId: "m" }, { c: "3" }), false);
-  // An upload keeps the tags of its object to be.
-  const upload = {
-    bucket: "b",
-    key: "u",
-    uploadId: "up",
-    initiated: 0,
-    owner: "o",
-    contentType: "",
-    userMeta: {},
-    headers: {},
-  };
-  await meta.createUpload({ ...upload, tags: { t: "1" } });
-  assertEquals((await meta.getUpload("b", "u", "up"))?.tags, { t: "1" });
-  await meta.createUpload({ ...upload, uploadId: "up2" });
-  assertEquals((await meta.getUpload("b", "u", "up2"))?.tags, undefined);
-  await meta.close();
+Deno.test("keys sort by code point, as UTF-8 bytes do", () => {
+  const keys = ["\uffff", "\u{1F600}", "a", "\ue000", "ab", "A"];
+  const sorted = [...keys].sort(compareKeys);
+  assertEquals(sorted, ["A", "a", "ab", "\ue000", "\uffff", "\u{1F600}"]);
+  assertEquals(prefixSuccessor("a/"), "a0");
+  assertEquals(prefixSuccessor("a\u{10FFFF}"), "b");
+  assertEquals(prefixSuccessor("\ud7ff"), "\ue000");
+  assertEquals(prefixSuccessor(""), undefined);
 });
 
 Deno.test("usage counters follow every kind of write, equal to a full count", async () => {

@@ -597,7 +597,23 @@ export interface ReplicationQueue {
   replicationBacklog(after: number): Promise<{ depth: number; oldest?: number }>;
 }
 
-export interface MetaStore extends EventLog, RecordStore, JobStore, ReplicationQueue {
+/**
+ * Claims on chunk ids that every server sharing the metadata sees (src/storage/chunk_claims.ts
+ * keeps the claims of this process and calls these on its first and last one): a writer claims
+ * an id before it checks whether the chunk exists and drops the claim after its commit; shards
+ * are removed only when no version refers to the chunk and no server claims it, under the
+ * chunk's lock, so a server that deduplicates against a chunk never loses it to another's
+ * collection.
+ */
+export interface ChunkGuard {
+  claimChunk(id: string): Promise<void>;
+  /** Drops this server's claim; runs `remove` when no row and no other claim is left. */
+  releaseChunk(id: string, remove: () => Promise<void>): Promise<void>;
+  /** Runs `remove` when no row and no claim exists. */
+  collectChunk(id: string, remove: () => Promise<void>): Promise<void>;
+}
+
+export interface MetaStore extends EventLog, RecordStore, JobStore, ReplicationQueue, ChunkGuard {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
   /** The owner's buckets in name order: names starting with `prefix`, after `after`. */
@@ -772,4 +788,30 @@ export class DuplicateError extends Error {
   constructor(readonly field: string) {
     super(`${field} is already taken`);
   }
+}
+
+/** A write named a bucket that does not exist (any more). */
+export class MissingBucketError extends Error {
+  constructor(bucket: string) {
+    super(`Bucket ${bucket} does not exist`);
+  }
+}
+
+/**
+ * The metadata database cannot be reached (PostgreSQL down, restarting or unreachable): the
+ * request fails with 503 ServiceUnavailable and nothing of it is committed.
+ */
+export class MetaUnavailableError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "MetaUnavailableError";
+  }
+}
+
+/** The MetaUnavailableError behind `err` (itself or a cause), if any. */
+export function metaUnavailable(err: unknown): MetaUnavailableError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof MetaUnavailableError) return e;
+  }
+  return undefined;
 }

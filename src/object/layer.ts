@@ -1,6 +1,6 @@
 // The object layer: the only code that combines metadata and stored bytes.
 import { S3Error } from "../http/errors.ts";
-import { MissingBucketError } from "../meta/sqlite.ts";
+import { MissingBucketError } from "../meta/store.ts";
 import type {
   BatchDelete,
   BucketRecord,

@@ -95,7 +95,7 @@ export class ChunkStore {
   queueHeal: (chunkId: string) => boolean = () => false;
 
   constructor(readonly meta: MetaStore, readonly options: ChunkStoreOptions) {
-    this.claims = new ChunkClaims((id) => meta.hasChunk(id));
+    this.claims = new ChunkClaims(meta);
   }
 
   /** The drive with this id when shard I/O may use it. */

@@ -30,9 +30,13 @@ async function withStore(fn: (store: ChunkStore, drives: Drive[]) => Promise<voi
     await Deno.mkdir(drive.tmpDir, { recursive: true });
     drives.push(drive);
   }
+  // No metadata: nothing exists, claims are this process's alone.
   const meta = {
     getChunk: () => Promise.resolve(undefined),
     hasChunk: () => Promise.resolve(false),
+    claimChunk: () => Promise.resolve(),
+    releaseChunk: (_id: string, remove: () => Promise<void>) => remove(),
+    collectChunk: (_id: string, remove: () => Promise<void>) => remove(),
   };
   const store = new ChunkStore(meta as unknown as MetaStore, {
     drives: {

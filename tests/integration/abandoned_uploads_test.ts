@@ -89,7 +89,7 @@ Deno.test("admin API: abandoned multipart uploads", async (t) => {
     const carol = await createUser(server, "carol", [{ bucket: "mpu", permission: "readwrite" }]);
     const carolS3 = s3Client(server, { user: carol.accessKey, password: carol.secret });
 
-    const emptyChunks = chunkCount(server.dataDir);
+    const emptyChunks = await chunkCount(server);
     // 3 parts of 200 KiB in 64 KiB chunks: 12 chunks for the old upload.
     const old = await startUpload(s3, {
       bucket: "mpu",
@@ -97,7 +97,7 @@ Deno.test("admin API: abandoned multipart uploads", async (t) => {
       parts: 3,
       size: 200 * KiB,
     });
-    const oldChunks = chunkCount(server.dataDir) - emptyChunks;
+    const oldChunks = (await chunkCount(server)) - emptyChunks;
     assertEquals(oldChunks, 12, "the old upload's chunks");
     await new Promise((r) => setTimeout(r, 2100));
     const fresh = await startUpload(carolS3, {
@@ -175,11 +175,11 @@ Deno.test("admin API: abandoned multipart uploads", async (t) => {
     });
 
     await t.step("abort frees the upload's chunks", async () => {
-      const chunksBefore = chunkCount(server.dataDir);
+      const chunksBefore = await chunkCount(server);
       const filesBefore = await shardFileCount(server.dataDir);
       const res = await admin(server, "DELETE", `/uploads/mpu/${old}`);
       assertEquals(res.status, 204);
-      assertEquals(chunkCount(server.dataDir), chunksBefore - oldChunks, "chunk rows freed");
+      assertEquals(await chunkCount(server), chunksBefore - oldChunks, "chunk rows freed");
       const filesAfter = await shardFileCount(server.dataDir);
       assert(filesAfter < filesBefore, `shard files removed (${filesBefore} -> ${filesAfter})`);
       const left = await s3.send(new ListMultipartUploadsCommand({ Bucket: "mpu" }));
@@ -209,7 +209,7 @@ Deno.test("admin API: abandoned multipart uploads", async (t) => {
       await carolS3.send(
         new AbortMultipartUploadCommand({ Bucket: "mpu", Key: "new/file.bin", UploadId: fresh }),
       );
-      assertEquals(chunkCount(server.dataDir), emptyChunks, "every part's chunk freed");
+      assertEquals(await chunkCount(server), emptyChunks, "every part's chunk freed");
       const res = await admin(server, "DELETE", `/uploads/other/${otherBucket}`);
       assertEquals(res.status, 204, "an upload without parts");
       assertEquals(await list(server, "?older_than=0"), { uploads: [], total: 0 });

@@ -125,12 +125,12 @@ Deno.test("multipart uploads", async (t) => {
           Body: randomBytes(1000),
         }),
       );
-      const before = chunkCount(server.dataDir);
+      const before = await chunkCount(server);
       const final = randomBytes(2000);
       const res = await s3.send(
         new UploadPartCommand({ Bucket, Key: "redo.bin", UploadId, PartNumber: 1, Body: final }),
       );
-      assertEquals(chunkCount(server.dataDir), before, "the replaced part's chunk was freed");
+      assertEquals(await chunkCount(server), before, "the replaced part's chunk was freed");
       await s3.send(
         new CompleteMultipartUploadCommand({
           Bucket,
@@ -194,7 +194,7 @@ Deno.test("multipart uploads", async (t) => {
           400,
         );
       }
-      const before = chunkCount(server.dataDir);
+      const before = await chunkCount(server);
       await s3.send(
         new UploadPartCommand({
           Bucket,
@@ -204,7 +204,7 @@ Deno.test("multipart uploads", async (t) => {
           Body: randomBytes(5000),
         }),
       );
-      assertEquals(chunkCount(server.dataDir), before + 1);
+      assertEquals(await chunkCount(server), before + 1);
       await assertRejectsCode(
         () => s3.send(new DeleteBucketCommand({ Bucket })),
         "BucketNotEmpty",
@@ -214,7 +214,7 @@ Deno.test("multipart uploads", async (t) => {
         new AbortMultipartUploadCommand({ Bucket, Key: "abort.bin", UploadId }),
       );
       assertEquals(aborted.$metadata.httpStatusCode, 204);
-      assertEquals(chunkCount(server.dataDir), before, "abort frees the parts");
+      assertEquals(await chunkCount(server), before, "abort frees the parts");
       await assertRejectsCode(
         () => s3.send(new AbortMultipartUploadCommand({ Bucket, Key: "abort.bin", UploadId })),
         "NoSuchUpload",

@@ -2,6 +2,7 @@
 import { S3Client } from "@aws-sdk/client-s3";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+import postgres from "postgres";
 
 const MAIN = new URL("../../main.ts", import.meta.url).pathname;
 
@@ -15,6 +16,8 @@ export interface TestServer {
   dataDir: string;
   /** Process id of the server (of the `prefix` command when one is given). */
   pid: number;
+  /** The PostgreSQL database of its metadata (STORE_META_URL), when not the SQLite file. */
+  metaUrl?: string;
   /** Everything the server wrote to stderr so far. */
   logs(): string;
   /** SIGTERM and wait for exit. */
@@ -33,7 +36,20 @@ export interface StartOptions {
   prefix?: string[];
 }
 
+/** Where servers started without STORE_META_URL keep their metadata: a fresh database each. */
+let metaDatabase: (() => Promise<string>) | undefined;
+
+/**
+ * Makes every server started from now on keep its metadata in PostgreSQL, in a database `fresh`
+ * creates for it (postgres_core_test.ts runs existing suites this way).
+ */
+export function useMetaDatabase(fresh: () => Promise<string>): void {
+  metaDatabase = fresh;
+}
+
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
+  const metaUrl = opts.env?.STORE_META_URL ??
+    (metaDatabase && !opts.dataDir ? await metaDatabase() : undefined);
   const dataDir = opts.dataDir ?? await Deno.makeTempDir({ prefix: "store-test-" });
   const env: Record<string, string> = {
     STORE_ADDRESS: "127.0.0.1",
@@ -45,6 +61,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     ...(opts.generatedAdmin
       ? {}
       : { STORE_ADMIN_USER: ADMIN_USER, STORE_ADMIN_PASSWORD: ADMIN_PASSWORD }),
+    ...(metaUrl ? { STORE_META_URL: metaUrl } : {}),
     ...opts.env,
   };
   const [program, ...prefixArgs] = [...(opts.prefix ?? []), Deno.execPath()];
@@ -84,6 +101,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     url: `${scheme}://127.0.0.1:${port}`,
     port,
     dataDir,
+    metaUrl,
     pid: child.pid,
     logs: () => stdout + stderr,
     async stop() {
@@ -144,9 +162,18 @@ export async function sha256Hex(data: Uint8Array): Promise<string> {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** Rows of the chunks table in a server's metadata (opened read-only). */
-export function chunkCount(dataDir: string): number {
-  const db = new DatabaseSync(join(dataDir, "meta.db"), { readOnly: true });
+/** Rows of the chunks table in a server's metadata (SQLite opened read-only, or PostgreSQL). */
+export async function chunkCount(server: TestServer): Promise<number> {
+  if (server.metaUrl) {
+    const sql = postgres(server.metaUrl, { max: 1, onnotice: () => {} });
+    try {
+      const [row] = await sql`SELECT count(*)::int AS n FROM chunks`;
+      return row.n;
+    } finally {
+      await sql.end();
+    }
+  }
+  const db = new DatabaseSync(join(server.dataDir, "meta.db"), { readOnly: true });
   try {
     return (db.prepare("SELECT count(*) AS n FROM chunks").get() as { n: number }).n;
   } finally {

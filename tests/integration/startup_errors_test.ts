@@ -42,6 +42,10 @@ Deno.test("start-up failures are one line naming the cause and the setting, exit
   const base = { STORE_DATA_DIR: data };
   // Something already listening on a port.
   const busy = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  // A port nothing listens on: PostgreSQL refused.
+  const gone = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const nobody = `postgres://store@127.0.0.1:${(gone.addr as Deno.NetAddr).port}/store`;
+  gone.close();
   try {
     const cases: [string, Record<string, string>, RegExp][] = [
       [
@@ -89,6 +93,16 @@ Deno.test("start-up failures are one line naming the cause and the setting, exit
         "erasure layout wider than the drives",
         { ...base, STORE_DATA_DIRS: `${join(dir, "d0")},${join(dir, "d1")}`, STORE_EC: "2+1" },
         /^Configuration error: STORE_EC 2\+1 is wider than the 2 drives in STORE_DATA_DIRS/,
+      ],
+      [
+        "PostgreSQL metadata that cannot be reached",
+        { ...base, STORE_META_URL: nobody },
+        /^Start-up error: STORE_META_URL: the PostgreSQL metadata database cannot be opened: .*ECONNREFUSED/,
+      ],
+      [
+        "metadata snapshots with PostgreSQL metadata",
+        { ...base, STORE_META_URL: nobody, STORE_BACKUP_DIR: join(dir, "backups") },
+        /^Configuration error: STORE_BACKUP_DIR snapshots the SQLite metadata; with STORE_META_URL/,
       ],
       [
         "missing certificate file",

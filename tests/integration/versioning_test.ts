@@ -96,12 +96,12 @@ Deno.test("versioning", async (t) => {
       async () => {
         const big = randomBytes(200_000);
         const put = await s3.send(new PutObjectCommand({ Bucket, Key: "big", Body: big }));
-        const before = chunkCount(server.dataDir);
+        const before = await chunkCount(server);
         const del = await s3.send(
           new DeleteObjectCommand({ Bucket, Key: "big", VersionId: put.VersionId }),
         );
         assertEquals(del.VersionId, put.VersionId);
-        assertEquals(chunkCount(server.dataDir), before - 1);
+        assertEquals(await chunkCount(server), before - 1);
         await assertRejectsCode(
           () => s3.send(new GetObjectCommand({ Bucket, Key: "big", VersionId: put.VersionId })),
           "NoSuchVersion",

@@ -10,7 +10,14 @@ export interface Postgres extends RealService {
   readonly url: string;
 }
 
-export async function createPostgres(): Promise<Postgres> {
+export interface PostgresOptions {
+  /** fsync on (benchmarks); off by default. */
+  durable?: boolean;
+  /** Serve TLS with this certificate and key (PEM files, copied into the service directory). */
+  tls?: { certFile: string; keyFile: string };
+}
+
+export async function createPostgres(opts: PostgresOptions = {}): Promise<Postgres> {
   const bin = await postgresBinDir();
   const port = await freePort();
   const dir = await serviceDir("postgres");
@@ -20,12 +27,25 @@ export async function createPostgres(): Promise<Postgres> {
     startTimeoutMs: 30_000,
     // SIGINT is the "fast" shutdown: it does not wait for clients to disconnect.
     stopSignal: "SIGINT",
-    prepare: (dir) => initdb(bin, dir),
+    prepare: async (dir) => {
+      await initdb(bin, dir);
+      if (opts.tls) {
+        await Deno.copyFile(opts.tls.certFile, `${dir}/server.crt`);
+        await Deno.copyFile(opts.tls.keyFile, `${dir}/server.key`);
+        // PostgreSQL refuses a key others can read.
+        await Deno.chmod(`${dir}/server.key`, 0o600);
+      }
+    },
     launch: (dir) => ({
       cmd: `${bin}/postgres`,
       args: [
         ...["-D", `${dir}/data`, "-p", String(port), "-k", dir],
-        ...["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "full_page_writes=off"],
+        ...["-c", "listen_addresses=127.0.0.1"],
+        ...(opts.durable ? [] : ["-c", "fsync=off", "-c", "full_page_writes=off"]),
+        ...(opts.tls
+          ? ["-c", "ssl=on", "-c", `ssl_cert_file=${dir}/server.crt`]
+            .concat(["-c", `ssl_key_file=${dir}/server.key`])
+          : []),
         ...["-c", "logging_collector=on", "-c", `log_directory=${dir}`],
         ...["-c", "log_filename=postgres.log"],
       ],

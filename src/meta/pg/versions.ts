@@ -1,0 +1,181 @@
+// Object versions in PostgreSQL (part of PgMetaStore): making a version current, removing one,
+// reading them. A key's writers queue on a transaction-scoped advisory lock of the key, so two
+// nodes writing one key never pick the same seq or leave two current versions; the bucket row is
+// share-locked so a concurrent DeleteBucket waits for the write (or the write sees it gone).
+import type { Row } from "postgres";
+import {
+  type BatchDelete,
+  type CurrentGuard,
+  type DataRef,
+  MissingBucketError,
+  type ObjectVersion,
+  type TagSet,
+  type VersionChunk,
+} from "../store.ts";
+import type { PgChunks, RefChanges } from "./chunks.ts";
+import type { Q } from "./connect.ts";
+
+const VERSION_COLUMNS =
+  "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
+  "user_meta, headers, owner, vid, chunked, sse, acl, parts, lock_mode, lock_until, legal_hold, " +
+  "checksum, tags";
+
+function toVersion(row: Row): ObjectVersion {
+  let data: DataRef = { kind: "none" };
+  if (row.chunked) data = { kind: "chunks", vid: row.vid };
+  else if (row.inline_data) data = { kind: "inline", bytes: new Uint8Array(row.inline_data) };
+  return {
+    bucket: row.bucket,
+    key: row.key,
+    versionId: row.version_id,
+    deleteMarker: row.delete_marker,
+    size: row.size,
+    etag: row.etag,
+    lastModified: row.last_modified,
+    contentType: row.content_type,
+    userMeta: JSON.parse(row.user_meta),
+    headers: JSON.parse(row.headers),
+    owner: row.owner,
+    data,
+    acl: row.acl ?? undefined,
+    sse: row.sse ?? undefined,
+    parts: row.parts ? JSON.parse(row.parts) : undefined,
+    checksum: row.checksum ? JSON.parse(row.checksum) : undefined,
+    retention: row.lock_mode ? { mode: row.lock_mode, until: row.lock_until } : undefined,
+    legalHold: row.legal_hold,
+    tags: row.tags ? JSON.parse(row.tags) : undefined,
+  };
+}
+
+/** Stored tags: NULL for none. */
+export function tagsColumn(tags: TagSet | undefined): string | null {
+  return tags && Object.keys(tags).length > 0 ? JSON.stringify(tags) : null;
+}
+
+/**
+ * Serialises the writers of these keys until the end of the transaction (any node). Keys are
+ * locked in one order, so transactions that lock several (a DeleteObjects batch) never deadlock.
+ */
+export async function lockKeys(q: Q, bucket: string, keys: string[]): Promise<void> {
+  for (const key of [...new Set(keys)].sort()) {
+    await q`SELECT pg_advisory_xact_lock(hashtextextended(${bucket} || '/' || ${key}, 0))`;
+  }
+}
+
+export class PgVersions {
+  constructor(readonly chunks: PgChunks) {}
+
+  async get(
+    q: Q,
+    bucket: string,
+    key: string,
+    versionId?: string,
+  ): Promise<ObjectVersion | undefined> {
+    const [row] = versionId === undefined
+      ? await q`
+        SELECT ${q.unsafe(VERSION_COLUMNS)}, inline_data FROM versions
+        WHERE bucket = ${bucket} AND key = ${key} AND is_latest`
+      : await q`
+        SELECT ${q.unsafe(VERSION_COLUMNS)}, inline_data FROM versions
+        WHERE bucket = ${bucket} AND key = ${key} AND version_id = ${versionId}`;
+    return row ? toVersion(row) : undefined;
+  }
+
+  /**
+   * Makes `v` the current version of its key (see MetaStore.putObjectVersion); the chunk
+   * references it adds and drops join `refs`. Returns the versions it displaced.
+   */
+  async put(
+    q: Q,
+    v: ObjectVersion,
+    chunks: VersionChunk[],
+    refs: RefChanges,
+    guard?: CurrentGuard,
+  ): Promise<ObjectVersion[]> {
+    // One round trip: the bucket row share-locked, then the key's lock (as lockKeys takes it).
+    const bucket = await q`
+      SELECT pg_advisory_xact_lock(hashtextextended(${v.bucket} || '/' || ${v.key}, 0))
+      FROM buckets WHERE name = ${v.bucket} FOR SHARE`;
+    if (bucket.length === 0) throw new MissingBucketError(v.bucket);
+    if (guard) guard(await this.get(q, v.bucket, v.key));
+    const displaced: ObjectVersion[] = [];
+    const [old] = await q`
+      DELETE FROM versions WHERE bucket = ${v.bucket} AND key = ${v.key}
+        AND version_id = ${v.versionId}
+      RETURNING ${q.unsafe(VERSION_COLUMNS)}`;
+    if (old) {
+      const oldVersion = toVersion(old);
+      displaced.push(oldVersion);
+      if (oldVersion.data.kind === "chunks") {
+        refs.drop(await this.chunks.unlink(q, oldVersion.data.vid));
+      }
+    }
+    await q`UPDATE versions SET is_latest = false
+      WHERE bucket = ${v.bucket} AND key = ${v.key} AND is_latest`;
+    const [{ seq, vid }] = await q`
+      SELECT coalesce(max(seq), 0) + 1 AS seq, nextval('data_ids') AS vid FROM versions
+      WHERE bucket = ${v.bucket} AND key = ${v.key}`;
+    await this.#insert(q, v, { seq, vid, chunked: chunks.length > 0 || v.data.kind === "chunks" });
+    await this.chunks.link(q, vid, chunks);
+    refs.add(chunks);
+    return displaced;
+  }
+
+  async #insert(
+    q: Q,
+    v: ObjectVersion,
+    opts: { seq: number; vid: number; chunked: boolean },
+  ): Promise<void> {
+    await q`
+      INSERT INTO versions (bucket, key, seq, version_id, is_latest, delete_marker, size, etag,
+        last_modified, content_type, user_meta, headers, owner, inline_data, acl, vid, chunked,
+        sse, parts, lock_mode, lock_until, legal_hold, checksum, tags)
+      VALUES (${v.bucket}, ${v.key}, ${opts.seq}, ${v.versionId}, true, ${v.deleteMarker},
+        ${v.size}, ${v.etag}, ${v.lastModified}, ${v.contentType}, ${JSON.stringify(v.userMeta)},
+        ${JSON.stringify(v.headers)}, ${v.owner},
+        ${v.data.kind === "inline" ? v.data.bytes : null}, ${v.acl ?? null}, ${opts.vid},
+        ${opts.chunked}, ${v.sse ?? null}, ${v.parts ? JSON.stringify(v.parts) : null},
+        ${v.retention?.mode ?? null}, ${v.retention?.until ?? null}, ${v.legalHold ?? false},
+        ${v.checksum ? JSON.stringify(v.checksum) : null},
+        ${v.deleteMarker ? null : tagsColumn(v.tags)})`;
+  }
+
+  /**
+   * Removes one version (see BatchDelete); the next newest becomes current. The references it
+   * drops join `refs`.
+   */
+  async remove(
+    q: Q,
+    item: Exclude<BatchDelete, { marker: ObjectVersion }>,
+    refs: RefChanges,
+  ): Promise<ObjectVersion | undefined> {
+    const { bucket, key, versionId } = item;
+    await lockKeys(q, bucket, [key]);
+    const [row] = await q`
+      SELECT ${q.unsafe(VERSION_COLUMNS)}, is_latest FROM versions
+      WHERE bucket = ${bucket} AND key = ${key} AND version_id = ${versionId}`;
+    if (!row) return undefined;
+    const removed = toVersion(row);
+    item.guard?.(removed);
+    await q`DELETE FROM versions
+      WHERE bucket = ${bucket} AND key = ${key} AND version_id = ${versionId}`;
+    if (row.is_latest) {
+      await q`
+        UPDATE versions SET is_latest = true WHERE bucket = ${bucket} AND key = ${key} AND seq =
+          (SELECT max(seq) FROM versions WHERE bucket = ${bucket} AND key = ${key})`;
+    }
+    if (removed.data.kind === "chunks") refs.drop(await this.chunks.unlink(q, removed.data.vid));
+    return removed;
+  }
+
+  /** The version's row locked for a change of its lock, ACL or tags; undefined when missing. */
+  async lockRow(
+    q: Q,
+    t: { bucket: string; key: string; versionId: string },
+  ): Promise<ObjectVersion | undefined> {
+    const [row] = await q`
+      SELECT ${q.unsafe(VERSION_COLUMNS)} FROM versions
+      WHERE bucket = ${t.bucket} AND key = ${t.key} AND version_id = ${t.versionId} FOR UPDATE`;
+    return row ? toVersion(row) : undefined;
+  }
+}
