@@ -1,6 +1,6 @@
 // The server's request handler: in-flight tracking for graceful shutdown, then dispatch to the
-// administration API, the service API (/api/v1), the file browser (/browse) or the storage
-// protocol.
+// administration API, the service API (/api/v1), the file browser (/browse), the web console
+// (/console) or the storage protocol.
 import { checkBasicAuth, handleAdmin } from "./api/admin.ts";
 import { handleMetrics } from "./api/admin_ops.ts";
 import { healthCheck } from "./ops/health.ts";
@@ -11,6 +11,7 @@ import { type AppDeps, handleProtocol, newRequestId } from "./protocol.ts";
 import { currentAudit, newScope, runAudited } from "./audit/scope.ts";
 import { handleShare } from "./share/public.ts";
 import { handleBrowse } from "./web/browse.ts";
+import { Console } from "./console/handler.ts";
 
 export type { AppDeps };
 
@@ -45,6 +46,7 @@ function diskFull(req: Request): Response {
 export function createHandler(
   deps: AppDeps,
 ): (req: Request, info: Deno.ServeHandlerInfo) => Promise<Response> {
+  const webConsole = deps.config.console.enabled ? new Console(deps) : undefined;
   return async (req, info) => {
     if (deps.inFlight.draining) {
       return new Response(null, {
@@ -61,7 +63,7 @@ export function createHandler(
       // Every request runs in an audit scope: its changes write their entries in their own
       // transactions; what else must be recorded is written when it ends.
       const scope = newScope({ requestId: newRequestId(), source: client });
-      const res = await runAudited(scope, () => dispatch(req, info, deps, client));
+      const res = await runAudited(scope, () => dispatch(req, info, deps, client, webConsole));
       await deps.audit.finish(scope, {
         method: req.method,
         status: res.status,
@@ -79,6 +81,7 @@ async function dispatch(
   info: Deno.ServeHandlerInfo,
   deps: AppDeps,
   client: string,
+  webConsole: Console | undefined,
 ): Promise<Response> {
   if (isExactly(req.url, "/metrics")) return await handleMetrics(req, deps, client, checkBasicAuth);
   const admin = isUnder(req.url, "/admin");
@@ -97,6 +100,9 @@ async function dispatch(
     return await handleFeed(req, info, deps);
   }
   if (isUnder(req.url, "/browse")) return await handleBrowse(req, info, deps);
+  if (webConsole && isUnder(req.url, "/console")) {
+    return await webConsole.handle(req, info, client);
+  }
   if (isUnder(req.url, "/share")) return await handleShare(req, info, deps, client);
   return await handleProtocol(req, info, deps);
 }

@@ -216,3 +216,16 @@ Deno.test("an empty region and an erasure layout wider than the drives are refus
   // One drive may hold every shard (bitrot repair at the cost of space).
   assertEquals(load({ STORE_EC: "4+2" }).erasure, { dataShards: 4, parityShards: 2 });
 });
+
+Deno.test("console settings: on with 30 min idle and 12 h sessions by default, bounds", () => {
+  assertEquals(load({}).console, { enabled: true, idleTimeout: 1800, maxAge: 43200 });
+  const c = load({
+    STORE_CONSOLE_ENABLED: "off",
+    STORE_CONSOLE_IDLE_TIMEOUT: "5",
+    STORE_CONSOLE_SESSION_MAX: "60",
+  });
+  assertEquals(c.console, { enabled: false, idleTimeout: 5, maxAge: 60 });
+  rejects({ STORE_CONSOLE_IDLE_TIMEOUT: "0" }, /STORE_CONSOLE_IDLE_TIMEOUT must be between/);
+  rejects({ STORE_CONSOLE_SESSION_MAX: "1h" }, /STORE_CONSOLE_SESSION_MAX must be a whole/);
+  rejects({ STORE_CONSOLE_ENABLED: "maybe" }, /STORE_CONSOLE_ENABLED must be true or false/);
+});

@@ -1,0 +1,428 @@
+// The web console (/console) in a real browser: sign-in, buckets, a 50 MiB upload with progress,
+// object details (preview, tags, presigned link, versions with restore), bucket settings
+// (versioning, policy editor, public/private), deleting several objects, the users screen, audit,
+// errors and drives; a user who may only read one bucket; CSRF refusal; sign-out; and, on a server
+// of its own with a 2 s idle timeout, session expiry. Every screen is saved under
+// test-output/console/.
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  GetObjectTaggingCommand,
+  HeadObjectCommand,
+  ListBucketsCommand,
+  PutObjectCommand,
+} from "@aws-sdk/client-s3";
+import type { Browser, Page } from "puppeteer-core";
+import { join } from "node:path";
+import { createUser } from "../integration/access_helpers.ts";
+import { assert, assertEquals } from "../integration/assert.ts";
+import {
+  ADMIN_PASSWORD,
+  ADMIN_USER,
+  s3Client,
+  startServer,
+  type TestServer,
+} from "../integration/server.ts";
+import type { Chromium } from "./chromium.ts";
+
+const OUTPUT = new URL("../../test-output/console/", import.meta.url).pathname;
+const BUCKET = "console-made";
+const MIB = 1024 * 1024;
+/** A 2x2 red PNG, for the image preview. */
+const PNG = Uint8Array.from(
+  atob(
+    "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEklEQVR4nGP4z8DAwMDAxMDAAAAe9QH/zAqmWAAAAABJRU5ErkJggg==",
+  ),
+  (c) => c.charCodeAt(0),
+);
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(OUTPUT, `${name}.png`), fullPage: true });
+}
+
+/** The text of the first element matching `selector`, once it contains `expected`. */
+async function waitForText(page: Page, selector: string, expected: string): Promise<void> {
+  await page.waitForFunction(
+    (sel: string, want: string) => {
+      const d = (globalThis as unknown as { document: { querySelector(s: string): unknown } })
+        .document;
+      const node = d.querySelector(sel) as { textContent: string | null } | null;
+      return node !== null && (node.textContent ?? "").includes(want);
+    },
+    { timeout: 20_000 },
+    selector,
+    expected,
+  );
+}
+
+async function signIn(page: Page, server: TestServer, key: string, secret: string) {
+  await page.goto(`${server.url}/console/`);
+  await page.waitForSelector("#sign-in");
+  await page.type("#name", key);
+  await page.type("#secret", secret);
+  await page.click('#sign-in button[type="submit"]');
+  await page.waitForSelector("#sign-out");
+}
+
+/** Answers the console's confirmation dialog with its confirm button. */
+async function confirm(page: Page): Promise<void> {
+  await page.waitForSelector("dialog[open] button.danger");
+  await page.click("dialog[open] button.danger");
+}
+
+async function adminTour(chromium: Chromium, server: TestServer, bigFile: string) {
+  const s3 = s3Client(server);
+  const { page, problems } = await chromium.newPage();
+  try {
+    await page.setViewport({ width: 1280, height: 900 });
+    await page.goto(`${server.url}/console/`);
+    await page.waitForSelector("#sign-in");
+    await shot(page, "01-sign-in");
+    // A wrong secret is refused with a message, and no session is made.
+    await page.type("#name", ADMIN_USER);
+    await page.type("#secret", "not-the-secret");
+    await page.click('#sign-in button[type="submit"]');
+    await waitForText(page, "#alert", "not right");
+    await page.$eval("#secret", (e) => (e as unknown as { value: string }).value = "");
+    await page.type("#secret", ADMIN_PASSWORD);
+    await page.click('#sign-in button[type="submit"]');
+    await page.waitForSelector("#sign-out");
+
+    // Buckets: create one through the form.
+    await page.waitForSelector("#new-bucket");
+    await page.type("#new-bucket", BUCKET);
+    await page.click("form.card button[type=submit]");
+    await waitForText(page, "#buckets", BUCKET);
+    await shot(page, "02-buckets");
+
+    // Objects: a 50 MiB upload (multipart through the server) whose progress is seen moving.
+    await page.click(`#buckets a[href="#/b/${BUCKET}"]`);
+    await page.waitForSelector("#upload-files");
+    await page.evaluate(() => {
+      const g = globalThis as unknown as {
+        seen: number[];
+        MutationObserver: new (cb: (r: { target: unknown }[]) => void) => {
+          observe(n: unknown, o: unknown): void;
+        };
+        document: { getElementById(id: string): unknown };
+      };
+      g.seen = [];
+      new g.MutationObserver((records) => {
+        for (const r of records) {
+          const bar = r.target as { tagName: string; value: number };
+          if (bar.tagName === "PROGRESS") g.seen.push(bar.value);
+        }
+      }).observe(g.document.getElementById("uploads"), { attributes: true, subtree: true });
+    });
+    const input = await page.$("#upload-files");
+    const started = performance.now();
+    await (input as unknown as { uploadFile(...p: string[]): Promise<void> }).uploadFile(bigFile);
+    await page.waitForSelector("#uploads li.done", { timeout: 120_000 });
+    const uploadSeconds = (performance.now() - started) / 1000;
+    const seen = await page.evaluate(() => (globalThis as unknown as { seen: number[] }).seen);
+    const between = new Set(seen.filter((v) => v > 0 && v < 50 * MIB));
+    assert(between.size >= 5, `progress moved through ${between.size} values: ${seen}`);
+    const head = await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: "big.bin" }));
+    assertEquals(head.ContentLength, 50 * MIB);
+    assert(head.ETag?.endsWith('-7"'), `multipart in 8 MiB parts: ${head.ETag}`);
+    console.log(`console upload of 50 MiB: ${uploadSeconds.toFixed(1)} s`);
+    await waitForText(page, "#objects", "big.bin");
+    await shot(page, "03-objects");
+
+    // Objects for previews, versions and deleting several.
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: BUCKET,
+        Key: "docs/note.txt",
+        Body: "first words",
+        ContentType: "text/plain",
+      }),
+    );
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: BUCKET,
+        Key: "docs/red.png",
+        Body: PNG,
+        ContentType: "image/png",
+      }),
+    );
+    for (const k of ["docs/x1.txt", "docs/x2.txt", "docs/x3.txt"]) {
+      await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: k, Body: k }));
+    }
+
+    // Settings: versioning on.
+    await page.goto(`${server.url}/console/#/settings/${BUCKET}`);
+    await page.waitForSelector("#versioning-toggle");
+    await page.click("#versioning-toggle");
+    await waitForText(page, "#versioning-status", "Versioning is on");
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: BUCKET,
+        Key: "docs/note.txt",
+        Body: "second words",
+        ContentType: "text/plain",
+      }),
+    );
+
+    // Policy editor: an invalid document is refused before the server is asked; make public,
+    // then private, each checked with an anonymous request.
+    await page.waitForSelector("#policy-text");
+    await page.type("#policy-text", '{"Statement": [{"Effect": "Maybe"}]}');
+    await page.click("#policy-save");
+    await waitForText(page, "#policy-verdict", "Effect must be Allow or Deny");
+    await shot(page, "04-settings");
+    const anonymous = () => fetch(`${server.url}/${BUCKET}/docs/x1.txt`).then((r) => r.status);
+    assertEquals(await anonymous(), 403);
+    await page.click("#make-public");
+    await confirm(page);
+    await waitForText(page, "#policy p", "This bucket has a policy");
+    assertEquals(await anonymous(), 200);
+    await page.click("#make-private");
+    await waitForText(page, "#policy p", "No policy");
+    assertEquals(await anonymous(), 403);
+
+    // The folder, with search, then deleting two objects at once.
+    await page.goto(`${server.url}/console/#/b/${BUCKET}?prefix=docs%2F`);
+    await waitForText(page, "#objects", "note.txt");
+    await page.type("#search", "x");
+    await page.click('form[role="search"] button');
+    await page.waitForFunction(() =>
+      (globalThis as unknown as { document: { querySelectorAll(s: string): { length: number } } })
+        .document.querySelectorAll("#objects tr.file").length === 3
+    );
+    await page.click('input.pick[value="docs/x1.txt"]');
+    await page.click('input.pick[value="docs/x2.txt"]');
+    await page.click("#delete-selected");
+    await confirm(page);
+    await page.waitForFunction(() =>
+      (globalThis as unknown as { document: { querySelectorAll(s: string): { length: number } } })
+        .document.querySelectorAll("#objects tr.file").length === 1
+    );
+    await shot(page, "05-folder-search");
+
+    // One object: preview, tags, a presigned link, versions with restore.
+    await page.goto(`${server.url}/console/#/o/${BUCKET}?key=docs%2Fnote.txt`);
+    await waitForText(page, "#preview pre", "second words");
+    await page.waitForSelector("#tags-text");
+    await page.$eval("#tags-text", (e) => (e as unknown as { value: string }).value = "team=blue");
+    await page.click("#tags button[type=submit]");
+    await waitForText(page, "#status", "Tags saved");
+    const tags = await s3.send(
+      new GetObjectTaggingCommand({ Bucket: BUCKET, Key: "docs/note.txt" }),
+    );
+    assertEquals(tags.TagSet, [{ Key: "team", Value: "blue" }]);
+    await page.select("#expiry", "900");
+    await page.click("#link button[type=submit]");
+    await page.waitForFunction(() =>
+      (globalThis as unknown as { document: { getElementById(i: string): { value: string } } })
+        .document.getElementById("link-url").value.startsWith("http")
+    );
+    const link = await page.$eval("#link-url", (e) => (e as unknown as { value: string }).value);
+    assert(/X-Amz-Expires=900|X-Store-Expires=900/i.test(link), link);
+    const linked = await fetch(link);
+    assertEquals([linked.status, await linked.text()], [200, "second words"]);
+    await waitForText(page, "#version-list", "(current)");
+    await shot(page, "06-object");
+    await page.click("#version-list button.restore");
+    await waitForText(page, "#status", "restored");
+    const restored = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: "docs/note.txt" }));
+    assertEquals(await restored.Body!.transformToString(), "first words");
+    await waitForText(page, "#preview pre", "first words");
+
+    await page.goto(`${server.url}/console/#/o/${BUCKET}?key=docs%2Fred.png`);
+    await page.waitForSelector("#preview img");
+    await page.waitForFunction(() => {
+      const img = (globalThis as unknown as {
+        document: { querySelector(s: string): { complete: boolean; naturalWidth: number } };
+      }).document.querySelector("#preview img");
+      return img.complete && img.naturalWidth === 2;
+    });
+    await shot(page, "07-image-preview");
+
+    // Users: create (secret shown once, and it works), bucket access, disable, rotate.
+    await page.goto(`${server.url}/console/#/users`);
+    await page.waitForSelector("#user-name");
+    await page.type("#user-name", "alice");
+    await page.click("#new-user button[type=submit]");
+    await page.waitForSelector("#new-secret");
+    const aliceKey = await page.$eval("#new-access-key", (e) => e.textContent ?? "");
+    const aliceSecret = await page.$eval("#new-secret", (e) => e.textContent ?? "");
+    const alice = s3Client(server, { user: aliceKey, password: aliceSecret });
+    await alice.send(new ListBucketsCommand({}));
+    await shot(page, "08-users-created");
+    await page.click('tr[data-user="alice"] button[aria-label="Access alice"]');
+    await page.waitForSelector("#access-add");
+    await page.click("#access-add");
+    await page.type("#access-editor .acc-bucket", BUCKET);
+    await page.select("#access-editor .acc-perm", "read");
+    await shot(page, "09-access-editor");
+    await page.click("#access-editor button[type=submit]");
+    await waitForText(page, 'tr[data-user="alice"]', `${BUCKET}: read`);
+    const body = await (await alice.send(
+      new GetObjectCommand({ Bucket: BUCKET, Key: "docs/x3.txt" }),
+    )).Body!.transformToString();
+    assertEquals(body, "docs/x3.txt");
+    await page.click('tr[data-user="alice"] button[aria-label="Disable alice"]');
+    await waitForText(page, 'tr[data-user="alice"]', "disabled");
+    let refused = false;
+    await alice.send(new ListBucketsCommand({})).catch(() => refused = true);
+    assert(refused, "a disabled user is refused");
+    await page.click('tr[data-user="alice"] button[aria-label="Rotate keys alice"]');
+    await confirm(page);
+    await page.waitForSelector("#new-secret");
+    assert((await page.$eval("#new-access-key", (e) => e.textContent)) !== aliceKey);
+    await shot(page, "10-users");
+
+    // Audit log with verification, the error log, drives.
+    await page.goto(`${server.url}/console/#/audit`);
+    await page.waitForSelector("#audit tbody tr");
+    await page.click("#audit-verify");
+    await waitForText(page, "#audit-verdict", "The chain is intact");
+    await shot(page, "11-audit");
+    await page.goto(`${server.url}/console/#/errors`);
+    await waitForText(page, "main", "Error log");
+    await page.waitForFunction(() =>
+      !(globalThis as unknown as {
+        document: { querySelector(s: string): { textContent: string } };
+      })
+        .document.querySelector("main").textContent.includes("Loading")
+    );
+    await shot(page, "12-errors");
+    await page.goto(`${server.url}/console/#/health`);
+    await waitForText(page, "#drives", "online");
+    await shot(page, "13-drives");
+
+    // CSRF: a change without the page's token is refused, and changes nothing.
+    const csrf = await page.evaluate(async (bucket: string) => {
+      const res = await fetch(`/console/api/s3/${bucket}/forged.txt`, { method: "PUT", body: "x" });
+      return { status: res.status, body: await res.text() };
+    }, BUCKET);
+    assertEquals(csrf.status, 403);
+    assert(csrf.body.includes("csrf_refused"), csrf.body);
+    let missing = false;
+    await s3.send(new HeadObjectCommand({ Bucket: BUCKET, Key: "forged.txt" }))
+      .catch(() => missing = true);
+    assert(missing, "the forged request wrote nothing");
+
+    // Sign-out ends the session on the server.
+    await page.click("#sign-out");
+    await waitForText(page, "main", "You have signed out");
+    const after = await page.evaluate(() => fetch("/console/api/session").then((r) => r.status));
+    assertEquals(after, 401);
+    // Refusals (401 wrong secret and after sign-out, 403 CSRF, 404 no policy yet) are expected;
+    // script errors and CSP violations are not.
+    assertEquals(problems.filter((p) => !/status of 40[134]/.test(p)), []);
+  } catch (err) {
+    console.log("Page problems:", problems, "at", page.url());
+    await shot(page, "failure-admin");
+    throw err;
+  } finally {
+    await page.close();
+  }
+}
+
+/** A user who may only read `shared`: sees only it, and is told plainly what it may not do. */
+async function readerTour(browser: Browser, server: TestServer) {
+  const s3 = s3Client(server);
+  await s3.send(new CreateBucketCommand({ Bucket: "shared" }));
+  await s3.send(new CreateBucketCommand({ Bucket: "secret-stuff" }));
+  await s3.send(
+    new PutObjectCommand({
+      Bucket: "shared",
+      Key: "readme.txt",
+      Body: "hello",
+      ContentType: "text/plain",
+    }),
+  );
+  const reader = await createUser(server, "reader", [{ bucket: "shared", permission: "read" }]);
+  const context = await browser.createBrowserContext();
+  const page = await context.newPage();
+  try {
+    await page.setViewport({ width: 390, height: 844, deviceScaleFactor: 2, isMobile: true });
+    await signIn(page, server, reader.accessKey, reader.secret);
+    await page.waitForSelector("#buckets");
+    const names = await page.$$eval(
+      "#buckets tbody tr td:first-child",
+      (tds) => tds.map((td) => td.textContent),
+    );
+    assertEquals(names, ["shared"]);
+    const nav = await page.$$eval("#nav a", (as) => as.map((a) => a.textContent));
+    assertEquals(nav, ["Buckets"]);
+    const width = await page.evaluate(() =>
+      (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } })
+        .document.documentElement.scrollWidth
+    );
+    assert(width <= 390, `no sideways scrolling on a phone: ${width}`);
+    await shot(page, "20-reader-phone-buckets");
+
+    // Deleting the bucket it may only read: refused, and said so.
+    await page.click('button[aria-label="Delete bucket shared"]');
+    await confirm(page);
+    await waitForText(page, "#alert", "Access denied");
+
+    // Another bucket: the listing is refused with a clear message.
+    await page.goto(`${server.url}/console/#/b/secret-stuff`);
+    await waitForText(page, "#listing", "Access denied");
+    await shot(page, "21-reader-refused");
+
+    // Its own bucket: listing works, an upload is refused, the preview reads.
+    await page.goto(`${server.url}/console/#/b/shared`);
+    await waitForText(page, "#objects", "readme.txt");
+    const file = await Deno.makeTempFile({ suffix: ".txt" });
+    await Deno.writeTextFile(file, "not allowed");
+    const input = await page.$("#upload-files");
+    await (input as unknown as { uploadFile(...p: string[]): Promise<void> }).uploadFile(file);
+    await waitForText(page, "#uploads li.failed", "Access denied");
+    await Deno.remove(file);
+    await shot(page, "22-reader-phone-objects");
+    await page.goto(`${server.url}/console/#/o/shared?key=readme.txt`);
+    await waitForText(page, "#preview pre", "hello");
+
+    // The administration API is not theirs, whatever the page shows.
+    await page.goto(`${server.url}/console/#/users`);
+    await waitForText(page, "main", "Only the administrator");
+  } catch (err) {
+    await shot(page, "failure-reader");
+    throw err;
+  } finally {
+    await context.close();
+  }
+}
+
+/** On a server with a 2 s idle timeout: an idle session ends and the page asks to sign in. */
+async function expiryTour(chromium: Chromium) {
+  const server = await startServer({ env: { STORE_CONSOLE_IDLE_TIMEOUT: "2" } });
+  const { page } = await chromium.newPage();
+  try {
+    await signIn(page, server, ADMIN_USER, ADMIN_PASSWORD);
+    await page.waitForSelector("#buckets, #no-buckets");
+    await new Promise((r) => setTimeout(r, 3000));
+    await page.click('#nav a[href="#/users"]');
+    await waitForText(page, "main", "Your session ended");
+    await page.waitForSelector("#sign-in");
+    await shot(page, "30-session-expired");
+  } finally {
+    await page.close();
+    await server.stop();
+    await Deno.remove(server.dataDir, { recursive: true }).catch(() => {});
+  }
+}
+
+export async function consoleInBrowser(chromium: Chromium, server: TestServer): Promise<void> {
+  await Deno.mkdir(OUTPUT, { recursive: true });
+  const bigFile = join(await Deno.makeTempDir({ prefix: "store-console-" }), "big.bin");
+  const f = await Deno.open(bigFile, { write: true, create: true });
+  const chunk = new Uint8Array(MIB);
+  for (let i = 0; i < 50; i++) {
+    crypto.getRandomValues(chunk.subarray(0, 65536));
+    await f.write(chunk);
+  }
+  f.close();
+  try {
+    await adminTour(chromium, server, bigFile);
+    await readerTour(chromium.browser, server);
+    await expiryTour(chromium);
+  } finally {
+    await Deno.remove(bigFile).catch(() => {});
+  }
+}
