@@ -55,6 +55,39 @@ async function waitForText(page: Page, selector: string, expected: string): Prom
   );
 }
 
+/**
+ * Text whose contrast with its background is below WCAG AA (4.5:1), as "text (ratio)" strings.
+ * Run in the page as source text; disabled controls are exempt, as WCAG allows.
+ */
+const LOW_CONTRAST = `(() => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const background = (el) => {
+    for (let n = el; n; n = n.parentElement) {
+      const c = rgb(getComputedStyle(n).backgroundColor);
+      if (c.length === 3 || c[3] > 0) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const low = [];
+  for (const el of document.querySelectorAll("body *")) {
+    const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim() !== "");
+    if (!own || el.closest("[disabled]") || el.offsetParent === null) continue;
+    const a = lum(rgb(getComputedStyle(el).color));
+    const b = lum(background(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < 4.5) low.push(el.textContent.trim().slice(0, 30) + " (" + ratio.toFixed(2) + ")");
+  }
+  return low;
+})()`;
+
+async function assertContrast(page: Page): Promise<void> {
+  assertEquals(await page.evaluate(LOW_CONTRAST) as string[], [], "text below 4.5:1");
+}
+
 async function signIn(page: Page, server: TestServer, key: string, secret: string) {
   await page.goto(`${server.url}/console/`);
   await page.waitForSelector("#sign-in");
@@ -93,6 +126,7 @@ async function adminTour(chromium: Chromium, server: TestServer, bigFile: string
     await page.type("#new-bucket", BUCKET);
     await page.click("form.card button[type=submit]");
     await waitForText(page, "#buckets", BUCKET);
+    await assertContrast(page);
     await shot(page, "02-buckets");
 
     // Objects: a 50 MiB upload (multipart through the server) whose progress is seen moving.
@@ -222,6 +256,7 @@ async function adminTour(chromium: Chromium, server: TestServer, bigFile: string
     const linked = await fetch(link);
     assertEquals([linked.status, await linked.text()], [200, "second words"]);
     await waitForText(page, "#version-list", "(current)");
+    await assertContrast(page);
     await shot(page, "06-object");
     await page.click("#version-list button.restore");
     await waitForText(page, "#status", "restored");
@@ -278,6 +313,7 @@ async function adminTour(chromium: Chromium, server: TestServer, bigFile: string
     await page.waitForSelector("#audit tbody tr");
     await page.click("#audit-verify");
     await waitForText(page, "#audit-verdict", "The chain is intact");
+    await assertContrast(page);
     await shot(page, "11-audit");
     await page.goto(`${server.url}/console/#/errors`);
     await waitForText(page, "main", "Error log");
@@ -394,8 +430,25 @@ async function expiryTour(chromium: Chromium) {
   const server = await startServer({ env: { STORE_CONSOLE_IDLE_TIMEOUT: "2" } });
   const { page } = await chromium.newPage();
   try {
-    await signIn(page, server, ADMIN_USER, ADMIN_PASSWORD);
+    // Keyboard only: the key field has focus, Tab to the secret, Enter signs in.
+    await page.goto(`${server.url}/console/`);
+    await page.waitForSelector("#sign-in");
+    await page.keyboard.type(ADMIN_USER);
+    await page.keyboard.press("Tab");
+    await page.keyboard.type(ADMIN_PASSWORD);
+    await page.keyboard.press("Enter");
     await page.waitForSelector("#buckets, #no-buckets");
+    // Then on to the "New bucket" field, by Tab from the skip link through the header.
+    const focused: string[] = [];
+    for (let i = 0; i < 12 && !focused.includes("new-bucket"); i++) {
+      await page.keyboard.press("Tab");
+      focused.push(
+        await page.evaluate(
+          "document.activeElement.id || document.activeElement.tagName",
+        ) as string,
+      );
+    }
+    assert(focused.includes("new-bucket"), `Tab order: ${focused}`);
     await new Promise((r) => setTimeout(r, 3000));
     await page.click('#nav a[href="#/users"]');
     await waitForText(page, "main", "Your session ended");

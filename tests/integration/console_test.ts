@@ -4,7 +4,15 @@
 import { CreateBucketCommand, HeadObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { adminApi, createUser } from "./access_helpers.ts";
 import { assert, assertEquals } from "./assert.ts";
-import { ADMIN_PASSWORD, ADMIN_USER, s3Client, type TestServer, withServer } from "./server.ts";
+import { createSlapd, READER_PASSWORD, SUFFIXES } from "../services/slapd.ts";
+import {
+  ADMIN_PASSWORD,
+  ADMIN_USER,
+  s3Client,
+  startServer,
+  type TestServer,
+  withServer,
+} from "./server.ts";
 
 interface Signed {
   cookie: string;
@@ -282,4 +290,73 @@ Deno.test("console: off with STORE_CONSOLE_ENABLED=false", async () => {
     assert(res.status !== 200, String(res.status));
     assert(!(await res.text()).includes("app.js"));
   }, { env: { STORE_CONSOLE_ENABLED: "false" } });
+});
+
+Deno.test("console: directory (LDAP) sign-in against a real slapd", async () => {
+  const slapd = await createSlapd();
+  await slapd.start();
+  const server = await startServer({
+    env: {
+      STORE_LDAP_ENABLED: "true",
+      STORE_LDAP_URL: slapd.url,
+      STORE_LDAP_BASE_DN: SUFFIXES.openldap,
+      STORE_LDAP_BIND_DN: `cn=reader,${SUFFIXES.openldap}`,
+      STORE_LDAP_BIND_PASSWORD: READER_PASSWORD,
+      STORE_LDAP_GROUP_BASE_DN: `ou=groups,${SUFFIXES.openldap}`,
+      STORE_SIGNIN_LIMIT: "3",
+    },
+  });
+  const s3 = s3Client(server);
+  try {
+    const config = await (await fetch(`${server.url}/console/api/config`)).json();
+    assertEquals(config, { ldap: true });
+    await s3.send(new CreateBucketCommand({ Bucket: "eng-data" }));
+    await s3.send(new CreateBucketCommand({ Bucket: "audit-data" }));
+    await s3.send(new PutObjectCommand({ Bucket: "eng-data", Key: "plan.txt", Body: "plan" }));
+    const mapped = await adminApi(server, "PUT", "/ldap/groups/engineers", {
+      bucket_access: [{ bucket: "eng-data", permission: "read" }],
+    });
+    assertEquals(mapped.status, 200);
+    const ldapSignIn = (username: string, password: string) =>
+      fetch(`${server.url}/console/api/sign-in`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ method: "ldap", username, password }),
+      });
+
+    const res = await ldapSignIn("alice", "alice-pw");
+    const body = await res.json();
+    assertEquals([res.status, body.user, body.via], [200, "alice", "ldap"]);
+    const s: Signed = {
+      cookie: (res.headers.get("set-cookie") ?? "").split(";")[0],
+      csrf: body.csrf,
+      setCookie: "",
+    };
+    const buckets = await (await call(server, s, "GET", "buckets")).json();
+    assertEquals(buckets.buckets.map((b: { name: string }) => b.name), ["eng-data"]);
+    const read = await call(server, s, "GET", "s3/eng-data/plan.txt");
+    assertEquals([read.status, await read.text()], [200, "plan"]);
+    const other = await call(server, s, "GET", "s3/audit-data?list-type=2");
+    assertEquals(other.status, 403);
+    await other.body?.cancel();
+    // Links are signed with an access key; a directory user has none.
+    const link = await call(server, s, "POST", "presign", {
+      body: JSON.stringify({ bucket: "eng-data", key: "plan.txt", expires_in: 60 }),
+      headers: { "content-type": "application/json" },
+    });
+    assertEquals([link.status, await errorCode(link)], [400, "no_signing_key"]);
+
+    // Wrong passwords count per user name: the third locks "bob" out, right password or not.
+    for (let i = 0; i < 3; i++) {
+      const wrong = await ldapSignIn("bob", "not-bobs");
+      assertEquals([wrong.status, await errorCode(wrong)], [401, "sign_in_failed"]);
+    }
+    const locked = await ldapSignIn("bob", "bob-pw");
+    assertEquals([locked.status, await errorCode(locked)], [429, "too_many_attempts"]);
+  } finally {
+    s3.destroy();
+    await server.stop();
+    await slapd.dispose();
+    await Deno.remove(server.dataDir, { recursive: true }).catch(() => {});
+  }
 });
