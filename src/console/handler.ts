@@ -15,6 +15,7 @@ import { type AppDeps, handleProtocol } from "../protocol.ts";
 import { serveAsset } from "./page.ts";
 import { presignLink } from "./presign.ts";
 import { visibleBuckets } from "./buckets.ts";
+import { principalSharesRoute } from "../share/api.ts";
 import { type ConsoleSession, ConsoleSessions } from "./sessions.ts";
 import { ConsoleSignIn, parseSignIn } from "./sign_in.ts";
 
@@ -36,6 +37,14 @@ function cookieOf(req: Request): string | undefined {
     if (eq > 0 && part.slice(0, eq).trim() === COOKIE) return part.slice(eq + 1).trim();
   }
   return undefined;
+}
+
+function decoded(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new ApiError(400, "invalid_path", "The path is not properly encoded.");
+  }
 }
 
 function sameText(a: string, b: string): boolean {
@@ -103,6 +112,18 @@ export class Console {
         return jsonResponse(200, { buckets: await visibleBuckets(this.deps, principal) });
       }
       if (route.startsWith("s3/")) return await this.#storage(req, info, principal);
+      if (route === "shares" || route.startsWith("shares/")) {
+        const id = route.slice("shares/".length);
+        return await principalSharesRoute(req, this.deps, principal, id ? decoded(id) : undefined);
+      }
+      if (route === "metrics" && req.method === "GET") {
+        if (principal.kind !== "admin") {
+          throw new ApiError(403, "admin_only", "Only the administrator may do this.");
+        }
+        return new Response(await this.deps.ops.metrics.render(), {
+          headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" },
+        });
+      }
       if (route.startsWith("admin/")) return await this.#admin(req, principal);
       if (route === "presign" && req.method === "POST") {
         return jsonResponse(200, await presignLink(req, this.deps, principal, info));

@@ -6,15 +6,19 @@
 // test-output/console/.
 import {
   CreateBucketCommand,
+  GetBucketCorsCommand,
+  GetBucketLifecycleConfigurationCommand,
+  GetBucketTaggingCommand,
   GetObjectCommand,
   GetObjectTaggingCommand,
+  HeadBucketCommand,
   HeadObjectCommand,
   ListBucketsCommand,
   PutObjectCommand,
 } from "@aws-sdk/client-s3";
 import type { Browser, Page } from "puppeteer-core";
 import { join } from "node:path";
-import { createUser } from "../integration/access_helpers.ts";
+import { adminApi, createUser } from "../integration/access_helpers.ts";
 import { assert, assertEquals } from "../integration/assert.ts";
 import {
   ADMIN_PASSWORD,
@@ -215,6 +219,32 @@ async function adminTour(chromium: Chromium, server: TestServer, bigFile: string
     await waitForText(page, "#policy p", "No policy");
     assertEquals(await anonymous(), 403);
 
+    // Bucket configurations as XML: a document that does not parse is refused before it is sent;
+    // the examples are saved and read back through the protocol.
+    await page.waitForSelector("#lifecycle-save");
+    await page.type("#lifecycle-text", "<LifecycleConfiguration><Rule>");
+    await page.click("#lifecycle-save");
+    await waitForText(page, "#lifecycle-verdict", "Not valid XML");
+    for (
+      const [sub, title] of [["lifecycle", "Lifecycle rules"], ["tagging", "Bucket tags"], [
+        "cors",
+        "CORS rules",
+      ]]
+    ) {
+      await page.click(`#${sub}-example`);
+      await page.click(`#${sub}-save`);
+      await waitForText(page, "#status", `${title} saved`);
+    }
+    const lifecycle = await s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: BUCKET }));
+    assertEquals(lifecycle.Rules?.[0]?.Expiration?.Days, 30);
+    const bucketTags = await s3.send(new GetBucketTaggingCommand({ Bucket: BUCKET }));
+    assertEquals(bucketTags.TagSet, [{ Key: "team", Value: "blue" }]);
+    const cors = await s3.send(new GetBucketCorsCommand({ Bucket: BUCKET }));
+    assertEquals(cors.CORSRules?.[0]?.AllowedOrigins, ["https://app.example.com"]);
+    await page.click("#cors-remove");
+    await waitForText(page, "#status", "CORS rules removed");
+    await shot(page, "04b-settings-configs");
+
     // The folder, with search, then deleting two objects at once.
     await page.goto(`${server.url}/console/#/b/${BUCKET}?prefix=docs%2F`);
     await waitForText(page, "#objects", "note.txt");
@@ -233,6 +263,26 @@ async function adminTour(chromium: Chromium, server: TestServer, bigFile: string
         .document.querySelectorAll("#objects tr.file").length === 1
     );
     await shot(page, "05-folder-search");
+
+    // A share link for the folder: it lists the folder for anyone, until it is revoked.
+    await page.click("details summary");
+    await page.click("#share-form button[type=submit]");
+    await page.waitForSelector("#share-url");
+    const shareUrl = await page.$eval(
+      "#share-url",
+      (e) => (e as unknown as { value: string }).value,
+    );
+    const shared = await fetch(shareUrl);
+    assertEquals(shared.status, 200);
+    assert((await shared.text()).includes("note.txt"), "the share lists the folder");
+    await page.goto(`${server.url}/console/#/shares`);
+    await waitForText(page, "#shares", `${BUCKET}/docs/`);
+    await shot(page, "05b-shares");
+    await page.click("#shares button.danger");
+    await waitForText(page, "#shares", "revoked");
+    const revoked = await fetch(shareUrl);
+    assert(revoked.status >= 400, `a revoked share answers ${revoked.status}`);
+    await revoked.body?.cancel();
 
     // One object: preview, tags, a presigned link, versions with restore.
     await page.goto(`${server.url}/console/#/o/${BUCKET}?key=docs%2Fnote.txt`);
@@ -327,6 +377,22 @@ async function adminTour(chromium: Chromium, server: TestServer, bigFile: string
     await page.goto(`${server.url}/console/#/health`);
     await waitForText(page, "#drives", "online");
     await shot(page, "13-drives");
+    await page.goto(`${server.url}/console/#/notify`);
+    await waitForText(page, "main", "No notification targets");
+    await shot(page, "14-notifications");
+    // Metrics: protocol traffic while the page samples shows up in the request chart.
+    await page.goto(`${server.url}/console/#/metrics`);
+    for (let i = 0; i < 12; i++) {
+      await s3.send(new HeadBucketCommand({ Bucket: BUCKET }));
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await page.waitForFunction(
+      `(document.querySelector("#charts polyline")?.getAttribute("points") ?? "").split(" ")
+        .length >= 2`,
+    );
+    const caption = await page.$eval("#charts figcaption", (e) => e.textContent ?? "");
+    assert(/^Requests: .*\(peak (?!0\.00)/.test(caption), caption);
+    await shot(page, "15-metrics");
 
     // CSRF: a change without the page's token is refused, and changes nothing.
     const csrf = await page.evaluate(async (bucket: string) => {
@@ -383,7 +449,7 @@ async function readerTour(browser: Browser, server: TestServer) {
     );
     assertEquals(names, ["shared"]);
     const nav = await page.$$eval("#nav a", (as) => as.map((a) => a.textContent));
-    assertEquals(nav, ["Buckets"]);
+    assertEquals(nav, ["Buckets", "Shares"]);
     const width = await page.evaluate(() =>
       (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } })
         .document.documentElement.scrollWidth
@@ -422,6 +488,46 @@ async function readerTour(browser: Browser, server: TestServer) {
     throw err;
   } finally {
     await context.close();
+  }
+}
+
+/** With LDAP on (the directory need not answer for this): the group mappings screen. */
+async function directoryTour(chromium: Chromium) {
+  const server = await startServer({
+    env: {
+      STORE_LDAP_ENABLED: "true",
+      STORE_LDAP_URL: "ldap://127.0.0.1:9",
+      STORE_LDAP_BASE_DN: "dc=example,dc=org",
+      STORE_LDAP_BIND_DN: "cn=reader,dc=example,dc=org",
+      STORE_LDAP_BIND_PASSWORD: "reader-pw",
+      STORE_LDAP_TIMEOUT: "1",
+    },
+  });
+  const { page, problems } = await chromium.newPage();
+  try {
+    await page.goto(`${server.url}/console/`);
+    await waitForText(page, "#sign-in", "Directory (LDAP)");
+    await shot(page, "31-sign-in-ldap");
+    await page.type("#name", ADMIN_USER);
+    await page.type("#secret", ADMIN_PASSWORD);
+    await page.click('#sign-in button[type="submit"]');
+    await page.waitForSelector("#sign-out");
+    await page.click('#nav a[href="#/directory"]');
+    await page.waitForSelector("#mapping-name");
+    await page.type("#mapping-name", "Engineers");
+    await page.type("#mapping-access", "eng-data=readwrite");
+    await page.click("#mapping-form button[type=submit]");
+    await waitForText(page, "#mappings", "eng-data: readwrite");
+    const { json } = await adminApi(server, "GET", "/ldap/groups/engineers");
+    assertEquals(json!.bucket_access, [{ bucket: "eng-data", permission: "readwrite" }]);
+    await shot(page, "32-directory");
+    await page.click("#mappings button.danger");
+    await waitForText(page, "main", "No mappings");
+    assertEquals(problems.filter((p) => !/status of 40[134]/.test(p)), []);
+  } finally {
+    await page.close();
+    await server.stop();
+    await Deno.remove(server.dataDir, { recursive: true }).catch(() => {});
   }
 }
 
@@ -474,6 +580,7 @@ export async function consoleInBrowser(chromium: Chromium, server: TestServer): 
   try {
     await adminTour(chromium, server, bigFile);
     await readerTour(chromium.browser, server);
+    await directoryTour(chromium);
     await expiryTour(chromium);
   } finally {
     await Deno.remove(bigFile).catch(() => {});

@@ -188,6 +188,26 @@ Deno.test("console: page, cookie flags, CSRF, cross-origin, roles, sign-out", as
         assertEquals([refused.status, await errorCode(refused)], [status, code]);
       }
 
+      // Share links: made as the user (only what it may do itself), listed, revoked.
+      const json = { "content-type": "application/json" };
+      const share = (permissions: string[]) =>
+        call(server, s, "POST", "shares", {
+          body: JSON.stringify({ bucket: "media", permissions, expires_in: 600 }),
+          headers: json,
+        });
+      const refusedShare = await share(["write"]);
+      assertEquals([refusedShare.status, await errorCode(refusedShare)], [403, "access_denied"]);
+      const made = await share(["read", "list"]);
+      const madeBody = await made.json();
+      assertEquals(made.status, 201);
+      assertEquals(await fetch(`${madeBody.url}real.txt`).then((r) => r.text()), "y");
+      const mine = await (await call(server, s, "GET", "shares")).json();
+      assertEquals(mine.shares.map((x: { id: string }) => x.id), [madeBody.id]);
+      const revoked = await call(server, s, "DELETE", `shares/${madeBody.id}`);
+      assertEquals(revoked.status, 204);
+      const metrics = await call(server, s, "GET", "metrics");
+      assertEquals([metrics.status, await errorCode(metrics)], [403, "admin_only"]);
+
       // Disabling the user ends its console session at its next request.
       assertEquals(
         (await adminApi(server, "POST", `/users/${user.accessKey}/disable`)).status,
@@ -208,6 +228,9 @@ Deno.test("console: page, cookie flags, CSRF, cross-origin, roles, sign-out", as
       const body = await created.json();
       assertEquals(created.status, 201);
       assert(typeof body.secret_key === "string" && body.secret_key.length === 40);
+      const metrics = await call(server, s, "GET", "metrics");
+      assertEquals(metrics.status, 200);
+      assert((await metrics.text()).includes("store_requests_total"));
     });
 
     await t.step("sign-out ends the session on the server", async () => {

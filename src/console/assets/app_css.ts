@@ -322,5 +322,29 @@ dialog::backdrop {
     display: none;
   }
 }
-.drop input:focus-visible + label { outline: 3px solid #f9a825; outline-offset: 2px; }
+.drop input:focus-visible + label {
+  outline: 3px solid #f9a825;
+  outline-offset: 2px;
+}
+.charts {
+  display: grid;
+  grid-template-columns: repeat(auto-fit, minmax(16rem, 1fr));
+  gap: 0.75rem;
+}
+.chart {
+  width: 100%;
+  height: 6rem;
+}
+.chart polyline {
+  fill: none;
+  stroke: var(--accent);
+  stroke-width: 2;
+}
+figure {
+  margin: 0;
+}
+summary {
+  cursor: pointer;
+  font-weight: 600;
+}
 `;

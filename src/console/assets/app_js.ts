@@ -130,9 +130,11 @@ async function failureOf(res) {
       message = body.error?.message || "";
     } catch { /* not JSON after all */ }
   }
-  if (code === "AccessDenied" || res.status === 403 && !message) {
-    message = "Access denied: your access does not allow this. " + message;
+  if (code === "AccessDenied" || (res.status === 403 && !message)) {
+    const detail = message && message !== "Access Denied" ? " " + message : "";
+    message = "Access denied: your access does not allow this." + detail;
   }
+
   return new ApiFailure(res.status, code, message || ("The server answered " + res.status + "."));
 }
 
@@ -224,11 +226,17 @@ function renderFrame() {
     return;
   }
   const links = [["#/buckets", "Buckets"]];
+  if (s.via === "key") links.push(["#/shares", "Shares"]);
   if (s.kind === "admin") {
-    links.push(["#/users", "Users"], ["#/audit", "Audit log"], ["#/errors", "Errors"], [
-      "#/health",
-      "Drives",
-    ]);
+    links.push(["#/users", "Users"]);
+    if (state.ldap) links.push(["#/directory", "Directory"]);
+    links.push(
+      ["#/audit", "Audit log"],
+      ["#/errors", "Errors"],
+      ["#/health", "Drives"],
+      ["#/notify", "Notifications"],
+      ["#/metrics", "Metrics"],
+    );
   }
   nav.replaceChildren(
     el("ul", {}, links.map(([href, label]) => el("li", {}, el("a", { href }, label)))),
@@ -261,6 +269,10 @@ function route() {
   if (screen === "o" && bucket) return objectView(bucket, params.get("key") || "");
   if (screen === "settings" && bucket) return bucketSettingsView(bucket);
   if (screen === "users") return usersView();
+  if (screen === "shares") return sharesView();
+  if (screen === "directory") return directoryView();
+  if (screen === "notify") return notifyView();
+  if (screen === "metrics") return metricsView();
   if (screen === "audit") return auditView(params);
   if (screen === "errors") return errorsView();
   if (screen === "health") return healthView();
@@ -569,6 +581,7 @@ async function objectsView(bucket, params) {
     ),
     table,
     pager,
+    shareForm(bucket, prefix),
   );
   document.title = bucket + "/" + prefix + " · Console";
   let page = 0;
@@ -1070,7 +1083,15 @@ async function bucketSettingsView(bucket) {
     { "aria-labelledby": "pol-h", id: "policy" },
     el("h2", { id: "pol-h" }, "Access policy"),
   );
-  show("Settings of " + bucket, breadcrumbs(bucket, ""), versioning, policy);
+  const configs = CONFIGS.map((c) =>
+    el(
+      "section",
+      { "aria-labelledby": c.sub + "-h", id: "config-" + c.sub },
+      el("h2", { id: c.sub + "-h" }, c.title),
+    )
+  );
+  show("Settings of " + bucket, breadcrumbs(bucket, ""), versioning, policy, ...configs);
+  CONFIGS.forEach((c, i) => xmlConfigEditor(configs[i], path, c));
   try {
     const doc = await s3Xml("GET", path + "?versioning");
     const status = text(doc, "Status") || "Off";
@@ -1186,6 +1207,134 @@ async function bucketSettingsView(bucket) {
   );
 }
 
+/** Bucket configurations edited as their XML documents. */
+const CONFIGS = [
+  {
+    sub: "tagging",
+    title: "Bucket tags",
+    example: "<Tagging><TagSet>\n  <Tag><Key>team</Key><Value>blue</Value></Tag>\n" +
+      "</TagSet></Tagging>",
+  },
+  {
+    sub: "lifecycle",
+    title: "Lifecycle rules",
+    example: "<LifecycleConfiguration>\n  <Rule>\n    <ID>expire-logs</ID>\n" +
+      "    <Filter><Prefix>logs/</Prefix></Filter>\n    <Status>Enabled</Status>\n" +
+      "    <Expiration><Days>30</Days></Expiration>\n  </Rule>\n</LifecycleConfiguration>",
+  },
+  {
+    sub: "cors",
+    title: "CORS rules",
+    example: "<CORSConfiguration>\n  <CORSRule>\n" +
+      "    <AllowedOrigin>https://app.example.com</AllowedOrigin>\n" +
+      "    <AllowedMethod>GET</AllowedMethod>\n    <AllowedHeader>*</AllowedHeader>\n" +
+      "    <MaxAgeSeconds>3600</MaxAgeSeconds>\n  </CORSRule>\n</CORSConfiguration>",
+  },
+  {
+    sub: "object-lock",
+    title: "Object Lock defaults",
+    keep: true,
+    example: "<ObjectLockConfiguration>\n  <ObjectLockEnabled>Enabled</ObjectLockEnabled>\n" +
+      "  <Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>7</Days></DefaultRetention></Rule>\n" +
+      "</ObjectLockConfiguration>",
+  },
+];
+
+/**
+ * What is wrong with an XML document's structure (tags that do not nest or close, a stray "<",
+ * more than one root), or "" when nothing is; the server checks the rest. (DOMParser would do,
+ * but its error element carries an inline style that the page's CSP blocks and reports.)
+ */
+function xmlProblem(source) {
+  const body = source.trim().replace(/^<\?xml[^>]*\?>/, "").replace(/<!--[\s\S]*?-->/g, "");
+  const stack = [];
+  let roots = 0;
+  for (const m of body.matchAll(/<([^<>]*)>/g)) {
+    const tag = m[1];
+    const name = /^\/?([A-Za-z_][\w.:-]*)/.exec(tag)?.[1];
+    if (!name) return "a tag has no name: <" + tag + ">";
+    if (tag.startsWith("/")) {
+      const open = stack.pop();
+      if (open !== name) return "</" + name + "> closes " + (open ? "<" + open + ">" : "nothing");
+    } else if (!tag.endsWith("/")) {
+      if (stack.length === 0) roots++;
+      stack.push(name);
+    } else if (stack.length === 0) roots++;
+  }
+  if (/[<>]/.test(body.replace(/<[^<>]*>/g, ""))) return "a < or > stands outside a tag";
+  if (stack.length > 0) return "<" + stack[stack.length - 1] + "> is not closed";
+  if (roots !== 1) return roots === 0 ? "there is no element" : "there is more than one root";
+  return "";
+}
+
+/** One configuration: read it, edit it, check it parses, save or remove it. */
+async function xmlConfigEditor(box, path, c) {
+  let current = "";
+  try {
+    const res = await s3("GET", path + "?" + c.sub, { allow: [404] });
+    current = res.status === 404 ? "" : await res.text();
+  } catch (err) {
+    box.append(el("p", { class: "notice error" }, err.message));
+    return;
+  }
+  const id = c.sub + "-text";
+  const area = el(
+    "textarea",
+    { id, rows: 8, spellcheck: "false", placeholder: c.example },
+    current,
+  );
+  const verdict = el("p", { id: c.sub + "-verdict", "aria-live": "polite" });
+  const save = async () => {
+    const problem = xmlProblem(area.value);
+    verdict.textContent = problem ? "Not valid XML: " + problem : "";
+    verdict.className = problem ? "notice error" : "";
+    if (problem) return;
+    await attempt(
+      () =>
+        s3("PUT", path + "?" + c.sub, {
+          headers: {
+            "content-type": "application/xml",
+            "x-amz-checksum-crc32": crc32Base64(area.value),
+          },
+          body: area.value,
+        }),
+      c.title + " saved.",
+    );
+  };
+  box.append(
+    el("p", {}, current ? "Set." : "None set."),
+    el("label", { for: id }, c.title + " (XML)"),
+    area,
+    verdict,
+    el(
+      "div",
+      { class: "row" },
+      el(
+        "button",
+        { type: "button", class: "primary", id: c.sub + "-save", onclick: save },
+        "Save",
+      ),
+      el("button", {
+        type: "button",
+        id: c.sub + "-example",
+        onclick: () => {
+          area.value = c.example;
+          area.focus();
+        },
+      }, "Insert an example"),
+      c.keep ? null : el("button", {
+        type: "button",
+        id: c.sub + "-remove",
+        onclick: async () => {
+          if (await attempt(() => s3("DELETE", path + "?" + c.sub), c.title + " removed.")) {
+            area.value = "";
+          }
+        },
+      }, "Remove"),
+    ),
+  );
+}
+
 /** What is wrong with a policy document before the server is asked, or "" when nothing is. */
 function policyProblem(source) {
   let doc;
@@ -1206,6 +1355,146 @@ function policyProblem(source) {
     if (!s.Principal && !s.NotPrincipal) return where + "Principal is missing";
   }
   return "";
+}
+
+// ---------- shares ----------
+
+/** A share link for the folder: anyone with the link (and the password, if set) may use it. */
+function shareForm(bucket, prefix) {
+  const choices = [[3600, "1 hour"], [86400, "1 day"], [604800, "7 days"], [2592000, "30 days"]];
+  const out = el("div", { id: "share-result" });
+  const form = el(
+    "form",
+    { id: "share-form" },
+    el(
+      "fieldset",
+      { class: "methods" },
+      el("legend", {}, "Those with the link may"),
+      [["list", "see the files"], ["read", "download"], ["write", "upload"]].map(([p, label]) =>
+        el(
+          "label",
+          { class: "inline" },
+          el("input", { type: "checkbox", name: "perm", value: p, checked: p !== "write" }),
+          " " + label,
+        )
+      ),
+    ),
+    el(
+      "p",
+      {},
+      el("label", { for: "share-expiry" }, "Valid for"),
+      el(
+        "select",
+        { id: "share-expiry" },
+        choices.map(([v, label]) => el("option", { value: v, selected: v === 86400 }, label)),
+      ),
+    ),
+    el(
+      "p",
+      {},
+      el("label", { for: "share-password" }, "Password (optional, 4 characters or more)"),
+      el("input", { id: "share-password", type: "password", autocomplete: "new-password" }),
+    ),
+    el("button", { type: "submit", class: "primary" }, "Make share link"),
+    out,
+  );
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const permissions = [...form.querySelectorAll("input[name=perm]:checked")].map((i) => i.value);
+    const password = document.getElementById("share-password").value;
+    await attempt(async () => {
+      const res = await request("POST", "/console/api/shares", {
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          bucket,
+          prefix,
+          permissions,
+          expires_in: Number(document.getElementById("share-expiry").value),
+          ...(password ? { password } : {}),
+        }),
+      });
+      const share = await res.json();
+      out.replaceChildren(
+        el(
+          "label",
+          { for: "share-url" },
+          "Share link (valid until " + formatDate(share.expires_at) + ")",
+        ),
+        el("input", { id: "share-url", readonly: true, class: "wide", value: share.url }),
+      );
+      document.getElementById("share-url").select();
+    }, "Share link made.");
+  });
+  return el(
+    "details",
+    { class: "card" },
+    el("summary", {}, "Share this folder with a link"),
+    form,
+  );
+}
+
+async function sharesView() {
+  const list = el("div", { class: "table-wrap" }, el("p", {}, "Loading…"));
+  show("Your share links", list);
+  let shares;
+  try {
+    shares = (await (await request("GET", "/console/api/shares")).json()).shares;
+  } catch (err) {
+    list.replaceChildren(el("p", { role: "alert", class: "notice error" }, err.message));
+    return;
+  }
+  if (shares.length === 0) {
+    list.replaceChildren(el("p", {}, "No share links yet: make one from a folder's page."));
+    return;
+  }
+  list.replaceChildren(el(
+    "table",
+    { id: "shares" },
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        ["Folder", "Allows", "Expires", "Used", "State", "Actions"].map((t) =>
+          el("th", { scope: "col" }, t)
+        ),
+      ),
+    ),
+    el(
+      "tbody",
+      {},
+      shares.map((sh) =>
+        el(
+          "tr",
+          { "data-share": sh.id },
+          el("td", {}, sh.bucket + "/" + sh.prefix),
+          el("td", {}, sh.permissions.join(", ") + (sh.password ? " (password)" : "")),
+          el("td", {}, formatDate(sh.expires_at)),
+          el("td", {}, sh.downloads + " down, " + sh.uploads + " up"),
+          el("td", {}, sh.state),
+          el(
+            "td",
+            {},
+            sh.state === "active"
+              ? el("button", {
+                type: "button",
+                class: "danger",
+                "aria-label": "Revoke share of " + sh.bucket + "/" + sh.prefix,
+                onclick: async () => {
+                  const ok = await attempt(
+                    () => request("DELETE", "/console/api/shares/" + encodeURIComponent(sh.id)),
+                    "Share revoked.",
+                  );
+                  if (ok) sharesView();
+                },
+              }, "Revoke")
+              : null,
+          ),
+        )
+      ),
+    ),
+  ));
 }
 
 // ---------- administration ----------
@@ -1586,6 +1875,237 @@ async function healthView() {
   } catch (err) {
     list.replaceChildren(el("p", { role: "alert", class: "notice error" }, err.message));
   }
+}
+
+/** A table from rows of cells, with a caption for screen readers. */
+function simpleTable(id, caption, headers, rows) {
+  return el(
+    "table",
+    { id },
+    el("caption", { class: "sr-only" }, caption),
+    el("thead", {}, el("tr", {}, headers.map((t) => el("th", { scope: "col" }, t)))),
+    el("tbody", {}, rows.map((cells) => el("tr", {}, cells.map((c) => el("td", {}, c))))),
+  );
+}
+
+async function directoryView() {
+  const list = el("div", { class: "table-wrap" }, el("p", {}, "Loading…"));
+  const form = el(
+    "form",
+    { class: "card", id: "mapping-form" },
+    el("h2", {}, "Map a directory group or user"),
+    el(
+      "p",
+      {},
+      el("label", { for: "mapping-kind" }, "Kind"),
+      el(
+        "select",
+        { id: "mapping-kind" },
+        el("option", { value: "groups" }, "group"),
+        el("option", { value: "users" }, "user"),
+      ),
+    ),
+    el(
+      "p",
+      {},
+      el("label", { for: "mapping-name" }, "Name"),
+      el("input", { id: "mapping-name", required: true, autocomplete: "off" }),
+    ),
+    el(
+      "p",
+      {},
+      el(
+        "label",
+        { for: "mapping-access" },
+        "Bucket access, one a line: bucket=read|write|readwrite|none",
+      ),
+      el("textarea", { id: "mapping-access", rows: 3, spellcheck: "false" }),
+    ),
+    el(
+      "p",
+      {},
+      el(
+        "label",
+        { class: "inline" },
+        el("input", { type: "checkbox", id: "mapping-admin" }),
+        " Members are administrators",
+      ),
+    ),
+    el("button", { type: "submit", class: "primary" }, "Save mapping"),
+  );
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const access = document.getElementById("mapping-access").value.split("\n")
+      .map((l) => l.trim()).filter(Boolean).map((l) => {
+        const [bucket, permission] = l.split("=").map((x) => x.trim());
+        return { bucket, permission };
+      });
+    const kind = document.getElementById("mapping-kind").value;
+    const name = document.getElementById("mapping-name").value.trim();
+    const ok = await attempt(
+      () =>
+        adminJson("PUT", "/ldap/" + kind + "/" + encodeURIComponent(name), {
+          bucket_access: access,
+          is_admin: document.getElementById("mapping-admin").checked,
+        }),
+      "Mapping saved.",
+    );
+    if (ok) directoryView();
+  });
+  show("Directory mappings", list, form);
+  try {
+    const { mappings } = await adminJson("GET", "/ldap");
+    list.replaceChildren(
+      mappings.length === 0
+        ? el("p", {}, "No mappings: directory users have no access yet.")
+        : simpleTable(
+          "mappings",
+          "Directory mappings",
+          ["Kind", "Name", "Bucket access", "Admin", "Actions"],
+          mappings.map((m) => [
+            m.kind,
+            m.name,
+            m.bucket_access.map((a) => a.bucket + ": " + a.permission).join(", ") || "none",
+            m.is_admin ? "yes" : "no",
+            el("button", {
+              type: "button",
+              class: "danger",
+              "aria-label": "Delete mapping of " + m.kind + " " + m.name,
+              onclick: async () => {
+                const path = "/ldap/" + m.kind + "s/" + encodeURIComponent(m.name);
+                if (
+                  await attempt(() => adminJson("DELETE", path), "Mapping deleted.")
+                ) directoryView();
+              },
+            }, "Delete"),
+          ]),
+        ),
+    );
+  } catch (err) {
+    list.replaceChildren(el("p", { role: "alert", class: "notice error" }, err.message));
+  }
+}
+
+async function notifyView() {
+  const list = el("div", { class: "table-wrap" }, el("p", {}, "Loading…"));
+  show("Notification targets", list);
+  try {
+    const { targets } = await adminJson("GET", "/notify/targets");
+    list.replaceChildren(
+      targets.length === 0
+        ? el("p", {}, "No notification targets are configured (STORE_NOTIFY_* settings).")
+        : simpleTable(
+          "targets",
+          "Notification targets",
+          ["Target", "Health", "Queued", "Delivered", "Failures", "Last error"],
+          targets.map((t) => [
+            t.kind + ":" + t.id,
+            t.healthy ? "healthy" : "failing",
+            String(t.queue_depth),
+            String(t.delivered),
+            String(t.failures),
+            t.last_error ? t.last_error + " (" + formatDate(t.last_error_at) + ")" : "",
+          ]),
+        ),
+    );
+  } catch (err) {
+    list.replaceChildren(el("p", { role: "alert", class: "notice error" }, err.message));
+  }
+}
+
+/** Totals read from the Prometheus text: requests, bytes in and out, seconds spent. */
+function metricTotals(textBody) {
+  const totals = { requests: 0, received: 0, sent: 0, seconds: 0 };
+  const names = {
+    store_requests_total: "requests",
+    store_received_bytes_total: "received",
+    store_sent_bytes_total: "sent",
+    store_request_duration_seconds_sum: "seconds",
+  };
+  for (const line of textBody.split("\n")) {
+    if (line.startsWith("#")) continue;
+    const m = /^([a-z_]+)(\{[^}]*\})?\s+([0-9.eE+-]+)/.exec(line);
+    if (m && names[m[1]]) totals[names[m[1]]] += Number(m[3]);
+  }
+  return totals;
+}
+
+/** An SVG line chart of the last samples, with its latest value in words for screen readers. */
+function chart(title, values, unit) {
+  const w = 300;
+  const h = 80;
+  const max = Math.max(...values, 1e-9);
+  const step = values.length > 1 ? w / (values.length - 1) : w;
+  const points = values.map((v, i) =>
+    (i * step).toFixed(1) + "," + (h - (v / max) * (h - 4) - 2).toFixed(1)
+  )
+    .join(" ");
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", "0 0 " + w + " " + h);
+  svg.setAttribute("class", "chart");
+  svg.setAttribute("aria-hidden", "true");
+  const line = document.createElementNS(ns, "polyline");
+  line.setAttribute("points", points);
+  svg.append(line);
+  const last = values.length ? values[values.length - 1] : 0;
+  return el(
+    "figure",
+    { class: "card" },
+    el(
+      "figcaption",
+      {},
+      title + ": " + last.toFixed(2) + " " + unit + " (peak " + max.toFixed(2) + ")",
+    ),
+    svg,
+  );
+}
+
+function metricsView() {
+  const box = el(
+    "div",
+    { id: "charts", class: "charts" },
+    el("p", {}, "Sampling every 5 seconds (the first points within 2 seconds)…"),
+  );
+  show(
+    "Metrics",
+    el("p", {}, "Requests, bytes and latency since this page opened, from /metrics."),
+    box,
+  );
+  const samples = [];
+  const hash = location.hash;
+  const tick = async () => {
+    if (location.hash !== hash || !state.session) return;
+    try {
+      const res = await request("GET", "/console/api/metrics");
+      samples.push({ at: performance.now(), ...metricTotals(await res.text()) });
+    } catch (err) {
+      box.replaceChildren(el("p", { role: "alert", class: "notice error" }, err.message));
+      return;
+    }
+    if (samples.length > 61) samples.shift();
+    const rates = { requests: [], received: [], sent: [], latency: [] };
+    for (let i = 1; i < samples.length; i++) {
+      const a = samples[i - 1];
+      const b = samples[i];
+      const dt = (b.at - a.at) / 1000;
+      const n = b.requests - a.requests;
+      rates.requests.push(n / dt);
+      rates.received.push((b.received - a.received) / dt / 1024);
+      rates.sent.push((b.sent - a.sent) / dt / 1024);
+      rates.latency.push(n > 0 ? ((b.seconds - a.seconds) / n) * 1000 : 0);
+    }
+    if (samples.length > 2) {
+      box.replaceChildren(
+        chart("Requests", rates.requests, "per second"),
+        chart("Received", rates.received, "KiB/s"),
+        chart("Sent", rates.sent, "KiB/s"),
+        chart("Mean latency", rates.latency, "ms"),
+      );
+    }
+    setTimeout(tick, samples.length < 3 ? 1000 : 5000);
+  };
+  tick();
 }
 
 // ---------- start ----------
