@@ -24,6 +24,7 @@ import {
   ADMIN_PASSWORD,
   ADMIN_USER,
   s3Client,
+  sha256Hex,
   startServer,
   type TestServer,
 } from "../integration/server.ts";
@@ -107,7 +108,12 @@ async function confirm(page: Page): Promise<void> {
   await page.click("dialog[open] button.danger");
 }
 
-async function adminTour(chromium: Chromium, server: TestServer, bigFile: string) {
+async function adminTour(
+  chromium: Chromium,
+  server: TestServer,
+  files: { bigFile: string; resumeFile: string },
+) {
+  const { bigFile, resumeFile } = files;
   const s3 = s3Client(server);
   const { page, problems } = await chromium.newPage();
   try {
@@ -166,6 +172,46 @@ async function adminTour(chromium: Chromium, server: TestServer, bigFile: string
     console.log(`console upload of 50 MiB: ${uploadSeconds.toFixed(1)} s`);
     await waitForText(page, "#objects", "big.bin");
     await shot(page, "03-objects");
+
+    // The connection goes down mid-upload and stays down: the upload is kept, and choosing the
+    // same file again sends only the parts the server does not hold yet.
+    const parts: string[] = [];
+    page.on("request", (r) => {
+      const n = new URL(r.url()).searchParams.get("partNumber");
+      if (n !== null && r.method() === "PUT") parts.push(n);
+    });
+    const cdp = await page.createCDPSession();
+    const throttle = (offline: boolean, upload: number) =>
+      cdp.send("Network.emulateNetworkConditions", {
+        offline,
+        latency: 0,
+        downloadThroughput: -1,
+        uploadThroughput: upload,
+      });
+    await throttle(false, 16 * MIB);
+    await (input as unknown as { uploadFile(...p: string[]): Promise<void> }).uploadFile(
+      resumeFile,
+    );
+    await page.waitForFunction(
+      `Number(document.querySelector("#uploads li:last-child progress").value) > ${17 * MIB}`,
+      { polling: 50 },
+    );
+    await throttle(true, -1);
+    await waitForText(page, "#uploads li.failed", "choose the same file again");
+    const before = parts.length;
+    await throttle(false, -1);
+    await (input as unknown as { uploadFile(...p: string[]): Promise<void> }).uploadFile(
+      resumeFile,
+    );
+    await page.waitForSelector("#uploads li:last-child.done", { timeout: 60_000 });
+    const resent = parts.slice(before);
+    assert(!resent.includes("1") && !resent.includes("2"), `parts sent again: ${resent}`);
+    assert(resent.includes("5"), `the last part was sent: ${resent}`);
+    await shot(page, "03b-upload-resumed");
+    const resumed = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: "resume.bin" }));
+    assert(resumed.ETag?.endsWith('-5"'), String(resumed.ETag));
+    const got = await resumed.Body!.transformToByteArray();
+    assertEquals(await sha256Hex(got), await sha256Hex(await Deno.readFile(resumeFile)));
 
     // Objects for previews, versions and deleting several.
     await s3.send(
@@ -411,9 +457,12 @@ async function adminTour(chromium: Chromium, server: TestServer, bigFile: string
     await waitForText(page, "main", "You have signed out");
     const after = await page.evaluate(() => fetch("/console/api/session").then((r) => r.status));
     assertEquals(after, 401);
-    // Refusals (401 wrong secret and after sign-out, 403 CSRF, 404 no policy yet) are expected;
-    // script errors and CSP violations are not.
-    assertEquals(problems.filter((p) => !/status of 40[134]/.test(p)), []);
+    // Refusals (401 wrong secret and after sign-out, 403 CSRF, 404 no policy yet) and the
+    // deliberate network drop are expected; script errors and CSP violations are not.
+    assertEquals(
+      problems.filter((p) => !/status of 40[134]|ERR_INTERNET_DISCONNECTED/.test(p)),
+      [],
+    );
   } catch (err) {
     console.log("Page problems:", problems, "at", page.url());
     await shot(page, "failure-admin");
@@ -569,20 +618,24 @@ async function expiryTour(chromium: Chromium) {
 
 export async function consoleInBrowser(chromium: Chromium, server: TestServer): Promise<void> {
   await Deno.mkdir(OUTPUT, { recursive: true });
-  const bigFile = join(await Deno.makeTempDir({ prefix: "store-console-" }), "big.bin");
-  const f = await Deno.open(bigFile, { write: true, create: true });
-  const chunk = new Uint8Array(MIB);
-  for (let i = 0; i < 50; i++) {
-    crypto.getRandomValues(chunk.subarray(0, 65536));
-    await f.write(chunk);
+  const dir = await Deno.makeTempDir({ prefix: "store-console-" });
+  const bigFile = join(dir, "big.bin");
+  const resumeFile = join(dir, "resume.bin");
+  for (const [file, mib] of [[bigFile, 50], [resumeFile, 40]] as const) {
+    const f = await Deno.open(file, { write: true, create: true });
+    const chunk = new Uint8Array(MIB);
+    for (let i = 0; i < mib; i++) {
+      crypto.getRandomValues(chunk.subarray(0, 65536));
+      await f.write(chunk);
+    }
+    f.close();
   }
-  f.close();
   try {
-    await adminTour(chromium, server, bigFile);
+    await adminTour(chromium, server, { bigFile, resumeFile });
     await readerTour(chromium.browser, server);
     await directoryTour(chromium);
     await expiryTour(chromium);
   } finally {
-    await Deno.remove(bigFile).catch(() => {});
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 }

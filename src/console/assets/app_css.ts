@@ -247,7 +247,7 @@ td.actions {
 }
 .uploads li {
   display: grid;
-  grid-template-columns: 1fr 10rem 6rem;
+  grid-template-columns: 1fr 10rem minmax(6rem, 18rem);
   gap: 0.5rem;
   align-items: center;
   padding: 0.25rem 0;

@@ -516,8 +516,14 @@ async function objectsView(bucket, params) {
   const startUploads = (files) => {
     uploadAll(bucket, prefix, [...files], uploads).then(() => loadPage());
   };
-  fileInput.addEventListener("change", () => startUploads(fileInput.files));
-  folderInput.addEventListener("change", () => startUploads(folderInput.files));
+  // Emptied after each choice, so choosing the same file again (to resume it) is a change.
+  for (const picker of [fileInput, folderInput]) {
+    picker.addEventListener("change", () => {
+      const files = [...picker.files];
+      picker.value = "";
+      startUploads(files);
+    });
+  }
   const drop = el(
     "div",
     { class: "drop card", id: "drop" },
@@ -780,26 +786,69 @@ async function uploadAll(bucket, prefix, files, list) {
   }
 }
 
-/** Large files in parts; a part that fails (network drop) is sent again, the others are kept. */
+/** Where an unfinished multipart upload of this very file (name, size, date) is remembered. */
+function resumeKey(bucket, key, file) {
+  return "console-upload:" + bucket + "/" + key + ":" + file.size + ":" + file.lastModified;
+}
+
+/** The parts the server holds for an upload, by number; undefined when the upload is gone. */
+async function uploadedParts(path, uploadId) {
+  const parts = new Map();
+  let marker = "";
+  for (;;) {
+    const res = await s3(
+      "GET",
+      path + "?uploadId=" + encodeURIComponent(uploadId) +
+        (marker ? "&part-number-marker=" + marker : ""),
+      { allow: [404] },
+    );
+    if (res.status === 404) return undefined;
+    const doc = new DOMParser().parseFromString(await res.text(), "application/xml");
+    for (const p of doc.getElementsByTagName("Part")) {
+      parts.set(Number(text(p, "PartNumber")), {
+        etag: text(p, "ETag"),
+        size: Number(text(p, "Size")),
+      });
+    }
+    if (text(doc, "IsTruncated") !== "true") return parts;
+    marker = text(doc, "NextPartNumberMarker");
+  }
+}
+
+/**
+ * Large files in parts. A part whose connection drops is sent again (PART_TRIES times); if the
+ * connection stays down the upload is kept, and choosing the same file again later (even after
+ * the page was closed) sends only the parts the server does not hold yet.
+ */
 async function multipartUpload(bucket, key, file, progress, label) {
   const path = "/" + encodeURIComponent(bucket) + "/" + encodeKey(key);
-  const doc = await s3Xml("POST", path + "?uploads");
-  const uploadId = text(doc, "UploadId");
+  // At most 10,000 parts: large files get larger parts (whole MiB).
+  const partSize = Math.max(PART_SIZE, Math.ceil(file.size / 10000 / 1048576) * 1048576);
+  const remembered = resumeKey(bucket, key, file);
+  let uploadId = localStorage.getItem(remembered);
+  let held = uploadId ? await uploadedParts(path, uploadId) : undefined;
+  if (!held) {
+    const doc = await s3Xml("POST", path + "?uploads");
+    uploadId = text(doc, "UploadId");
+    held = new Map();
+    localStorage.setItem(remembered, uploadId);
+  } else if (held.size > 0) {
+    label.textContent = "resuming: " + held.size + " part(s) already uploaded";
+  }
+  const query = (n) => "?partNumber=" + n + "&uploadId=" + encodeURIComponent(uploadId);
   const parts = [];
   let sent = 0;
   try {
-    for (let n = 1, offset = 0; offset < file.size; n++, offset += PART_SIZE) {
-      const blob = file.slice(offset, Math.min(file.size, offset + PART_SIZE));
-      let etag;
-      for (let attemptNo = 1;; attemptNo++) {
+    for (let n = 1, offset = 0; offset < file.size; n++, offset += partSize) {
+      const blob = file.slice(offset, Math.min(file.size, offset + partSize));
+      let etag = held.get(n)?.size === blob.size ? held.get(n).etag : undefined;
+      for (let attemptNo = 1; etag === undefined; attemptNo++) {
         try {
           etag = await putWithProgress(
-            "/console/api/s3" + path + "?partNumber=" + n + "&uploadId=" +
-              encodeURIComponent(uploadId),
+            "/console/api/s3" + path + query(n),
             blob,
             (done) => progress(sent + done),
           );
-          break;
         } catch (err) {
           if (attemptNo >= PART_TRIES || err.status >= 400) throw err;
           label.textContent = "connection dropped, retrying part " + n;
@@ -807,6 +856,7 @@ async function multipartUpload(bucket, key, file, progress, label) {
         }
       }
       sent += blob.size;
+      progress(sent);
       parts.push(
         "<Part><PartNumber>" + n + "</PartNumber><ETag>" + xmlEscape(etag) + "</ETag></Part>",
       );
@@ -815,7 +865,16 @@ async function multipartUpload(bucket, key, file, progress, label) {
       headers: { "content-type": "application/xml" },
       body: "<CompleteMultipartUpload>" + parts.join("") + "</CompleteMultipartUpload>",
     });
+    localStorage.removeItem(remembered);
   } catch (err) {
+    if (err.code === "network") {
+      throw new ApiFailure(
+        0,
+        "network",
+        "The connection dropped; choose the same file again to resume.",
+      );
+    }
+    localStorage.removeItem(remembered);
     await s3("DELETE", path + "?uploadId=" + encodeURIComponent(uploadId)).catch(() => {});
     throw err;
   }
