@@ -411,6 +411,14 @@ async function adminTour(
     await waitForText(page, "#audit-verdict", "The chain is intact");
     await assertContrast(page);
     await shot(page, "11-audit");
+    await page.type("#audit-filter-operation", "CreateBucket");
+    await page.click("#audit-filter button[type=submit]");
+    await page.waitForFunction(`(() => {
+      const ops = [...document.querySelectorAll("#audit tbody tr td:nth-child(4)")]
+        .map((td) => td.textContent);
+      return ops.length > 0 && ops.every((op) => op === "CreateBucket");
+    })()`);
+    assert(page.url().endsWith("#/audit?operation=CreateBucket"), page.url());
     await page.goto(`${server.url}/console/#/errors`);
     await waitForText(page, "main", "Error log");
     await page.waitForFunction(() =>
@@ -422,6 +430,9 @@ async function adminTour(
     await shot(page, "12-errors");
     await page.goto(`${server.url}/console/#/health`);
     await waitForText(page, "#drives", "online");
+    await page.waitForSelector("#scrub-status");
+    await page.click("#scrub-now");
+    await waitForText(page, "#status", "Scrub started");
     await shot(page, "13-drives");
     await page.goto(`${server.url}/console/#/notify`);
     await waitForText(page, "main", "No notification targets");

@@ -158,6 +158,9 @@ Deno.test("console: page, cookie flags, CSRF, cross-origin, roles, sign-out", as
       assertEquals(buckets.buckets, [
         { name: "media", created: buckets.buckets[0].created, access: "read" },
       ]);
+      const own = await call(server, s, "PUT", "s3/viewer-own");
+      assertEquals(own.status, 200, "users create buckets, as the protocol lets them");
+      await own.body?.cancel();
       const read = await call(server, s, "GET", "s3/media/real.txt");
       assertEquals(read.status, 200);
       await read.body?.cancel();
@@ -228,6 +231,12 @@ Deno.test("console: page, cookie flags, CSRF, cross-origin, roles, sign-out", as
       const body = await created.json();
       assertEquals(created.status, 201);
       assert(typeof body.secret_key === "string" && body.secret_key.length === 40);
+      const all = await (await call(server, s, "GET", "buckets")).json();
+      assertEquals(
+        all.buckets.map((b: { name: string; access: string }) => `${b.name}:${b.access}`),
+        ["media:owner", "private:owner", "viewer-own:admin"],
+        "the administrator sees every bucket",
+      );
       const metrics = await call(server, s, "GET", "metrics");
       assertEquals(metrics.status, 200);
       assert((await metrics.text()).includes("store_requests_total"));

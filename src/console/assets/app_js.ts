@@ -274,7 +274,7 @@ function route() {
   if (screen === "notify") return notifyView();
   if (screen === "metrics") return metricsView();
   if (screen === "audit") return auditView(params);
-  if (screen === "errors") return errorsView();
+  if (screen === "errors") return errorsView(params);
   if (screen === "health") return healthView();
   return bucketsView();
 }
@@ -1777,8 +1777,51 @@ function accessEditor(user) {
   form.querySelector("input, button").focus();
 }
 
+/** A filter form whose fields become the screen's hash parameters (and the API's query). */
+function filterForm(id, base, params, fields) {
+  const form = el(
+    "form",
+    { class: "row card", id, role: "search" },
+    fields.map(([name, label]) => [
+      el("label", { for: id + "-" + name }, label),
+      el("input", {
+        id: id + "-" + name,
+        name,
+        value: params.get(name) || "",
+        autocomplete: "off",
+      }),
+    ]),
+    el("button", { type: "submit" }, "Filter"),
+  );
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const q = new URLSearchParams();
+    for (const [name] of fields) {
+      const v = form.elements[name].value.trim();
+      if (v) q.set(name, v);
+    }
+    go(base + (q.toString() ? "?" + q : ""));
+  });
+  return form;
+}
+
+/** The filter parameters present in params, as a query string to append. */
+function filterQuery(params, names) {
+  const q = new URLSearchParams();
+  for (const name of names) if (params.get(name)) q.set(name, params.get(name));
+  return q.toString() ? "&" + q : "";
+}
+
+const AUDIT_FILTERS = [
+  ["principal", "Who"],
+  ["operation", "Operation"],
+  ["bucket", "Bucket"],
+  ["status", "Status"],
+];
+
 async function auditView(params) {
   const after = Number(params.get("after") || 0);
+  const filters = AUDIT_FILTERS.map(([n]) => n);
   const verifyOut = el("p", { id: "audit-verdict", "aria-live": "polite" });
   const list = el("div", { class: "table-wrap" }, el("p", {}, "Loading…"));
   show(
@@ -1801,11 +1844,15 @@ async function auditView(params) {
       }, "Verify the chain"),
       verifyOut,
     ),
+    filterForm("audit-filter", "#/audit", params, AUDIT_FILTERS),
     list,
   );
   let page;
   try {
-    page = await adminJson("GET", "/audit?limit=100&after_seq=" + after);
+    page = await adminJson(
+      "GET",
+      "/audit?limit=100&after_seq=" + after + filterQuery(params, filters),
+    );
   } catch (err) {
     list.replaceChildren(el("p", { role: "alert", class: "notice error" }, err.message));
     return;
@@ -1844,16 +1891,24 @@ async function auditView(params) {
       ),
     ),
     page.next_after_seq
-      ? el("a", { class: "button", href: "#/audit?after=" + page.next_after_seq }, "Next page")
+      ? el("a", {
+        class: "button",
+        href: "#/audit?after=" + page.next_after_seq + filterQuery(params, filters),
+      }, "Next page")
       : null,
   );
 }
 
-async function errorsView() {
+const ERROR_FILTERS = [["level", "Level (warn or error)"], ["code", "Code"], ["bucket", "Bucket"]];
+
+async function errorsView(params) {
   const list = el("div", { class: "table-wrap" }, el("p", {}, "Loading…"));
-  show("Error log", list);
+  show("Error log", filterForm("error-filter", "#/errors", params, ERROR_FILTERS), list);
   try {
-    const page = await adminJson("GET", "/errors?limit=100");
+    const page = await adminJson(
+      "GET",
+      "/errors?limit=100" + filterQuery(params, ERROR_FILTERS.map(([n]) => n)),
+    );
     list.replaceChildren(
       page.errors.length === 0 ? el("p", {}, "No errors recorded.") : el(
         "table",
@@ -1897,6 +1952,7 @@ async function healthView() {
   try {
     const { drives } = await adminJson("GET", "/drives");
     const heal = await adminJson("GET", "/heal");
+    const scrub = await adminJson("GET", "/scrub");
     list.replaceChildren(
       el(
         "table",
@@ -1929,11 +1985,41 @@ async function healthView() {
         ),
       ),
       el("h2", {}, "Healing"),
-      el("pre", { class: "preview", tabindex: "0" }, JSON.stringify(heal, null, 2)),
+      factsOf("heal-status", heal),
+      el("button", {
+        type: "button",
+        id: "heal-now",
+        onclick: async () => {
+          if (await attempt(() => adminJson("POST", "/heal"), "Healing started.")) healthView();
+        },
+      }, "Heal all drives now"),
+      el("h2", {}, "Scrub"),
+      factsOf("scrub-status", scrub),
+      el("button", {
+        type: "button",
+        id: "scrub-now",
+        onclick: async () => {
+          if (await attempt(() => adminJson("POST", "/scrub?wait=false"), "Scrub started.")) {
+            healthView();
+          }
+        },
+      }, "Scrub now"),
     );
   } catch (err) {
     list.replaceChildren(el("p", { role: "alert", class: "notice error" }, err.message));
   }
+}
+
+/** A status object as a list of its fields (nested values as JSON). */
+function factsOf(id, object) {
+  return el(
+    "dl",
+    { class: "facts", id },
+    Object.entries(object).map(([k, v]) => [
+      el("dt", {}, k.replace(/_/g, " ")),
+      el("dd", {}, v !== null && typeof v === "object" ? JSON.stringify(v) : String(v)),
+    ]),
+  );
 }
 
 /** A table from rows of cells, with a caption for screen readers. */
