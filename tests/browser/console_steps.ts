@@ -10,6 +10,7 @@ import {
   GetBucketLifecycleConfigurationCommand,
   GetBucketTaggingCommand,
   GetObjectCommand,
+  GetObjectLockConfigurationCommand,
   GetObjectTaggingCommand,
   HeadBucketCommand,
   HeadObjectCommand,
@@ -138,6 +139,23 @@ async function adminTour(
     await waitForText(page, "#buckets", BUCKET);
     await assertContrast(page);
     await shot(page, "02-buckets");
+    await page.type("#new-bucket", "locked-bucket");
+    await page.click("#new-bucket-lock");
+    await page.click("form.card button[type=submit]");
+    await waitForText(page, "#buckets", "locked-bucket");
+    await page.goto(`${server.url}/console/#/settings/locked-bucket`);
+    await waitForText(page, "#config-object-lock", "Set.");
+    await page.click("#object-lock-example");
+    await page.click("#object-lock-save");
+    await waitForText(page, "#status", "Object Lock defaults saved");
+    const lock = await s3.send(new GetObjectLockConfigurationCommand({ Bucket: "locked-bucket" }));
+    assertEquals(lock.ObjectLockConfiguration?.ObjectLockEnabled, "Enabled");
+    assertEquals(lock.ObjectLockConfiguration?.Rule?.DefaultRetention, {
+      Mode: "GOVERNANCE",
+      Days: 7,
+    });
+    await page.goto(`${server.url}/console/#/buckets`);
+    await page.waitForSelector("#buckets");
 
     // Objects: a 50 MiB upload (multipart through the server) whose progress is seen moving.
     await page.click(`#buckets a[href="#/b/${BUCKET}"]`);
@@ -172,6 +190,32 @@ async function adminTour(
     console.log(`console upload of 50 MiB: ${uploadSeconds.toFixed(1)} s`);
     await waitForText(page, "#objects", "big.bin");
     await shot(page, "03-objects");
+
+    // Files dropped on the drop zone, and a folder chosen with the folder picker.
+    await page.evaluate(`(() => {
+      const dt = new DataTransfer();
+      dt.items.add(new File(["alpha"], "drop-a.txt", { type: "text/plain" }));
+      dt.items.add(new File(["beta"], "drop-b.txt", { type: "text/plain" }));
+      const zone = document.getElementById("drop");
+      for (const type of ["dragover", "drop"]) {
+        zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+      }
+    })()`);
+    await waitForText(page, "#objects", "drop-b.txt");
+    const dropped = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: "drop-a.txt" }));
+    assertEquals(await dropped.Body!.transformToString(), "alpha");
+    const folder = join(await Deno.makeTempDir({ prefix: "store-console-folder-" }), "album");
+    await Deno.mkdir(join(folder, "inner"), { recursive: true });
+    await Deno.writeTextFile(join(folder, "one.txt"), "one");
+    await Deno.writeTextFile(join(folder, "inner", "two.txt"), "two");
+    const folderInput = await page.$("#upload-folder");
+    await (folderInput as unknown as { uploadFile(...p: string[]): Promise<void> }).uploadFile(
+      folder,
+    );
+    await waitForText(page, "#objects", "album/");
+    const two = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: "album/inner/two.txt" }));
+    assertEquals(await two.Body!.transformToString(), "two");
+    await Deno.remove(join(folder, ".."), { recursive: true });
 
     // The connection goes down mid-upload and stays down: the upload is kept, and choosing the
     // same file again sends only the parts the server does not hold yet.

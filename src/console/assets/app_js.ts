@@ -376,13 +376,24 @@ async function bucketsView() {
     { class: "row card" },
     el("label", { for: "new-bucket" }, "New bucket"),
     nameInput,
+    el(
+      "label",
+      { class: "inline" },
+      el("input", { type: "checkbox", id: "new-bucket-lock" }),
+      " with Object Lock (implies versioning; cannot be turned off)",
+    ),
     el("button", { type: "submit" }, "Create bucket"),
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const name = nameInput.value.trim();
+    const locked = document.getElementById("new-bucket-lock").checked;
+    const headers = locked ? { "x-amz-bucket-object-lock-enabled": "true" } : {};
     if (
-      await attempt(() => s3("PUT", "/" + encodeURIComponent(name)), "Bucket " + name + " created.")
+      await attempt(
+        () => s3("PUT", "/" + encodeURIComponent(name), { headers }),
+        "Bucket " + name + " created.",
+      )
     ) {
       bucketsView();
     }
