@@ -172,15 +172,27 @@ export class Console {
     return session;
   }
 
-  /** The session's principal as it is now: a disabled, deleted or re-keyed user is signed out. */
+  /**
+   * The session's principal as it is now: a disabled, deleted or re-keyed user, or a directory
+   * user disabled or gone from the directory, is signed out; group changes apply as for the token
+   * service's sessions.
+   */
   async #principal(session: ConsoleSession): Promise<Principal> {
-    if (session.owner.kind === "ldap") return session.owner.principal;
-    const found = await this.deps.credentials.lookup(session.owner.accessKey);
+    const owner = session.owner;
+    const found = owner.kind === "key"
+      ? await this.deps.credentials.lookup(owner.accessKey)
+      : await this.#directoryUser(owner.username, owner.known);
     if (!found || !found.principal.enabled) {
       this.sessions.end(session.id);
-      throw new ApiError(401, "session_expired", "The access key no longer signs in.");
+      throw new ApiError(401, "session_expired", "These credentials no longer sign in.");
     }
     return found.principal;
+  }
+
+  async #directoryUser(username: string, known: { dn: string; groups: string[] }) {
+    const ldap = this.deps.credentials.ldap;
+    const identity = ldap && await ldap.identity(username, known);
+    return identity && { principal: await ldap.principal(identity) };
   }
 
   #sessionView(session: ConsoleSession, principal: Principal) {

@@ -1,14 +1,17 @@
 // The console's sign-in sessions, held in memory: a random id in an HttpOnly cookie, a CSRF token
 // every change must echo, an idle and an absolute expiry. A restart signs everybody out.
-import type { Principal } from "../auth/principal.ts";
 
 /** Most sessions kept: memory stays bounded whoever signs in. */
 export const MAX_SESSIONS = 10_000;
 
-/** Who a session belongs to. Key sessions are looked up again on every request. */
+/**
+ * Who a session belongs to, looked up again on every request: a key by its access key, a directory
+ * user by name (its groups cached for STORE_LDAP_CACHE_TTL, `known` used while the directory is
+ * down).
+ */
 export type SessionOwner =
   | { kind: "key"; accessKey: string }
-  | { kind: "ldap"; principal: Principal };
+  | { kind: "ldap"; username: string; known: { dn: string; groups: string[] } };
 
 export interface ConsoleSession {
   id: string;

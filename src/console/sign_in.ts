@@ -93,7 +93,12 @@ export class ConsoleSignIn {
         password: input.secret,
       });
       const principal = await ldap.principal(identity);
-      return { owner: { kind: "ldap" as const, principal }, principal };
+      const owner: SessionOwner = {
+        kind: "ldap",
+        username: identity.username,
+        known: { dn: identity.dn, groups: identity.groups },
+      };
+      return { owner, principal };
     } catch (err) {
       if (err instanceof SignInThrottled) throw throttled(err.retryAfter);
       if (err instanceof DirectoryError) {

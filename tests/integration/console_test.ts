@@ -377,6 +377,11 @@ Deno.test("console: directory (LDAP) sign-in against a real slapd", async () => 
       headers: { "content-type": "application/json" },
     });
     assertEquals([link.status, await errorCode(link)], [400, "no_signing_key"]);
+    // The session's access follows the mappings as they are now, as token sessions do.
+    assertEquals((await adminApi(server, "DELETE", "/ldap/groups/engineers")).status, 204);
+    const unmapped = await call(server, s, "GET", "s3/eng-data/plan.txt");
+    assertEquals(unmapped.status, 403);
+    await unmapped.body?.cancel();
 
     // Wrong passwords count per user name: the third locks "bob" out, right password or not.
     for (let i = 0; i < 3; i++) {
