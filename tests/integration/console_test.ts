@@ -315,6 +315,16 @@ Deno.test("console: idle and absolute session expiry", async () => {
   }, { env: { STORE_CONSOLE_IDLE_TIMEOUT: "1", STORE_CONSOLE_SESSION_MAX: "2" } });
 });
 
+Deno.test("console: the name is reserved: no bucket may be called console", async () => {
+  await withServer(async (server) => {
+    // With the console off the protocol itself answers /console, and refuses the name.
+    let code = "";
+    await s3Client(server).send(new CreateBucketCommand({ Bucket: "console" }))
+      .catch((err) => code = err.name);
+    assertEquals(code, "InvalidBucketName");
+  }, { env: { STORE_CONSOLE_ENABLED: "false" } });
+});
+
 Deno.test("console: off with STORE_CONSOLE_ENABLED=false", async () => {
   await withServer(async (server) => {
     const res = await fetch(`${server.url}/console/`);
