@@ -215,7 +215,24 @@ async function adminTour(
     await waitForText(page, "#objects", "album/");
     const two = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: "album/inner/two.txt" }));
     assertEquals(await two.Body!.transformToString(), "two");
+    // The same folder dragged from the desktop (a real drag of a real directory, through CDP).
+    await page.goto(`${server.url}/console/#/b/${BUCKET}?prefix=dropped%2F`);
+    await waitForText(page, "#listing", "Nothing here");
+    const zone = await (await page.$("#drop"))!.boundingBox();
+    const drag = await page.createCDPSession();
+    const at = { x: zone!.x + zone!.width / 2, y: zone!.y + zone!.height / 2 };
+    const data = { items: [], files: [folder], dragOperationsMask: 1 };
+    for (const type of ["dragEnter", "dragOver", "drop"]) {
+      await drag.send("Input.dispatchDragEvent", { type, ...at, data } as never);
+    }
+    await waitForText(page, "#objects", "album/");
+    const deep = await s3.send(
+      new GetObjectCommand({ Bucket: BUCKET, Key: "dropped/album/inner/two.txt" }),
+    );
+    assertEquals(await deep.Body!.transformToString(), "two");
     await Deno.remove(join(folder, ".."), { recursive: true });
+    await page.goto(`${server.url}/console/#/b/${BUCKET}`);
+    await waitForText(page, "#objects", "big.bin");
 
     // The connection goes down mid-upload and stays down: the upload is kept, and choosing the
     // same file again sends only the parts the server does not hold yet.
@@ -233,7 +250,8 @@ async function adminTour(
         uploadThroughput: upload,
       });
     await throttle(false, 16 * MIB);
-    await (input as unknown as { uploadFile(...p: string[]): Promise<void> }).uploadFile(
+    const picker = await page.$("#upload-files");
+    await (picker as unknown as { uploadFile(...p: string[]): Promise<void> }).uploadFile(
       resumeFile,
     );
     await page.waitForFunction(
@@ -244,7 +262,7 @@ async function adminTour(
     await waitForText(page, "#uploads li.failed", "choose the same file again");
     const before = parts.length;
     await throttle(false, -1);
-    await (input as unknown as { uploadFile(...p: string[]): Promise<void> }).uploadFile(
+    await (picker as unknown as { uploadFile(...p: string[]): Promise<void> }).uploadFile(
       resumeFile,
     );
     await page.waitForSelector("#uploads li:last-child.done", { timeout: 60_000 });

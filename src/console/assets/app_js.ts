@@ -524,15 +524,18 @@ async function objectsView(bucket, params) {
     webkitdirectory: true,
     class: "sr-only",
   });
-  const startUploads = (files) => {
-    uploadAll(bucket, prefix, [...files], uploads).then(() => loadPage());
+  /** Uploads items, each a file and its path under the folder; then the listing is read again. */
+  const startUploads = (items) => {
+    uploadAll(bucket, prefix, items, uploads).then(() => loadPage());
   };
+  const asItems = (files) =>
+    [...files].map((file) => ({ file, path: file.webkitRelativePath || file.name }));
   // Emptied after each choice, so choosing the same file again (to resume it) is a change.
   for (const picker of [fileInput, folderInput]) {
     picker.addEventListener("change", () => {
       const files = [...picker.files];
       picker.value = "";
-      startUploads(files);
+      startUploads(asItems(files));
     });
   }
   const drop = el(
@@ -553,7 +556,15 @@ async function objectsView(bucket, params) {
   drop.addEventListener("drop", (e) => {
     e.preventDefault();
     drop.classList.remove("over");
-    startUploads(e.dataTransfer.files);
+    // Folders dropped come as directory entries, read while the event lasts, walked after.
+    const entries = [...(e.dataTransfer.items || [])]
+      .map((item) => item.webkitGetAsEntry && item.webkitGetAsEntry())
+      .filter(Boolean);
+    if (entries.some((entry) => entry.isDirectory)) {
+      droppedFiles(entries).then(startUploads, (err) => notify(err.message, "error"));
+    } else {
+      startUploads(asItems(e.dataTransfer.files));
+    }
   });
   const deleteButton = el("button", {
     type: "button",
@@ -765,9 +776,30 @@ function putWithProgress(url, body, onProgress) {
   });
 }
 
-async function uploadAll(bucket, prefix, files, list) {
-  for (const file of files) {
-    const key = prefix + (file.webkitRelativePath || file.name);
+/** Every file under dropped entries, with its path from the dropped folder's name down. */
+async function droppedFiles(entries) {
+  const out = [];
+  const walk = async (entry) => {
+    if (entry.isFile) {
+      const file = await new Promise((resolve, reject) => entry.file(resolve, reject));
+      out.push({ file, path: entry.fullPath.replace(/^\//, "") });
+      return;
+    }
+    const reader = entry.createReader();
+    // readEntries answers in batches until it answers none.
+    for (;;) {
+      const batch = await new Promise((resolve, reject) => reader.readEntries(resolve, reject));
+      if (batch.length === 0) return;
+      for (const child of batch) await walk(child);
+    }
+  };
+  for (const entry of entries) await walk(entry);
+  return out;
+}
+
+async function uploadAll(bucket, prefix, items, list) {
+  for (const { file, path } of items) {
+    const key = prefix + path;
     const bar = el("progress", { max: file.size || 1, value: 0, "aria-label": "Upload of " + key });
     const label = el("span", { class: "state" }, "waiting");
     const item = el("li", {}, el("span", { class: "name" }, key), bar, label);
