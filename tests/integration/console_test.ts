@@ -231,6 +231,13 @@ Deno.test("console: page, cookie flags, CSRF, cross-origin, roles, sign-out", as
       const body = await created.json();
       assertEquals(created.status, 201);
       assert(typeof body.secret_key === "string" && body.secret_key.length === 40);
+      const wrong = await signInRequest(server, ADMIN_USER, "not-the-password");
+      assertEquals(wrong.status, 401);
+      await wrong.body?.cancel();
+      const audit = await call(server, s, "GET", "admin/audit?operation=Console%3APOST%20sign-in");
+      const signIns = (await audit.json()).entries as { principal: string; status: number }[];
+      assert(signIns.some((e) => e.principal === "admin:testadmin" && e.status === 200));
+      assert(signIns.some((e) => e.status === 401), "failed sign-ins are recorded too");
       const all = await (await call(server, s, "GET", "buckets")).json();
       assertEquals(
         all.buckets.map((b: { name: string; access: string }) => `${b.name}:${b.access}`),
