@@ -77,15 +77,26 @@ export class Console {
   }
 
   async handle(req: Request, info: Deno.ServeHandlerInfo, client: string): Promise<Response> {
-    const scope = currentAudit();
-    const requestId = scope?.requestId ?? crypto.randomUUID();
     const { path } = pathOf(req.url);
     if (!path.startsWith("/console/api/")) return serveAsset(req, path);
+    const res = await this.#api(req, info, { client, route: path.slice("/console/api/".length) });
+    // Session answers (the CSRF token among them) and objects are never kept by caches.
+    res.headers.set("cache-control", "no-store");
+    res.headers.set("x-content-type-options", "nosniff");
+    return res;
+  }
+
+  async #api(
+    req: Request,
+    info: Deno.ServeHandlerInfo,
+    { client, route }: { client: string; route: string },
+  ): Promise<Response> {
+    const scope = currentAudit();
+    const requestId = scope?.requestId ?? crypto.randomUUID();
     try {
       if (!sameOrigin(req)) {
         throw new ApiError(403, "cross_origin", "Console requests come from the console's page.");
       }
-      const route = path.slice("/console/api/".length);
       if (scope) scope.operation = `Console:${req.method} ${route.split("/")[0]}`;
       if (route === "config" && req.method === "GET") {
         return jsonResponse(200, { ldap: this.deps.credentials.ldap !== undefined });
@@ -121,7 +132,7 @@ export class Console {
           throw new ApiError(403, "admin_only", "Only the administrator may do this.");
         }
         return new Response(await this.deps.ops.metrics.render(), {
-          headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" },
+          headers: { "content-type": "text/plain; charset=utf-8" },
         });
       }
       if (route.startsWith("admin/")) return await this.#admin(req, principal);
@@ -225,7 +236,6 @@ export class Console {
     const out = new Response(res.body, res);
     // Objects are data, never pages of this origin: no script of theirs runs beside the session.
     out.headers.set("content-security-policy", "default-src 'none'; sandbox");
-    out.headers.set("x-content-type-options", "nosniff");
     if (req.method === "GET" && res.ok && rest.indexOf("/", 1) > 0) {
       out.headers.set("content-disposition", "attachment");
     }

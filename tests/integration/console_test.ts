@@ -100,6 +100,7 @@ Deno.test("console: page, cookie flags, CSRF, cross-origin, roles, sign-out", as
       }
       assert(!s.setCookie.includes("Secure"), "plain HTTP: not Secure");
       const session = await call(server, s, "GET", "session");
+      assertEquals(session.headers.get("cache-control"), "no-store");
       assertEquals((await session.json()).kind, "admin");
       const none = await fetch(`${server.url}/console/api/session`);
       assertEquals([none.status, await errorCode(none)], [401, "session_expired"]);
