@@ -90,6 +90,13 @@ const LOW_CONTRAST = `(() => {
   return low;
 })()`;
 
+/** No value leaked into the page as "null", "undefined" or "[object ...]" text. */
+async function assertNoStrayText(page: Page): Promise<void> {
+  const text = await page.$eval("main", (e) => e.textContent ?? "");
+  const stray = /\bnull\b|\bundefined\b|\[object /.exec(text);
+  assert(stray === null, `stray "${stray?.[0]}" in: ${text.slice(0, 300)}`);
+}
+
 async function assertContrast(page: Page): Promise<void> {
   assertEquals(await page.evaluate(LOW_CONTRAST) as string[], [], "text below 4.5:1");
 }
@@ -121,6 +128,7 @@ async function adminTour(
     await page.setViewport({ width: 1280, height: 900 });
     await page.goto(`${server.url}/console/`);
     await page.waitForSelector("#sign-in");
+    await assertNoStrayText(page);
     await shot(page, "01-sign-in");
     // A wrong secret is refused with a message, and no session is made.
     await page.type("#name", ADMIN_USER);
@@ -138,6 +146,7 @@ async function adminTour(
     await page.click("form.card button[type=submit]");
     await waitForText(page, "#buckets", BUCKET);
     await assertContrast(page);
+    await assertNoStrayText(page);
     await shot(page, "02-buckets");
     await page.type("#new-bucket", "locked-bucket");
     await page.click("#new-bucket-lock");
@@ -333,25 +342,37 @@ async function adminTour(
     await page.type("#lifecycle-text", "<LifecycleConfiguration><Rule>");
     await page.click("#lifecycle-save");
     await waitForText(page, "#lifecycle-verdict", "Not valid XML");
-    for (
-      const [sub, title] of [["lifecycle", "Lifecycle rules"], ["tagging", "Bucket tags"], [
-        "cors",
-        "CORS rules",
-      ]]
-    ) {
-      await page.click(`#${sub}-example`);
-      await page.click(`#${sub}-save`);
-      await waitForText(page, "#status", `${title} saved`);
-    }
+    // Lifecycle and CORS rules from their small forms, tags from the example.
+    await page.$eval("#lifecycle-text", (e) => (e as unknown as { value: string }).value = "");
+    await page.type("#lifecycle-rule-prefix", "logs/");
+    await page.type("#lifecycle-rule-expire", "30");
+    await page.type("#lifecycle-rule-abort", "7");
+    await page.click("#lifecycle-rule-add");
+    await page.click("#lifecycle-save");
+    await waitForText(page, "#status", "Lifecycle rules saved");
+    await page.click("#tagging-example");
+    await page.click("#tagging-save");
+    await waitForText(page, "#status", "Bucket tags saved");
+    await page.type("#cors-rule-origin", "https://app.example.com");
+    await page.$eval("#cors-rule-methods", (e) => (e as unknown as { value: string }).value = "");
+    await page.type("#cors-rule-methods", "get, put");
+    await page.click("#cors-rule-add");
+    await page.click("#cors-save");
+    await waitForText(page, "#status", "CORS rules saved");
     const lifecycle = await s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: BUCKET }));
+    assertEquals(lifecycle.Rules?.length, 1);
+    assertEquals(lifecycle.Rules?.[0]?.Filter?.Prefix, "logs/");
     assertEquals(lifecycle.Rules?.[0]?.Expiration?.Days, 30);
+    assertEquals(lifecycle.Rules?.[0]?.AbortIncompleteMultipartUpload?.DaysAfterInitiation, 7);
     const bucketTags = await s3.send(new GetBucketTaggingCommand({ Bucket: BUCKET }));
     assertEquals(bucketTags.TagSet, [{ Key: "team", Value: "blue" }]);
     const cors = await s3.send(new GetBucketCorsCommand({ Bucket: BUCKET }));
     assertEquals(cors.CORSRules?.[0]?.AllowedOrigins, ["https://app.example.com"]);
+    assertEquals(cors.CORSRules?.[0]?.AllowedMethods, ["GET", "PUT"]);
+    await assertNoStrayText(page);
+    await shot(page, "04b-settings-configs");
     await page.click("#cors-remove");
     await waitForText(page, "#status", "CORS rules removed");
-    await shot(page, "04b-settings-configs");
 
     // The folder, with search, then deleting two objects at once.
     await page.goto(`${server.url}/console/#/b/${BUCKET}?prefix=docs%2F`);
@@ -385,6 +406,7 @@ async function adminTour(
     assert((await shared.text()).includes("note.txt"), "the share lists the folder");
     await page.goto(`${server.url}/console/#/shares`);
     await waitForText(page, "#shares", `${BUCKET}/docs/`);
+    await assertNoStrayText(page);
     await shot(page, "05b-shares");
     await page.click("#shares button.danger");
     await waitForText(page, "#shares", "revoked");
@@ -464,6 +486,7 @@ async function adminTour(
     await confirm(page);
     await page.waitForSelector("#new-secret");
     assert((await page.$eval("#new-access-key", (e) => e.textContent)) !== aliceKey);
+    await assertNoStrayText(page);
     await shot(page, "10-users");
 
     // Audit log with verification, the error log, drives.
@@ -472,6 +495,7 @@ async function adminTour(
     await page.click("#audit-verify");
     await waitForText(page, "#audit-verdict", "The chain is intact");
     await assertContrast(page);
+    await assertNoStrayText(page);
     await shot(page, "11-audit");
     await page.type("#audit-filter-operation", "CreateBucket");
     await page.click("#audit-filter button[type=submit]");

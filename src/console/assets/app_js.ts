@@ -36,7 +36,7 @@ const main = () => document.getElementById("main");
 function show(title, ...content) {
   document.title = title + " · Console";
   const m = main();
-  m.replaceChildren(el("h1", { text: title }), ...content);
+  m.replaceChildren(el("h1", { text: title }), ...content.filter((c) => c !== null));
   m.focus();
 }
 
@@ -1320,6 +1320,7 @@ const CONFIGS = [
   {
     sub: "lifecycle",
     title: "Lifecycle rules",
+    builder: lifecycleBuilder,
     example: "<LifecycleConfiguration>\n  <Rule>\n    <ID>expire-logs</ID>\n" +
       "    <Filter><Prefix>logs/</Prefix></Filter>\n    <Status>Enabled</Status>\n" +
       "    <Expiration><Days>30</Days></Expiration>\n  </Rule>\n</LifecycleConfiguration>",
@@ -1327,6 +1328,7 @@ const CONFIGS = [
   {
     sub: "cors",
     title: "CORS rules",
+    builder: corsBuilder,
     example: "<CORSConfiguration>\n  <CORSRule>\n" +
       "    <AllowedOrigin>https://app.example.com</AllowedOrigin>\n" +
       "    <AllowedMethod>GET</AllowedMethod>\n    <AllowedHeader>*</AllowedHeader>\n" +
@@ -1341,6 +1343,90 @@ const CONFIGS = [
       "</ObjectLockConfiguration>",
   },
 ];
+
+/** Adds the element (XML text) inside the document's root, creating the document if empty. */
+function addToDocument(area, root, element) {
+  const close = "</" + root + ">";
+  const current = area.value.trim();
+  area.value = current.endsWith(close)
+    ? current.slice(0, -close.length) + element + "\n" + close
+    : "<" + root + ">\n" + element + "\n" + close;
+}
+
+/** A small form that writes one builder's fields as an element of the XML document. */
+function builderForm(id, legend, fields, onAdd) {
+  const form = el(
+    "fieldset",
+    { class: "card", id },
+    el("legend", {}, legend),
+    fields.map(([name, label, attrs]) =>
+      el(
+        "p",
+        {},
+        el("label", { for: id + "-" + name }, label),
+        el("input", { id: id + "-" + name, autocomplete: "off", ...attrs }),
+      )
+    ),
+    el(
+      "button",
+      { type: "button", id: id + "-add", onclick: () => onAdd(form) },
+      "Add to the rules",
+    ),
+  );
+  return form;
+}
+
+function fieldOf(form, id, name) {
+  return form.querySelector("#" + id + "-" + name).value.trim();
+}
+
+function lifecycleBuilder(area) {
+  const id = "lifecycle-rule";
+  return builderForm(id, "A rule", [
+    ["prefix", "For keys starting with (empty: all)", {}],
+    ["expire", "Delete objects after (days)", { type: "number", min: 1 }],
+    ["abort", "Abort unfinished uploads after (days)", { type: "number", min: 1 }],
+  ], (form) => {
+    const prefix = fieldOf(form, id, "prefix");
+    const expire = fieldOf(form, id, "expire");
+    const abort = fieldOf(form, id, "abort");
+    if (!expire && !abort) return notify("Give a number of days for at least one action.", "error");
+    addToDocument(
+      area,
+      "LifecycleConfiguration",
+      "  <Rule><ID>" + xmlEscape((prefix || "all") + "-" + Date.now()) + "</ID>" +
+        "<Filter><Prefix>" + xmlEscape(prefix) + "</Prefix></Filter><Status>Enabled</Status>" +
+        (expire ? "<Expiration><Days>" + Number(expire) + "</Days></Expiration>" : "") +
+        (abort
+          ? "<AbortIncompleteMultipartUpload><DaysAfterInitiation>" + Number(abort) +
+            "</DaysAfterInitiation></AbortIncompleteMultipartUpload>"
+          : "") +
+        "</Rule>",
+    );
+  });
+}
+
+function corsBuilder(area) {
+  const id = "cors-rule";
+  return builderForm(id, "A rule", [
+    ["origin", "Allowed origin (https://app.example.com, or *)", {}],
+    ["methods", "Methods, comma-separated (GET, PUT, POST, DELETE, HEAD)", { value: "GET" }],
+    ["maxage", "Browsers may cache the answer for (seconds)", { type: "number", value: 3600 }],
+  ], (form) => {
+    const origin = fieldOf(form, id, "origin");
+    if (!origin) return notify("Give the origin the rule allows.", "error");
+    const methods = fieldOf(form, id, "methods").split(",").map((m) => m.trim().toUpperCase())
+      .filter(Boolean);
+    addToDocument(
+      area,
+      "CORSConfiguration",
+      "  <CORSRule><AllowedOrigin>" + xmlEscape(origin) + "</AllowedOrigin>" +
+        methods.map((m) => "<AllowedMethod>" + xmlEscape(m) + "</AllowedMethod>").join("") +
+        "<AllowedHeader>*</AllowedHeader><MaxAgeSeconds>" +
+        Number(fieldOf(form, id, "maxage") || 0) + "</MaxAgeSeconds></CORSRule>",
+    );
+  });
+}
 
 /**
  * What is wrong with an XML document's structure (tags that do not nest or close, a stray "<",
@@ -1405,6 +1491,7 @@ async function xmlConfigEditor(box, path, c) {
   };
   box.append(
     el("p", {}, current ? "Set." : "None set."),
+    ...(c.builder ? [c.builder(area)] : []),
     el("label", { for: id }, c.title + " (XML)"),
     area,
     verdict,
@@ -1933,12 +2020,12 @@ async function auditView(params) {
         ),
       ),
     ),
-    page.next_after_seq
-      ? el("a", {
+    ...(page.next_after_seq
+      ? [el("a", {
         class: "button",
         href: "#/audit?after=" + page.next_after_seq + filterQuery(params, filters),
-      }, "Next page")
-      : null,
+      }, "Next page")]
+      : []),
   );
 }
 
