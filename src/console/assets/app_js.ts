@@ -609,7 +609,7 @@ async function objectsView(bucket, params) {
     ),
     table,
     pager,
-    shareForm(bucket, prefix),
+    state.session.via === "key" ? shareForm(bucket, prefix) : null,
   );
   document.title = bucket + "/" + prefix + " · Console";
   let page = 0;
