@@ -102,6 +102,7 @@ try {
     try {
       const { page } = await chromium.newPage();
       await page.goto(`${server.url}/console/`);
+      await page.waitForSelector("#sign-in");
       await page.type("#name", ADMIN_USER);
       await page.type("#secret", ADMIN_PASSWORD);
       await page.click('#sign-in button[type="submit"]');
