@@ -1,6 +1,6 @@
 // The server's request handler: in-flight tracking for graceful shutdown, then dispatch to the
-// administration API, the service API (/api/v1), the file browser (/browse) or the storage
-// protocol.
+// administration API, the service API (/api/v1), the file browser (/browse), the web console
+// (/console) or the storage protocol.
 import { checkBasicAuth, handleAdmin } from "./api/admin.ts";
 import { handleMetrics } from "./api/admin_ops.ts";
 import { healthCheck } from "./ops/health.ts";
@@ -13,6 +13,7 @@ import { handleShare } from "./share/public.ts";
 import { handleBrowse } from "./web/browse.ts";
 import { handleWebsite, parseWebsitePath, websiteBucketOfHost } from "./website/serve.ts";
 import { clusterOff } from "./cluster/node.ts";
+import { Console } from "./console/handler.ts";
 
 export type { AppDeps };
 
@@ -47,6 +48,7 @@ function diskFull(req: Request): Response {
 export function createHandler(
   deps: AppDeps,
 ): (req: Request, info: Deno.ServeHandlerInfo) => Promise<Response> {
+  const webConsole = deps.config.console.enabled ? new Console(deps) : undefined;
   return async (req, info) => {
     if (deps.inFlight.draining) {
       return new Response(null, {
@@ -63,7 +65,7 @@ export function createHandler(
       // Every request runs in an audit scope: its changes write their entries in their own
       // transactions; what else must be recorded is written when it ends.
       const scope = newScope({ requestId: newRequestId(), source: client });
-      const res = await runAudited(scope, () => dispatch(req, info, deps, client));
+      const res = await runAudited(scope, () => dispatch(req, info, deps, client, webConsole));
       await deps.audit.finish(scope, {
         method: req.method,
         status: res.status,
@@ -81,6 +83,7 @@ async function dispatch(
   info: Deno.ServeHandlerInfo,
   deps: AppDeps,
   client: string,
+  webConsole: Console | undefined,
 ): Promise<Response> {
   const domain = deps.config.websiteDomain;
   const siteBucket = domain ? websiteBucketOfHost(req.headers.get("host"), domain) : undefined;
@@ -106,6 +109,9 @@ async function dispatch(
   }
   if (isUnder(req.url, "/browse")) return await handleBrowse(req, info, deps);
   if (isUnder(req.url, "/website")) return await websiteByPath(req, deps, client);
+  if (webConsole && isUnder(req.url, "/console")) {
+    return await webConsole.handle(req, info, client);
+  }
   if (isUnder(req.url, "/share")) return await handleShare(req, info, deps, client);
   return await handleProtocol(req, info, deps);
 }

@@ -82,6 +82,8 @@ export interface Config {
   signInLimit: number;
   /** That window in seconds (STORE_SIGNIN_WINDOW, default 300). */
   signInWindow: number;
+  /** The web console (/console): on/off, session idle and absolute lifetimes in seconds. */
+  console: { enabled: boolean; idleTimeout: number; maxAge: number };
   /** Signature Version 2 (header, query and form) accepted (STORE_SIGV2, default on). */
   sigV2: boolean;
   /** Requests and changes recorded in the audit chain (STORE_AUDIT, default on). */
@@ -310,6 +312,11 @@ export function loadConfig(
     ),
     signInLimit: intSetting(env, "STORE_SIGNIN_LIMIT", 10, 1, 10_000),
     signInWindow: intSetting(env, "STORE_SIGNIN_WINDOW", 300, 1, 24 * 3600),
+    console: {
+      enabled: boolSetting(env, "STORE_CONSOLE_ENABLED", true),
+      idleTimeout: intSetting(env, "STORE_CONSOLE_IDLE_TIMEOUT", 1800, 1, 7 * 86400),
+      maxAge: intSetting(env, "STORE_CONSOLE_SESSION_MAX", 12 * 3600, 1, 30 * 86400),
+    },
     sigV2: choiceSetting(env, "STORE_SIGV2", ["on", "off"], "on") === "on",
     audit: choiceSetting(env, "STORE_AUDIT", ["on", "off"], "on") === "on",
     metaDb: metaDbSetting(env),

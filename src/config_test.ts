@@ -323,3 +323,16 @@ Deno.test("STORE_META_URL and STORE_META_POOL: PostgreSQL metadata", () => {
   rejects({ STORE_META_URL: url, STORE_META_POOL: "0" }, /STORE_META_POOL/);
   rejects({ STORE_META_URL: url, STORE_BACKUP_DIR: "/b" }, /back up PostgreSQL with its own/);
 });
+
+Deno.test("console settings: on with 30 min idle and 12 h sessions by default, bounds", () => {
+  assertEquals(load({}).console, { enabled: true, idleTimeout: 1800, maxAge: 43200 });
+  const c = load({
+    STORE_CONSOLE_ENABLED: "off",
+    STORE_CONSOLE_IDLE_TIMEOUT: "5",
+    STORE_CONSOLE_SESSION_MAX: "60",
+  });
+  assertEquals(c.console, { enabled: false, idleTimeout: 5, maxAge: 60 });
+  rejects({ STORE_CONSOLE_IDLE_TIMEOUT: "0" }, /STORE_CONSOLE_IDLE_TIMEOUT must be between/);
+  rejects({ STORE_CONSOLE_SESSION_MAX: "1h" }, /STORE_CONSOLE_SESSION_MAX must be a whole/);
+  rejects({ STORE_CONSOLE_ENABLED: "maybe" }, /STORE_CONSOLE_ENABLED must be true or false/);
+});

@@ -232,18 +232,27 @@ function methodNotAllowed(): S3Error {
   );
 }
 
+/**
+ * A request whose caller is already known: the web console's, signed in by its session. It skips
+ * signature checks and the token service; everything after (access decision, handlers) is the same.
+ */
+export interface Authenticated {
+  principal: Principal;
+}
+
 /** Route, authenticate, decide, run the handler. */
 async function dispatch(
   req: Request,
   info: Deno.ServeHandlerInfo,
   deps: AppDeps,
   state: RequestState,
+  known?: Authenticated,
 ): Promise<Response> {
   const target = parseTarget(req.url);
   state.resource = target.path;
   state.corsBucket = bucketOfPath(target.path);
   const dialect = state.dialect = detectDialect(req.headers, target.query, state.dialect);
-  if (isStsRequest(req, target.path, target.query)) {
+  if (!known && isStsRequest(req, target.path, target.query)) {
     state.operation = "TokenService";
     const client = (info.remoteAddr as Deno.NetAddr).hostname ?? "";
     return await handleSts(req, deps, { client, target, dialect, requestId: state.requestId });
@@ -271,7 +280,9 @@ async function dispatch(
     return new Response(null, { status: 200, headers });
   }
   const operation = found.operation;
-  const { principal, signed } = await authenticate(req, target, dialect, deps);
+  const { principal, signed } = known
+    ? { principal: known.principal, signed: undefined }
+    : await authenticate(req, target, dialect, deps);
   if (scope) scope.principal = principalName(principal);
   state.principal = principal.accessKey ?? principal.displayName;
   if (principal.kind !== "anonymous") {
@@ -415,18 +426,19 @@ export async function handleProtocol(
   req: Request,
   info: Deno.ServeHandlerInfo,
   deps: AppDeps,
+  known?: Authenticated & { dialect: Dialect },
 ): Promise<Response> {
   const started = performance.now();
   const state: RequestState = {
     requestId: currentAudit()?.requestId ?? newRequestId(),
-    dialect: DIALECTS[deps.config.dialect],
+    dialect: known?.dialect ?? DIALECTS[deps.config.dialect],
     resource: "/",
     operation: "Unknown",
     corsBucket: "",
   };
   let response: Response;
   try {
-    response = await dispatch(req, info, deps, state);
+    response = await dispatch(req, info, deps, state, known);
   } catch (err) {
     response = await failure(err, req, state, deps);
   }

@@ -157,7 +157,8 @@ async function userAction(
   throw new ApiError(404, "not_found", "No such administration resource.");
 }
 
-async function route(req: Request, deps: AppDeps): Promise<Response> {
+/** The administration resources, for a caller already known to be the administrator. */
+export async function adminRoute(req: Request, deps: AppDeps): Promise<Response> {
   const [resource, accessKey, action, ...rest] = pathSegments(req.url, "/admin");
   const ops = accessKey === undefined ? opsRoute(req, deps, resource) : undefined;
   if (ops) return await ops;
@@ -239,7 +240,7 @@ export async function handleAdmin(
     }
     await limitedSignIn(deps.signIns, client, () => checkBasicAuth(req, deps));
     if (scope) scope.principal = `admin:${deps.credentials.admin.user}`;
-    const res = await route(req, deps);
+    const res = await adminRoute(req, deps);
     res.headers.set("x-request-id", requestId);
     return res;
   } catch (err) {

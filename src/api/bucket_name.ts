@@ -16,6 +16,7 @@ const RESERVED = new Set([
   "api",
   "browse",
   "cluster",
+  "console",
   "health",
   "feed",
   "share",

@@ -113,17 +113,22 @@ export const copyObject: Handler = async (ctx) => {
   const algorithmHeader = h(ctx.dialect, "checksum-algorithm");
   const named = ctx.headers.get(algorithmHeader);
   const checksumAlgorithm = named === null ? undefined : parseAlgorithm(named, algorithmHeader);
-  const sameObject = source.bucket === ctx.bucket && source.key === ctx.key;
+  const sameKey = source.bucket === ctx.bucket && source.key === ctx.key;
   const sse = await writeEncryption(ctx);
-  if (sameObject && directive === "COPY" && sse.requested === "none") {
+  const refuseCopyToItself = () => {
+    if (directive !== "COPY" || sse.requested !== "none") return;
     throw new S3Error(
       "InvalidRequest",
       "This copy request is illegal because it is trying to copy an object to itself without " +
         "changing the object's metadata, storage class, website redirect location or encryption attributes.",
     );
-  }
+  };
+  if (sameKey && source.versionId === undefined) refuseCopyToItself();
   await bucketOf(ctx);
   const src = await readableSource(ctx, source);
+  // Copying an older version over its own key is how a version is restored: only a copy of the
+  // current version onto itself is a copy to itself.
+  if (sameKey && source.versionId !== undefined && await isCurrent(ctx, src)) refuseCopyToItself();
   checkConditions(copyConditions(ctx), src, { notModifiedAllowed: false });
   const sourceKey = await readKey(ctx, src, { copySource: true });
   await ctx.body.discard();
@@ -197,4 +202,16 @@ function copyEncryption(
     return { shareChunks: true };
   }
   return { shareChunks: false, encryption: dest.encryption };
+}
+
+/** Whether `version` is its key's current version. */
+async function isCurrent(ctx: RequestContext, version: ObjectVersion): Promise<boolean> {
+  try {
+    return (await ctx.layer.headObject(version.bucket, version.key)).versionId ===
+      version.versionId;
+  } catch (err) {
+    // The current version is a delete marker: any version copied over it changes the object.
+    if (err instanceof S3Error) return false;
+    throw err;
+  }
 }

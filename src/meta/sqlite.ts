@@ -288,6 +288,11 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve((rows as Row[]).map(toBucket));
   }
 
+  listAllBuckets(limit: number): Promise<BucketRecord[]> {
+    const rows = this.#stmt("SELECT * FROM buckets ORDER BY name LIMIT ?").all(limit);
+    return Promise.resolve((rows as Row[]).map(toBucket));
+  }
+
   deleteBucket(
     name: string,
   ): Promise<{ outcome: "deleted" | "not_empty" | "missing"; freed: ChunkRecord[] }> {

@@ -618,6 +618,8 @@ export interface MetaStore extends EventLog, RecordStore, JobStore, ReplicationQ
   getBucket(name: string): Promise<BucketRecord | undefined>;
   /** The owner's buckets in name order: names starting with `prefix`, after `after`. */
   listBuckets(owner: string, page?: BucketListQuery): Promise<BucketRecord[]>;
+  /** Every bucket whoever owns it, in name order, at most `limit` (the administrator's view). */
+  listAllBuckets(limit: number): Promise<BucketRecord[]>;
   /**
    * Deletes a bucket without objects, aborting its multipart uploads in the same transaction
    * (their chunks are returned to be collected); "not_empty" when any version remains.

@@ -196,6 +196,18 @@ export async function sharesRoute(req: Request, deps: AppDeps, rest: string): Pr
   const scope = currentAudit();
   if (scope) scope.operation = operationName(req.method, id);
   const { principal } = await tokenPrincipal(req, deps);
+  return await principalSharesRoute(req, deps, principal, id);
+}
+
+/** The same for a principal known otherwise (the web console's session). */
+export async function principalSharesRoute(
+  req: Request,
+  deps: AppDeps,
+  principal: Principal,
+  id: string | undefined,
+): Promise<Response> {
+  const scope = currentAudit();
+  if (scope) scope.operation = operationName(req.method, id);
   const client = scope?.source ?? "";
   if (id === undefined) {
     if (req.method === "POST") return await create(req, deps, principal, client);

@@ -6,6 +6,7 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
+  PutBucketVersioningCommand,
   PutObjectCommand,
 } from "@aws-sdk/client-s3";
 import { createHash } from "node:crypto";
@@ -95,6 +96,49 @@ Deno.test("CopyObject", async (t) => {
         .transformToString();
       assertEquals(body, "tiny");
     });
+
+    await t.step(
+      "an older version copied over its own key restores it; the current one does not",
+      async () => {
+        await s3.send(new CreateBucketCommand({ Bucket: "versioned" }));
+        await s3.send(
+          new PutBucketVersioningCommand({
+            Bucket: "versioned",
+            VersioningConfiguration: { Status: "Enabled" },
+          }),
+        );
+        const first = await s3.send(
+          new PutObjectCommand({ Bucket: "versioned", Key: "doc", Body: "first" }),
+        );
+        const second = await s3.send(
+          new PutObjectCommand({ Bucket: "versioned", Key: "doc", Body: "second" }),
+        );
+        await assertRejectsCode(
+          () =>
+            s3.send(
+              new CopyObjectCommand({
+                Bucket: "versioned",
+                Key: "doc",
+                CopySource: `versioned/doc?versionId=${second.VersionId}`,
+              }),
+            ),
+          "InvalidRequest",
+          400,
+        );
+        const restored = await s3.send(
+          new CopyObjectCommand({
+            Bucket: "versioned",
+            Key: "doc",
+            CopySource: `versioned/doc?versionId=${first.VersionId}`,
+          }),
+        );
+        assertEquals(restored.CopySourceVersionId, first.VersionId);
+        const body =
+          await (await s3.send(new GetObjectCommand({ Bucket: "versioned", Key: "doc" })))
+            .Body!.transformToString();
+        assertEquals(body, "first");
+      },
+    );
 
     await t.step("copy-source conditions", async () => {
       const head = await s3.send(new HeadObjectCommand({ Bucket: "src", Key: "small" }));

@@ -35,6 +35,9 @@ export const OBJECT_CASES: ContractCase[] = [
       assertEquals(await store.getBucket("zz"), undefined);
       assertEquals((await store.listBuckets("o")).map((b) => b.name), ["a1", "b1", "b2"]);
       assertEquals((await store.listBuckets("other")).map((b) => b.name), ["c1"]);
+      // The administrator's view: every owner's, in name order, limited.
+      assertEquals((await store.listAllBuckets(10)).map((b) => b.name), ["a1", "b1", "b2", "c1"]);
+      assertEquals((await store.listAllBuckets(2)).map((b) => b.name), ["a1", "b1"]);
       const page = (prefix: string, after: string, limit: number) =>
         store.listBuckets("o", { prefix, after, limit }).then((r) => r.map((b) => b.name));
       assertEquals(await page("", "", 2), ["a1", "b1"]);

@@ -231,6 +231,12 @@ export class PgMetaStore implements MetaStore {
     });
   }
 
+  listAllBuckets(limit: number): Promise<BucketRecord[]> {
+    return this.#read(async (q) =>
+      (await q`SELECT * FROM buckets ORDER BY name LIMIT ${limit}`).map(toBucket)
+    );
+  }
+
   deleteBucket(
     name: string,
   ): Promise<{ outcome: "deleted" | "not_empty" | "missing"; freed: ChunkRecord[] }> {
