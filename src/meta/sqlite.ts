@@ -1,4 +1,5 @@
 // The embedded MetaStore: SQLite in WAL mode through node:sqlite.
+import { type ChangeDetail, changeFacts } from "./change_facts.ts";
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { GroupCommit } from "./group_commit.ts";
 import { listCurrent } from "./sqlite_list.ts";
@@ -114,32 +115,6 @@ function toVersion(row: Row): ObjectVersion {
       : undefined,
     legalHold: row.legal_hold === 1,
     tags: row.tags ? JSON.parse(row.tags as string) : undefined,
-  };
-}
-
-/** What a committed change adds to its request's audit facts. */
-interface ChangeDetail {
-  /** When the request's own bucket is not the one changed (a replicated change). */
-  bucket?: string;
-  key?: string;
-  versionId?: string;
-  bytes?: number;
-}
-
-function changeFacts(scope: AuditScope, change: ChangeDetail): AuditFacts {
-  return {
-    requestId: scope.requestId,
-    principal: scope.principal,
-    source: scope.source,
-    operation: scope.operation,
-    bucket: change.bucket ?? scope.bucket,
-    key: change.key ?? scope.key,
-    versionId: change.versionId ?? "",
-    // The change committed: the request succeeded as far as this entry is concerned.
-    status: 200,
-    errorCode: "",
-    bytes: change.bytes ?? 0,
-    detail: scope.detail ? JSON.stringify(scope.detail) : "",
   };
 }
 

@@ -17,6 +17,28 @@ type Prepare = (sql: string) => StatementSync;
 const COLUMNS = "seq, at, request_id, principal, source, operation, bucket, key, version_id, " +
   "status, error_code, bytes, detail, hash";
 
+const COLUMN_LIST = COLUMNS.split(", ");
+
+/** An entry's values in COLUMNS order. */
+function values(e: AuditEntry): SQLInputValue[] {
+  return [
+    e.seq,
+    e.at,
+    e.requestId,
+    e.principal,
+    e.source,
+    e.operation,
+    e.bucket,
+    e.key,
+    e.versionId,
+    e.status,
+    e.errorCode,
+    e.bytes,
+    e.detail,
+    e.hash,
+  ];
+}
+
 /** A row read in array mode, in COLUMNS order. */
 function toEntry(r: SQLInputValue[]): AuditEntry {
   return {
@@ -47,28 +69,11 @@ export class SqliteAudit {
 
   /** Appends one entry; must run inside the caller's transaction. */
   append(facts: AuditFacts, at = Date.now()): AuditEntry {
-    const head = this.head();
-    const entry = { ...facts, seq: head.seq + 1, at, hash: "" };
-    entry.hash = entryHash(head.hash, entry);
+    const entry = this.#chain(this.head(), facts, at);
     this.stmt(
-      `INSERT INTO audit_log (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO audit_log (${COLUMNS}) VALUES (${COLUMN_LIST.map(() => "?").join(", ")})`,
     )
-      .run(
-        entry.seq,
-        entry.at,
-        entry.requestId,
-        entry.principal,
-        entry.source,
-        entry.operation,
-        entry.bucket,
-        entry.key,
-        entry.versionId,
-        entry.status,
-        entry.errorCode,
-        entry.bytes,
-        entry.detail,
-        entry.hash,
-      );
+      .run(...values(entry));
     return entry;
   }
 
@@ -78,32 +83,18 @@ export class SqliteAudit {
    */
   appendMany(facts: AuditFacts[], at = Date.now()): void {
     if (facts.length === 0) return;
-    let head = this.head();
-    const rows = facts.map((f) => {
-      const entry = { ...f, seq: head.seq + 1, at, hash: "" };
-      entry.hash = entryHash(head.hash, entry);
-      head = entry;
-      return [
-        entry.seq,
-        entry.requestId,
-        entry.principal,
-        entry.source,
-        entry.operation,
-        entry.bucket,
-        entry.key,
-        entry.versionId,
-        entry.status,
-        entry.errorCode,
-        entry.bytes,
-        entry.detail,
-        entry.hash,
-      ];
-    });
-    const fields = Array.from({ length: 13 }, (_, i) => `value ->> ${i}`);
-    this.stmt(
-      `INSERT INTO audit_log (${COLUMNS}) SELECT ${fields[0]}, ?, ${fields.slice(1).join(", ")} ` +
-        "FROM json_each(?) ORDER BY key",
-    ).run(at, JSON.stringify(rows));
+    let head: AuditAnchor = this.head();
+    const rows = facts.map((f) => values(head = this.#chain(head, f, at)));
+    const fields = COLUMN_LIST.map((_, i) => `value ->> ${i}`).join(", ");
+    this.stmt(`INSERT INTO audit_log (${COLUMNS}) SELECT ${fields} FROM json_each(?) ORDER BY key`)
+      .run(JSON.stringify(rows));
+  }
+
+  /** The entry that follows `head`. */
+  #chain(head: AuditAnchor, facts: AuditFacts, at: number): AuditEntry {
+    const entry = { ...facts, seq: head.seq + 1, at, hash: "" };
+    entry.hash = entryHash(head.hash, entry);
+    return entry;
   }
 
   /** The newest entry's position and hash (the anchor's when every entry was pruned). */

@@ -1,11 +1,12 @@
 // The shared MetaStore on PostgreSQL (DESIGN.md §6): the same behaviour as SqliteMetaStore for
 // every method, for several server nodes on one database. Each change is one transaction; a
 // request's audit entry joins the transaction of its change (as SqliteMetaStore#change does).
+import { type ChangeDetail, changeFacts } from "../change_facts.ts";
 import { PgKms } from "./kms.ts";
 import { PgJobs } from "./jobs.ts";
 import { PgCluster } from "./cluster.ts";
 import type { BucketItem } from "../sqlite_cluster.ts";
-import { type AuditScope, currentAudit } from "../../audit/scope.ts";
+import { currentAudit } from "../../audit/scope.ts";
 import type { AuditAnchor, AuditEntry, AuditFacts } from "../../audit/chain.ts";
 import {
   type AuditQuery,
@@ -75,32 +76,6 @@ export interface PgOptions {
   audit?: boolean;
   /** This node's id when clustering is on: bucket changes are then queued for the others. */
   clusterNode?: string;
-}
-
-/** What a committed change adds to its request's audit facts. */
-interface ChangeDetail {
-  /** When the request's own bucket is not the one changed (a replicated change). */
-  bucket?: string;
-  key?: string;
-  versionId?: string;
-  bytes?: number;
-}
-
-function changeFacts(scope: AuditScope, change: ChangeDetail): AuditFacts {
-  return {
-    requestId: scope.requestId,
-    principal: scope.principal,
-    source: scope.source,
-    operation: scope.operation,
-    bucket: change.bucket ?? scope.bucket,
-    key: change.key ?? scope.key,
-    versionId: change.versionId ?? "",
-    // The change committed: the request succeeded as far as this entry is concerned.
-    status: 200,
-    errorCode: "",
-    bytes: change.bytes ?? 0,
-    detail: scope.detail ? JSON.stringify(scope.detail) : "",
-  };
 }
 
 function toBucket(row: Row): BucketRecord {
