@@ -347,4 +347,24 @@ summary {
   cursor: pointer;
   font-weight: 600;
 }
+.hint {
+  display: block;
+  color: var(--muted);
+}
+.hint:empty {
+  display: none;
+}
+.rules fieldset {
+  border: 0;
+  padding: 0;
+  margin: 0;
+}
+.rules legend {
+  font-weight: 600;
+  padding: 0;
+  margin-bottom: 0.5rem;
+}
+details > summary + * {
+  margin-top: 0.5rem;
+}
 `;
