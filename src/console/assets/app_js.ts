@@ -10,7 +10,7 @@ const PAGE_SIZE = 100;
 const SINGLE_PUT_MAX = 16 * 1024 * 1024;
 const PART_SIZE = 8 * 1024 * 1024;
 const PART_TRIES = 4;
-const state = { session: null, ldap: false };
+const state = { session: null, ldap: false, keepNotice: false };
 
 // ---------- DOM helpers ----------
 
@@ -40,12 +40,16 @@ function show(title, ...content) {
   m.focus();
 }
 
-/** A message for assistive technology and eyes: polite for news, an alert for refusals. */
-function notify(text, kind) {
+function clearNotices() {
   for (const id of ["alert", "status"]) {
     document.getElementById(id).textContent = "";
     document.getElementById(id).className = "notice";
   }
+}
+
+/** A message for assistive technology and eyes: polite for news, an alert for refusals. */
+function notify(text, kind) {
+  clearNotices();
   const box = document.getElementById(kind === "error" ? "alert" : "status");
   box.className = kind === "error" ? "notice error" : "notice ok";
   box.textContent = text;
@@ -279,9 +283,11 @@ function route() {
   return bucketsView();
 }
 
+/** Opens a screen as the result of an action: the action's message stays. */
 function go(hash) {
-  if (location.hash === hash) route();
-  else location.hash = hash;
+  if (location.hash === hash) return route();
+  state.keepNotice = true;
+  location.hash = hash;
 }
 
 // ---------- sign-in ----------
@@ -339,8 +345,8 @@ function signInView(message) {
       });
       state.session = await res.json();
       notify("Signed in as " + state.session.user + ".", "ok");
-      if (!location.hash || location.hash === "#/") location.hash = "#/buckets";
-      route();
+      if (!location.hash || location.hash === "#/") go("#/buckets");
+      else route();
     } catch (err) {
       notify(err.message, "error");
     }
@@ -1400,6 +1406,15 @@ function wholeProblem(value, label, min, max) {
   return "";
 }
 
+/** A rule name from the prefix ("logs/" -> "logs"), numbered when another rule has it. */
+function unusedName(prefix, others) {
+  const base = prefix.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "") || "all-keys";
+  const taken = new Set(others.map((r) => leaf(r, "ID")));
+  let name = base;
+  for (let n = 2; taken.has(name); n++) name = base + "-" + n;
+  return name;
+}
+
 const LIFECYCLE_RULES = {
   id: "lifecycle-rule",
   root: "LifecycleConfiguration",
@@ -1484,8 +1499,8 @@ const LIFECYCLE_RULES = {
       wholeProblem(v.noncurrent, "Delete older versions after", 1, 2147483647) ||
       wholeProblem(v.abort, "Abort unfinished uploads after", 1, 2147483647);
   },
-  write: (rule, v) => {
-    setLeaves(rule, "ID", [v.name || (v.prefix || "all") + "-" + Date.now()]);
+  write: (rule, v, others) => {
+    setLeaves(rule, "ID", [v.name || unusedName(v.prefix, others)]);
     if (!v.fixed.prefix) {
       // A legacy top-level Prefix becomes a Filter (a rule has one or the other).
       setLeaves(rule, "Prefix", []);
@@ -1648,7 +1663,7 @@ function rulesEditor(spec, current, saveDoc) {
       rule = draft.createElementNS(root.namespaceURI, spec.item);
       root.append(rule);
     }
-    const incomplete = spec.write(rule, values);
+    const incomplete = spec.write(rule, values, others);
     if (incomplete) return refuse(incomplete);
     await saveDoc(new XMLSerializer().serializeToString(draft));
   });
@@ -2307,9 +2322,12 @@ function filterForm(id, base, params, fields) {
   const form = el(
     "form",
     { class: "row card", id, role: "search" },
-    fields.map(([name, label, type]) => [
-      el("label", { for: id + "-" + name }, label),
-      el("input", {
+    fields.map(([name, label, type]) =>
+      el(
+        "span",
+        { class: "field" },
+        el("label", { for: id + "-" + name }, label),
+        el("input", {
         id: id + "-" + name,
         name,
         type: type === "time" ? "datetime-local" : "text",
@@ -2317,7 +2335,8 @@ function filterForm(id, base, params, fields) {
         value: type === "time" ? timeField(params.get(name)) : params.get(name) || "",
         autocomplete: "off",
       }),
-    ]),
+      )
+    ),
     el("button", { type: "submit" }, "Filter"),
   );
   form.addEventListener("submit", (e) => {
@@ -2419,10 +2438,10 @@ async function auditView(params) {
             "tr",
             {},
             el("td", {}, String(e.seq)),
-            el("td", {}, formatDate(e.time, true)),
+            el("td", { class: "time" }, formatDate(e.time, true)),
             el("td", {}, e.principal + " " + e.source),
             el("td", {}, e.operation),
-            el("td", {}, [e.bucket, e.key].filter(Boolean).join("/")),
+            el("td", { class: "target" }, [e.bucket, e.key].filter(Boolean).join("/")),
             el("td", {}, String(e.status) + (e.error_code ? " " + e.error_code : "")),
           )
         ),
@@ -2478,7 +2497,7 @@ async function errorsView(params) {
             el(
               "tr",
               {},
-              el("td", {}, formatDate(e.time, true)),
+              el("td", { class: "time" }, formatDate(e.time, true)),
               el("td", {}, e.level),
               el("td", {}, e.source),
               el("td", {}, e.code),
@@ -2569,7 +2588,7 @@ function factsOf(id, object) {
     "dl",
     { class: "facts", id },
     Object.entries(object).map(([k, v]) => [
-      el("dt", {}, k.replace(/_/g, " ")),
+      el("dt", {}, k.replace(/_/g, " ").replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase()),
       el("dd", {}, v !== null && typeof v === "object" ? JSON.stringify(v) : String(v)),
     ]),
   );
@@ -2816,7 +2835,13 @@ async function start() {
   } catch {
     state.session = null;
   }
-  globalThis.addEventListener("hashchange", route);
+  globalThis.addEventListener("hashchange", () => {
+    // A message does not follow the user to another screen, unless its action led there
+    // ("Folder created" on the new folder's screen).
+    if (!state.keepNotice) clearNotices();
+    state.keepNotice = false;
+    route();
+  });
   route();
 }
 
