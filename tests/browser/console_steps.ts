@@ -445,12 +445,20 @@ async function adminTour(
     );
     assertEquals((await rulesOf()).map((r) => r.Filter?.Prefix), ["logs/"]);
 
-    // Bucket tags from the XML example.
-    await page.click("#tagging-example");
-    await page.click("#tagging-save");
+    // Bucket tags, key=value a line: a key given twice is refused before sending.
+    await page.type("#bucket-tags-text", "team=blue\nteam=red");
+    await page.click("#bucket-tags-save");
+    await waitForText(page, "#bucket-tags-problem", "The key team is given twice");
+    await page.$eval("#bucket-tags-text", (e) => (e as unknown as HTMLInput).value = "");
+    await page.type("#bucket-tags-text", "team=blue\ncost-centre=4711");
+    await page.click("#bucket-tags-save");
     await waitForText(page, "#status", "Bucket tags saved");
     const bucketTags = await s3.send(new GetBucketTaggingCommand({ Bucket: BUCKET }));
-    assertEquals(bucketTags.TagSet, [{ Key: "team", Value: "blue" }]);
+    assertEquals(bucketTags.TagSet, [
+      { Key: "cost-centre", Value: "4711" },
+      { Key: "team", Value: "blue" },
+    ]);
+    await waitForText(page, "#bucket-tags-text", "cost-centre=4711");
 
     // CORS rules: an unknown method is refused before sending; a rule is added, changed, deleted.
     await page.type("#cors-rule-origin", "https://app.example.com");

@@ -1315,11 +1315,12 @@ async function bucketSettingsView(bucket) {
   );
 }
 
-/** Bucket configurations: each as its XML document, and the rules of some in forms. */
+/** Bucket configurations: each in a form, and as its XML document. */
 const CONFIGS = [
   {
     sub: "tagging",
     title: "Bucket tags",
+    form: bucketTagsForm,
     example: "<Tagging><TagSet>\n  <Tag><Key>team</Key><Value>blue</Value></Tag>\n" +
       "</TagSet></Tagging>",
   },
@@ -1706,6 +1707,59 @@ function rulesEditor(spec, current, saveDoc) {
   return el("div", { class: "rules" }, list, form);
 }
 
+/** What is wrong with tags given one a line as key=value, or "" when nothing is. */
+function tagLinesProblem(lines) {
+  const keys = new Set();
+  if (lines.length > 50) return "A bucket has at most 50 tags.";
+  for (const line of lines) {
+    const eq = line.indexOf("=");
+    const key = (eq < 0 ? line : line.slice(0, eq)).trim();
+    const value = eq < 0 ? "" : line.slice(eq + 1).trim();
+    if (!key) return "A tag has no key: " + line;
+    if (key.length > 128) return "The key " + key.slice(0, 20) + "… is over 128 characters.";
+    if (value.length > 256) return "The value of " + key + " is over 256 characters.";
+    if (keys.has(key)) return "The key " + key + " is given twice.";
+    keys.add(key);
+  }
+  return "";
+}
+
+/** The bucket's tags, one a line as key=value: checked, then saved (none removes them). */
+function bucketTagsForm(current, saveDoc) {
+  const doc = configDoc(current, "Tagging");
+  const lines = [...doc.getElementsByTagName("Tag")].map((t) =>
+    leaf(t, "Key") + "=" + leaf(t, "Value")
+  );
+  const area = el("textarea", { id: "bucket-tags-text", rows: 4, spellcheck: "false" }, lines.join("\n"));
+  const problem = el("p", { id: "bucket-tags-problem", "aria-live": "polite" });
+  const form = el(
+    "form",
+    { class: "card", id: "bucket-tags" },
+    el("label", { for: "bucket-tags-text" }, "One tag a line, key=value"),
+    area,
+    problem,
+    el("button", { type: "submit", class: "primary", id: "bucket-tags-save" }, "Save tags"),
+  );
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const given = area.value.split("\n").map((l) => l.trim()).filter(Boolean);
+    const wrong = tagLinesProblem(given);
+    if (wrong) {
+      problem.textContent = "Not saved: " + wrong;
+      problem.className = "notice error";
+      return;
+    }
+    const xml = "<Tagging><TagSet>" + given.map((l) => {
+      const eq = l.indexOf("=");
+      const k = (eq < 0 ? l : l.slice(0, eq)).trim();
+      const v = eq < 0 ? "" : l.slice(eq + 1).trim();
+      return "<Tag><Key>" + xmlEscape(k) + "</Key><Value>" + xmlEscape(v) + "</Value></Tag>";
+    }).join("") + "</TagSet></Tagging>";
+    await saveDoc(given.length === 0 ? "" : xml);
+  });
+  return form;
+}
+
 const LOCK_UNITS = { Days: 36500, Years: 100 };
 
 /** The default retention of a bucket with Object Lock: shown, changed, removed. */
@@ -1839,7 +1893,7 @@ function xmlProblem(source) {
   return "";
 }
 
-/** One configuration: its form (if it has one), and its XML: read, edit, check, save, remove. */
+/** One configuration: its form, and its XML: read, edit, check, save, remove. */
 async function xmlConfigEditor(box, path, c) {
   const heading = box.firstElementChild;
   let current = "";
@@ -1910,10 +1964,6 @@ async function xmlConfigEditor(box, path, c) {
       }, "Remove"),
     ),
   ];
-  if (!c.form) {
-    box.append(el("p", {}, current ? "Set." : "None set."), ...editor);
-    return;
-  }
   box.append(
     c.form(current, saveDoc),
     el(
