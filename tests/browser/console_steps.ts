@@ -16,6 +16,7 @@ import {
   HeadObjectCommand,
   ListBucketsCommand,
   PutObjectCommand,
+  PutObjectTaggingCommand,
 } from "@aws-sdk/client-s3";
 import type { Browser, Page } from "puppeteer-core";
 import { join } from "node:path";
@@ -561,6 +562,35 @@ async function adminTour(
     const restored = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: "docs/note.txt" }));
     assertEquals(await restored.Body!.transformToString(), "first words");
     await waitForText(page, "#preview pre", "first words");
+    // Metadata: a key that is no header name is refused on the page; then type and metadata are
+    // replaced (a copy onto itself), the content and tags kept.
+    const tagsOfNote = async () =>
+      (await s3.send(new GetObjectTaggingCommand({ Bucket: BUCKET, Key: "docs/note.txt" }))).TagSet;
+    await s3.send(
+      new PutObjectTaggingCommand({
+        Bucket: BUCKET,
+        Key: "docs/note.txt",
+        Tagging: { TagSet: [{ Key: "stage", Value: "draft" }] },
+      }),
+    );
+    await page.type("#meta-text", "bad key=1");
+    await page.click("#meta-save");
+    await waitForText(page, "#meta-problem", "may hold only letters");
+    await page.$eval("#meta-text", (e) => (e as unknown as HTMLInput).value = "");
+    await page.type("#meta-text", "author=ann\nReviewed=yes");
+    await page.$eval("#meta-type", (e) => (e as unknown as HTMLInput).value = "");
+    await page.type("#meta-type", "text/markdown");
+    await page.click("#meta-save");
+    await waitForText(page, "#status", "Metadata saved");
+    await waitForText(page, "#facts", "Metadata author");
+    const described = await s3.send(
+      new HeadObjectCommand({ Bucket: BUCKET, Key: "docs/note.txt" }),
+    );
+    assertEquals(described.Metadata, { author: "ann", reviewed: "yes" });
+    assertEquals(described.ContentType, "text/markdown");
+    const kept = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: "docs/note.txt" }));
+    assertEquals(await kept.Body!.transformToString(), "first words");
+    assertEquals(await tagsOfNote(), [{ Key: "stage", Value: "draft" }]);
 
     await page.goto(`${server.url}/console/#/o/${BUCKET}?key=docs%2Fred.png`);
     await page.waitForSelector("#preview img");

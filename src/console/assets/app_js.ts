@@ -1003,11 +1003,101 @@ async function objectView(bucket, key) {
     { "aria-labelledby": "versions-h", id: "versions" },
     el("h2", { id: "versions-h" }, "Versions"),
   );
-  main().append(details, actions, previewBox, linkBox, tagsBox, versionsBox);
+  const metaBox = el(
+    "section",
+    { "aria-labelledby": "meta-h", id: "metadata" },
+    el("h2", { id: "meta-h" }, "Metadata"),
+  );
+  main().append(details, actions, previewBox, linkBox, metaBox, tagsBox, versionsBox);
   preview(path, type, size, previewBox);
   presignForm(bucket, key, linkBox);
+  metadataEditor(bucket, key, h, meta, metaBox);
   tagsEditor(path, tagsBox);
   versionsList(bucket, key, versionsBox);
+}
+
+/** Headers a metadata change keeps as they are (a REPLACE copy would drop them). */
+const KEPT_HEADERS = [
+  "cache-control",
+  "content-disposition",
+  "content-encoding",
+  "content-language",
+  "expires",
+];
+
+/** What is wrong with metadata lines (key=value), or "" when nothing is. */
+function metadataProblem(lines) {
+  const keys = new Set();
+  let bytes = 0;
+  for (const line of lines) {
+    const eq = line.indexOf("=");
+    const key = (eq < 0 ? line : line.slice(0, eq)).trim().toLowerCase();
+    const value = eq < 0 ? "" : line.slice(eq + 1).trim();
+    if (!/^[a-z0-9._-]+$/.test(key)) {
+      return "the key " + (key || "(empty)") + " may hold only letters, digits, . _ and -";
+    }
+    if (!/^[\x20-\x7e]*$/.test(value)) return "the value of " + key + " is not plain ASCII";
+    if (keys.has(key)) return "the key " + key + " is given twice";
+    keys.add(key);
+    bytes += key.length + value.length;
+  }
+  return bytes > 2048 ? "metadata is limited to 2 KiB" : "";
+}
+
+/**
+ * The object's type and user metadata, changed by copying the object onto itself with the new
+ * metadata (a CopyObject with REPLACE: a new version when versioning is on; tags are kept).
+ */
+function metadataEditor(bucket, key, headers, meta, box) {
+  const path = "/" + encodeURIComponent(bucket) + "/" + encodeKey(key);
+  const typeInput = el("input", {
+    id: "meta-type",
+    value: headers.get("content-type") || "",
+    autocomplete: "off",
+    spellcheck: "false",
+  });
+  const area = el(
+    "textarea",
+    { id: "meta-text", rows: 3, spellcheck: "false" },
+    meta.map(([k, v]) => k + "=" + v).join("\n"),
+  );
+  const problem = el("p", { id: "meta-problem", "aria-live": "polite" });
+  const form = el(
+    "form",
+    { id: "meta-form" },
+    el("p", {}, el("label", { for: "meta-type" }, "Content type"), typeInput),
+    el("label", { for: "meta-text" }, "User metadata (x-amz-meta-*), one a line, key=value"),
+    area,
+    problem,
+    el("button", { type: "submit", id: "meta-save" }, "Save metadata"),
+  );
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const lines = area.value.split("\n").map((l) => l.trim()).filter(Boolean);
+    const wrong = metadataProblem(lines) ||
+      (/^[\x20-\x7e]*$/.test(typeInput.value) ? "" : "the content type is not plain ASCII");
+    if (wrong) {
+      problem.textContent = "Not saved: " + wrong + ".";
+      problem.className = "notice error";
+      return;
+    }
+    const out = {
+      "x-amz-copy-source": path,
+      "x-amz-metadata-directive": "REPLACE",
+    };
+    if (typeInput.value.trim()) out["content-type"] = typeInput.value.trim();
+    for (const name of KEPT_HEADERS) {
+      if (headers.get(name)) out[name] = headers.get(name);
+    }
+    for (const line of lines) {
+      const eq = line.indexOf("=");
+      const k = (eq < 0 ? line : line.slice(0, eq)).trim().toLowerCase();
+      out["x-amz-meta-" + k] = eq < 0 ? "" : line.slice(eq + 1).trim();
+    }
+    const ok = await attempt(() => s3("PUT", path, { headers: out }), "Metadata saved.");
+    if (ok) objectView(bucket, key);
+  });
+  box.append(form);
 }
 
 async function preview(path, type, size, box) {
