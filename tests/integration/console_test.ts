@@ -432,6 +432,23 @@ Deno.test("console: directory (LDAP) sign-in against a real slapd", async () => 
     assertEquals([viaShare.status, await viaShare.text()], [200, "plan"]);
     const mine = await (await call(server, s, "GET", "shares")).json();
     assertEquals(mine.shares.map((x: { id: string }) => x.id), [shareBody.id]);
+    // The same through the share API, with a token issued for the directory account.
+    const issued = await fetch(`${server.url}/api/v1/tokens`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ldap_username: "alice", ldap_password: "alice-pw" }),
+    });
+    const { token } = await issued.json();
+    assertEquals(issued.status, 201);
+    const viaApi = await fetch(`${server.url}/api/v1/shares`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+      body: JSON.stringify({ bucket: "eng-data", permissions: ["read"], expires_in: 60 }),
+    });
+    const apiShare = await viaApi.json();
+    assertEquals([viaApi.status, apiShare.creator], [201, "ldap:alice"]);
+    const apiRead = await fetch(`${apiShare.url}plan.txt`);
+    assertEquals([apiRead.status, await apiRead.text()], [200, "plan"]);
     const second = await (await share(["list"])).json();
     const revoked = await call(server, s, "DELETE", `shares/${second.id}`);
     assertEquals(revoked.status, 204);
