@@ -905,6 +905,12 @@ async function directoryTour(chromium: Chromium) {
     await alice.type("#secret", "bob-pw");
     await alice.click('#sign-in button[type="submit"]');
     await waitForText(alice, "#alert", "The directory does not answer");
+    // The error log is written after the answer: wait until it holds the entry.
+    for (let i = 0; i < 50; i++) {
+      const logged = await adminApi(server, "GET", "/errors?code=directory_unavailable");
+      if ((logged.json!.errors as unknown[]).length > 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     const after = new Date(Date.now() + 1000).toISOString().slice(0, 19);
     const setField = (sel: string, value: string) =>
       page.$eval(sel, (e, v) => (e as unknown as HTMLInput).value = v as string, value);
