@@ -15,6 +15,7 @@ import {
   HeadBucketCommand,
   HeadObjectCommand,
   ListBucketsCommand,
+  PutBucketVersioningCommand,
   PutObjectCommand,
   PutObjectTaggingCommand,
 } from "@aws-sdk/client-s3";
@@ -196,6 +197,21 @@ async function adminTour(
     await waitForText(page, "#lock-summary", "no default retention");
     const unlocked = await lockOf();
     assertEquals([unlocked?.ObjectLockEnabled, unlocked?.Rule], ["Enabled", undefined]);
+    // Object Lock turned on later, for a bucket with versioning on.
+    await s3.send(new CreateBucketCommand({ Bucket: "lock-later" }));
+    await s3.send(
+      new PutBucketVersioningCommand({
+        Bucket: "lock-later",
+        VersioningConfiguration: { Status: "Enabled" },
+      }),
+    );
+    await page.goto(`${server.url}/console/#/settings/lock-later`);
+    await waitForText(page, "#lock-summary", "Object Lock is off");
+    await page.click("#lock-enable");
+    await confirm(page);
+    await waitForText(page, "#lock-summary", "no default retention");
+    const later = await s3.send(new GetObjectLockConfigurationCommand({ Bucket: "lock-later" }));
+    assertEquals(later.ObjectLockConfiguration?.ObjectLockEnabled, "Enabled");
     await page.goto(`${server.url}/console/#/buckets`);
     await page.waitForSelector("#buckets");
 
@@ -653,7 +669,8 @@ async function adminTour(
       return ops.length > 0 && ops.every((op) => op === "CreateBucket");
     })()`);
     assert(page.url().endsWith("#/audit?operation=CreateBucket"), page.url());
-    // Date filters (UTC): from the whole second between the two buckets made here, and until it.
+    // Date filters (UTC): from the whole second between the first two buckets made here (the
+    // others come later), and until it.
     const targets = () =>
       page.$$eval("#audit tbody tr td:nth-child(5)", (tds) => tds.map((td) => td.textContent));
     const cutField = new Date(cutAt).toISOString().slice(0, 19);
@@ -663,7 +680,7 @@ async function adminTour(
     await page.click("#audit-filter button[type=submit]");
     await page.waitForFunction(`location.hash.includes("since=")`);
     await waitForText(page, "#audit", "locked-bucket");
-    assertEquals(await targets(), ["locked-bucket"]);
+    assertEquals(await targets(), ["locked-bucket", "lock-later"]);
     await assertContrast(page);
     await shot(page, "11b-audit-since");
     await setField("#audit-filter-since", "");
@@ -699,6 +716,7 @@ async function adminTour(
     await waitForText(page, "main", "No notification targets");
     await shot(page, "14-notifications");
     // Metrics: protocol traffic while the page samples shows up in the request chart.
+    const openedAt = Date.now();
     await page.goto(`${server.url}/console/#/metrics`);
     for (let i = 0; i < 12; i++) {
       await s3.send(new HeadBucketCommand({ Bucket: BUCKET }));
@@ -710,6 +728,10 @@ async function adminTour(
     );
     const caption = await page.$eval("#charts figcaption", (e) => e.textContent ?? "");
     assert(/^Requests: .*\(peak (?!0\.00)/.test(caption), caption);
+    // The charts begin with the server's own samples from before the page opened.
+    const spanText = await page.$eval("#metrics-span", (e) => e.textContent ?? "");
+    const from = Date.parse(spanText.slice(5, 24).replace(" ", "T") + "Z");
+    assert(from < openedAt - 5000, `the charts start before the page opened: ${spanText}`);
     await shot(page, "15-metrics");
 
     // CSRF: a change without the page's token is refused, and changes nothing.

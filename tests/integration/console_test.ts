@@ -170,6 +170,8 @@ Deno.test("console: page, cookie flags, CSRF, cross-origin, roles, sign-out", as
       assert((await write.text()).includes("<Code>AccessDenied</Code>"));
       const admin = await call(server, s, "GET", "admin/users");
       assertEquals([admin.status, await errorCode(admin)], [403, "admin_only"]);
+      const history = await call(server, s, "GET", "metrics/history");
+      assertEquals([history.status, await errorCode(history)], [403, "admin_only"]);
       const link = await call(server, s, "POST", "presign", {
         body: JSON.stringify({ bucket: "media", key: "real.txt", expires_in: 60 }),
         headers: { "content-type": "application/json" },
@@ -268,6 +270,14 @@ Deno.test("console: page, cookie flags, CSRF, cross-origin, roles, sign-out", as
       const metrics = await call(server, s, "GET", "metrics");
       assertEquals(metrics.status, 200);
       assert((await metrics.text()).includes("store_requests_total"));
+      // The last hour's totals, sampled by the server from its start (every 10 s).
+      const history = await (await call(server, s, "GET", "metrics/history")).json();
+      assertEquals(history.interval_seconds, 10);
+      const first = history.samples[0];
+      assert(history.samples.length >= 1 && first.at <= Date.now(), JSON.stringify(history));
+      for (const field of ["requests", "received", "sent", "seconds"]) {
+        assert(typeof first[field] === "number" && first[field] >= 0, field);
+      }
     });
 
     await t.step("sign-out ends the session on the server", async () => {

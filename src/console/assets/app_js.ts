@@ -1856,9 +1856,27 @@ const LOCK_UNITS = { Days: 36500, Years: 100 };
 function lockForm(current, saveDoc) {
   if (!current) {
     return el(
-      "p",
-      { id: "lock-summary" },
-      "Object Lock is off for this bucket (it is turned on when a bucket is created).",
+      "div",
+      {},
+      el(
+        "p",
+        { id: "lock-summary" },
+        "Object Lock is off for this bucket. It can be turned on once versioning is on, and then " +
+          "never turned off.",
+      ),
+      el("button", {
+        type: "button",
+        id: "lock-enable",
+        onclick: async () => {
+          if (!(await ask("Turn Object Lock on? It cannot be turned off again.", "Turn on"))) {
+            return;
+          }
+          await saveDoc(
+            "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>" +
+              "</ObjectLockConfiguration>",
+          );
+        },
+      }, "Turn Object Lock on"),
     );
   }
   const doc = configDoc(current, "ObjectLockConfiguration");
@@ -2918,34 +2936,53 @@ function chart(title, values, unit) {
   );
 }
 
-function metricsView() {
+/** Samples older than this are dropped from the charts. */
+const CHART_SPAN_MS = 3600 * 1000;
+
+async function metricsView() {
   const box = el(
     "div",
     { id: "charts", class: "charts" },
-    el("p", {}, "Sampling every 5 seconds (the first points within 2 seconds)…"),
+    el("p", {}, "Reading the last hour…"),
   );
+  const span = el("p", { id: "metrics-span", "aria-live": "polite" });
   show(
     "Metrics",
-    el("p", {}, "Requests, bytes and latency since this page opened, from /metrics."),
+    el(
+      "p",
+      {},
+      "Requests, bytes and latency: the last hour from the samples the server keeps every 10 " +
+        "seconds, then a sample every 5 seconds while this page is open.",
+    ),
+    span,
     box,
   );
   const samples = [];
+  try {
+    const history = await (await request("GET", "/console/api/metrics/history")).json();
+    samples.push(...history.samples);
+  } catch (err) {
+    box.replaceChildren(el("p", { role: "alert", class: "notice error" }, err.message));
+    return;
+  }
   const hash = location.hash;
   const tick = async () => {
     if (location.hash !== hash || !state.session) return;
     try {
       const res = await request("GET", "/console/api/metrics");
-      samples.push({ at: performance.now(), ...metricTotals(await res.text()) });
+      samples.push({ at: Date.now(), ...metricTotals(await res.text()) });
     } catch (err) {
       box.replaceChildren(el("p", { role: "alert", class: "notice error" }, err.message));
       return;
     }
-    if (samples.length > 61) samples.shift();
+    while (samples.length > 2 && samples[samples.length - 1].at - samples[0].at > CHART_SPAN_MS) {
+      samples.shift();
+    }
     const rates = { requests: [], received: [], sent: [], latency: [] };
     for (let i = 1; i < samples.length; i++) {
       const a = samples[i - 1];
       const b = samples[i];
-      const dt = (b.at - a.at) / 1000;
+      const dt = Math.max(b.at - a.at, 1) / 1000;
       const n = b.requests - a.requests;
       rates.requests.push(n / dt);
       rates.received.push((b.received - a.received) / dt / 1024);
@@ -2953,6 +2990,8 @@ function metricsView() {
       rates.latency.push(n > 0 ? ((b.seconds - a.seconds) / n) * 1000 : 0);
     }
     if (samples.length > 2) {
+      span.textContent = "From " + formatDate(new Date(samples[0].at).toISOString(), true) +
+        " to now (" + samples.length + " samples).";
       box.replaceChildren(
         chart("Requests", rates.requests, "per second"),
         chart("Received", rates.received, "KiB/s"),
