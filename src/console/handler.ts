@@ -127,11 +127,18 @@ export class Console {
         const id = route.slice("shares/".length);
         return await principalSharesRoute(req, this.deps, principal, id ? decoded(id) : undefined);
       }
-      if (route === "metrics" && req.method === "GET") {
+      if ((route === "metrics" || route === "metrics/history") && req.method === "GET") {
         if (principal.kind !== "admin") {
           throw new ApiError(403, "admin_only", "Only the administrator may do this.");
         }
-        return new Response(await this.deps.ops.metrics.render(), {
+        const metrics = this.deps.ops.metrics;
+        if (route === "metrics/history") {
+          return jsonResponse(200, {
+            interval_seconds: metrics.history.intervalMs / 1000,
+            samples: metrics.history.samples(),
+          });
+        }
+        return new Response(await metrics.render(), {
           headers: { "content-type": "text/plain; charset=utf-8" },
         });
       }

@@ -5,6 +5,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { Principal } from "../auth/principal.ts";
 import { SignInLimiter } from "../auth/sign_in_limiter.ts";
 import { DirectoryError } from "../auth/ldap/directory.ts";
+import { log } from "../log.ts";
 import { ldapSignIn, SignInThrottled } from "../auth/ldap/sign_in.ts";
 import { SESSION_KEY_PREFIX } from "../auth/sts/sessions.ts";
 import { ApiError } from "../api/json.ts";
@@ -103,6 +104,11 @@ export class ConsoleSignIn {
       if (err instanceof SignInThrottled) throw throttled(err.retryAfter);
       if (err instanceof DirectoryError) {
         if (err.reason === "unavailable") {
+          log("warn", "LDAP sign-in failed: directory unreachable", {
+            source: "console",
+            code: "directory_unavailable",
+            error: err.message,
+          });
           throw new ApiError(503, "directory_unavailable", "The directory does not answer.");
         }
         throw new ApiError(401, "sign_in_failed", "The user name or password is not right.");

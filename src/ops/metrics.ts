@@ -11,6 +11,7 @@ import type { DriveMonitor } from "../storage/drive_monitor.ts";
 import type { Healer } from "../storage/healer.ts";
 import type { Scrubber } from "../workers/scrubber.ts";
 import { Exposition, Histogram } from "./prometheus.ts";
+import { type RequestTotals, TotalsHistory } from "./metrics_history.ts";
 
 /** Seconds: from a fast inline GET to a large upload. */
 const LATENCY_BOUNDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -45,6 +46,8 @@ export class Metrics {
   #loopMax = 0;
   #openConnections: () => number = () => 0;
   readonly #timer: ReturnType<typeof setInterval>;
+  /** The request totals of the last hour, for the web console's charts. */
+  readonly history = new TotalsHistory();
 
   constructor(readonly sources: MetricSources) {
     let expected = performance.now() + LOOP_SAMPLE_MS;
@@ -54,7 +57,19 @@ export class Metrics {
       this.#loop.observe(late);
       this.#loopMax = Math.max(this.#loopMax, late);
       expected = now + LOOP_SAMPLE_MS;
+      this.history.offer(Date.now(), () => this.totals());
     }, LOOP_SAMPLE_MS);
+  }
+
+  /** Every request so far: how many, bytes in and out, seconds spent. */
+  totals(): RequestTotals {
+    const sum = (values: Iterable<number>) => [...values].reduce((a, b) => a + b, 0);
+    return {
+      requests: sum(this.#requests.values()),
+      received: sum(this.#bytesIn.values()),
+      sent: sum(this.#bytesOut.values()),
+      seconds: sum([...this.#latency.values()].map((h) => h.sum)),
+    };
   }
 
   /** Where the open-connection count comes from (the listener starts after the metrics). */

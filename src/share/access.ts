@@ -4,6 +4,7 @@
 import type { AccessControl, RequestFacts, Verdict } from "../auth/access.ts";
 import { ADMIN_ID } from "../auth/admin_credentials.ts";
 import { type Credentials, userPrincipal } from "../auth/credentials.ts";
+import { LDAP_ID_PREFIX } from "../auth/ldap/service.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { BucketRecord, MetaStore, ShareRecord } from "../meta/store.ts";
 import { S3Error } from "../http/errors.ts";
@@ -31,16 +32,38 @@ export function shareState(share: ShareRecord | undefined, now: number): ShareRe
   return share;
 }
 
-/** The creator as a principal; refused when the account is gone or disabled. */
+const CREATOR_DISABLED = "The account that shared this is disabled.";
+
+/**
+ * The creator as a principal; refused when the account is gone or disabled. A directory user is
+ * as the directory and the mappings have it now (its groups re-read after STORE_LDAP_CACHE_TTL),
+ * as for its token and console sessions.
+ */
 export async function creatorOf(
   share: ShareRecord,
   meta: MetaStore,
   credentials: Credentials,
 ): Promise<Principal> {
   if (share.creator === ADMIN_ID) return credentials.adminPrincipal();
+  if (share.creator.startsWith(LDAP_ID_PREFIX)) {
+    const ldap = credentials.ldap;
+    if (!ldap) throw new ShareRefusal(403, "creator_disabled", CREATOR_DISABLED);
+    const identity = await ldap.identity(share.creator.slice(LDAP_ID_PREFIX.length));
+    if (!identity) {
+      // Not seen since the server started, and the directory does not answer.
+      throw new ShareRefusal(
+        503,
+        "directory_unavailable",
+        "The directory that vouches for this share cannot be reached; try again later.",
+        { "retry-after": "30" },
+      );
+    }
+    if (identity.disabled) throw new ShareRefusal(403, "creator_disabled", CREATOR_DISABLED);
+    return await ldap.principal(identity);
+  }
   const user = await meta.getUser({ id: share.creator });
   if (!user || !user.enabled) {
-    throw new ShareRefusal(403, "creator_disabled", "The account that shared this is disabled.");
+    throw new ShareRefusal(403, "creator_disabled", CREATOR_DISABLED);
   }
   return userPrincipal(user);
 }

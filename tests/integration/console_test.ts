@@ -170,6 +170,8 @@ Deno.test("console: page, cookie flags, CSRF, cross-origin, roles, sign-out", as
       assert((await write.text()).includes("<Code>AccessDenied</Code>"));
       const admin = await call(server, s, "GET", "admin/users");
       assertEquals([admin.status, await errorCode(admin)], [403, "admin_only"]);
+      const history = await call(server, s, "GET", "metrics/history");
+      assertEquals([history.status, await errorCode(history)], [403, "admin_only"]);
       const link = await call(server, s, "POST", "presign", {
         body: JSON.stringify({ bucket: "media", key: "real.txt", expires_in: 60 }),
         headers: { "content-type": "application/json" },
@@ -239,6 +241,26 @@ Deno.test("console: page, cookie flags, CSRF, cross-origin, roles, sign-out", as
       const signIns = (await audit.json()).entries as { principal: string; status: number }[];
       assert(signIns.some((e) => e.principal === "admin:testadmin" && e.status === 200));
       assert(signIns.some((e) => e.status === 401), "failed sign-ins are recorded too");
+      // The screens' date filters (UTC, to the second) reach the API as since/until: a sign-in
+      // after the next whole second is the only one from then on.
+      const cutAt = Math.ceil((Date.now() + 1) / 1000) * 1000;
+      await new Promise((r) => setTimeout(r, cutAt - Date.now() + 20));
+      await signIn(server);
+      const cut = new Date(cutAt).toISOString().slice(0, 19) + "Z";
+      const window = async (q: string) =>
+        ((await (await call(server, s, "GET", `admin/audit?${q}`)).json()).entries as {
+          time: string;
+        }[]).map((e) => Date.parse(e.time));
+      const before = await window(`operation=Console%3APOST%20sign-in&until=${cut}`);
+      const after = await window(`operation=Console%3APOST%20sign-in&since=${cut}`);
+      assertEquals(before.length, signIns.length);
+      assert(before.every((t) => t < cutAt), String(before));
+      assertEquals(after.length, 1);
+      assert(after[0] >= cutAt, String(after));
+      const errors = await call(server, s, "GET", `admin/errors?since=${cut}&until=${cut}`);
+      assertEquals([errors.status, (await errors.json()).errors], [200, []]);
+      const bad = await call(server, s, "GET", "admin/errors?since=yesterday-ish");
+      assertEquals([bad.status, await errorCode(bad)], [400, "invalid_field"]);
       const all = await (await call(server, s, "GET", "buckets")).json();
       assertEquals(
         all.buckets.map((b: { name: string; access: string }) => `${b.name}:${b.access}`),
@@ -248,6 +270,14 @@ Deno.test("console: page, cookie flags, CSRF, cross-origin, roles, sign-out", as
       const metrics = await call(server, s, "GET", "metrics");
       assertEquals(metrics.status, 200);
       assert((await metrics.text()).includes("store_requests_total"));
+      // The last hour's totals, sampled by the server from its start (every 10 s).
+      const history = await (await call(server, s, "GET", "metrics/history")).json();
+      assertEquals(history.interval_seconds, 10);
+      const first = history.samples[0];
+      assert(history.samples.length >= 1 && first.at <= Date.now(), JSON.stringify(history));
+      for (const field of ["requests", "received", "sent", "seconds"]) {
+        assert(typeof first[field] === "number" && first[field] >= 0, field);
+      }
     });
 
     await t.step("sign-out ends the session on the server", async () => {
@@ -345,17 +375,18 @@ Deno.test("console: off with STORE_CONSOLE_ENABLED=false", async () => {
 Deno.test("console: directory (LDAP) sign-in against a real slapd", async () => {
   const slapd = await createSlapd();
   await slapd.start();
-  const server = await startServer({
-    env: {
-      STORE_LDAP_ENABLED: "true",
-      STORE_LDAP_URL: slapd.url,
-      STORE_LDAP_BASE_DN: SUFFIXES.openldap,
-      STORE_LDAP_BIND_DN: `cn=reader,${SUFFIXES.openldap}`,
-      STORE_LDAP_BIND_PASSWORD: READER_PASSWORD,
-      STORE_LDAP_GROUP_BASE_DN: `ou=groups,${SUFFIXES.openldap}`,
-      STORE_SIGNIN_LIMIT: "3",
-    },
-  });
+  const ldapEnv = {
+    STORE_LDAP_ENABLED: "true",
+    STORE_LDAP_URL: slapd.url,
+    STORE_LDAP_BASE_DN: SUFFIXES.openldap,
+    STORE_LDAP_BIND_DN: `cn=reader,${SUFFIXES.openldap}`,
+    STORE_LDAP_BIND_PASSWORD: READER_PASSWORD,
+    STORE_LDAP_GROUP_BASE_DN: `ou=groups,${SUFFIXES.openldap}`,
+    STORE_LDAP_TIMEOUT: "2",
+    STORE_SIGNIN_LIMIT: "3",
+  };
+  const server = await startServer({ env: ldapEnv });
+  let restarted: TestServer | undefined;
   const s3 = s3Client(server);
   try {
     const config = await (await fetch(`${server.url}/console/api/config`)).json();
@@ -395,11 +426,61 @@ Deno.test("console: directory (LDAP) sign-in against a real slapd", async () => 
       headers: { "content-type": "application/json" },
     });
     assertEquals([link.status, await errorCode(link)], [400, "no_signing_key"]);
-    // The session's access follows the mappings as they are now, as token sessions do.
+    // Share links: a directory user shares what its mappings let it read, not more; the share
+    // works for anyone and is listed and revocable as theirs.
+    const share = (permissions: string[]) =>
+      call(server, s, "POST", "shares", {
+        body: JSON.stringify({ bucket: "eng-data", prefix: "", permissions, expires_in: 600 }),
+        headers: { "content-type": "application/json" },
+      });
+    const tooMuch = await share(["read", "write"]);
+    assertEquals([tooMuch.status, await errorCode(tooMuch)], [403, "access_denied"]);
+    const made = await share(["read", "list"]);
+    const shareBody = await made.json();
+    assertEquals([made.status, shareBody.creator], [201, "ldap:alice"]);
+    const viaShare = await fetch(`${shareBody.url}plan.txt`);
+    assertEquals([viaShare.status, await viaShare.text()], [200, "plan"]);
+    const mine = await (await call(server, s, "GET", "shares")).json();
+    assertEquals(mine.shares.map((x: { id: string }) => x.id), [shareBody.id]);
+    // The same through the share API, with a token issued for the directory account.
+    const issued = await fetch(`${server.url}/api/v1/tokens`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ldap_username: "alice", ldap_password: "alice-pw" }),
+    });
+    const { token } = await issued.json();
+    assertEquals(issued.status, 201);
+    const viaApi = await fetch(`${server.url}/api/v1/shares`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+      body: JSON.stringify({ bucket: "eng-data", permissions: ["read"], expires_in: 60 }),
+    });
+    const apiShare = await viaApi.json();
+    assertEquals([viaApi.status, apiShare.creator], [201, "ldap:alice"]);
+    const apiRead = await fetch(`${apiShare.url}plan.txt`);
+    assertEquals([apiRead.status, await apiRead.text()], [200, "plan"]);
+    const second = await (await share(["list"])).json();
+    const revoked = await call(server, s, "DELETE", `shares/${second.id}`);
+    assertEquals(revoked.status, 204);
+    const gone = await fetch(second.url, { headers: { accept: "application/json" } });
+    assertEquals([gone.status, await errorCode(gone)], [410, "share_revoked"]);
+    // The session's access follows the mappings as they are now, as token sessions do; so does
+    // the share's, decided for its creator at every use.
     assertEquals((await adminApi(server, "DELETE", "/ldap/groups/engineers")).status, 204);
     const unmapped = await call(server, s, "GET", "s3/eng-data/plan.txt");
     assertEquals(unmapped.status, 403);
     await unmapped.body?.cancel();
+    const unshared = await fetch(`${shareBody.url}plan.txt`, {
+      headers: { accept: "application/json" },
+    });
+    assertEquals(unshared.status, 403);
+    const refusal = await errorCode(unshared);
+    assert(["creator_lacks_access", "AccessDenied"].includes(refusal), refusal);
+    await adminApi(server, "PUT", "/ldap/groups/engineers", {
+      bucket_access: [{ bucket: "eng-data", permission: "read" }],
+    });
+    const again = await fetch(`${shareBody.url}plan.txt`);
+    assertEquals([again.status, await again.text()], [200, "plan"]);
 
     // Wrong passwords count per user name: the third locks "bob" out, right password or not.
     for (let i = 0; i < 3; i++) {
@@ -408,9 +489,22 @@ Deno.test("console: directory (LDAP) sign-in against a real slapd", async () => 
     }
     const locked = await ldapSignIn("bob", "bob-pw");
     assertEquals([locked.status, await errorCode(locked)], [429, "too_many_attempts"]);
+
+    // A restarted server whose directory does not answer cannot vouch for the creator yet.
+    await server.stop();
+    await slapd.stop();
+    restarted = await startServer({ dataDir: server.dataDir, env: ldapEnv });
+    const unavailable = await fetch(`${shareBody.url.replace(server.url, restarted.url)}plan.txt`, {
+      headers: { accept: "application/json" },
+    });
+    assertEquals([unavailable.status, await errorCode(unavailable)], [
+      503,
+      "directory_unavailable",
+    ]);
   } finally {
     s3.destroy();
     await server.stop();
+    await restarted?.stop();
     await slapd.dispose();
     await Deno.remove(server.dataDir, { recursive: true }).catch(() => {});
   }

@@ -140,6 +140,11 @@ textarea {
   min-height: 2.5rem;
   max-width: 100%;
 }
+input[type="checkbox"],
+input[type="radio"] {
+  min-height: 0;
+  vertical-align: middle;
+}
 textarea {
   width: 100%;
   font-family: ui-monospace, monospace;
@@ -220,7 +225,8 @@ th {
   color: var(--muted);
   font-weight: 600;
 }
-td.actions {
+td.actions,
+span.actions {
   display: flex;
   flex-wrap: wrap;
   gap: 0.35rem;
@@ -346,5 +352,37 @@ figure {
 summary {
   cursor: pointer;
   font-weight: 600;
+}
+.field {
+  display: inline-flex;
+  flex-wrap: wrap;
+  align-items: center;
+  gap: 0.5rem;
+}
+td.time {
+  white-space: nowrap;
+}
+td.target {
+  overflow-wrap: anywhere;
+}
+.hint {
+  display: block;
+  color: var(--muted);
+}
+.hint:empty {
+  display: none;
+}
+.rules fieldset {
+  border: 0;
+  padding: 0;
+  margin: 0;
+}
+.rules legend {
+  font-weight: 600;
+  padding: 0;
+  margin-bottom: 0.5rem;
+}
+details > summary + * {
+  margin-top: 0.5rem;
 }
 `;

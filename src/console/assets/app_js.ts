@@ -10,7 +10,7 @@ const PAGE_SIZE = 100;
 const SINGLE_PUT_MAX = 16 * 1024 * 1024;
 const PART_SIZE = 8 * 1024 * 1024;
 const PART_TRIES = 4;
-const state = { session: null, ldap: false };
+const state = { session: null, ldap: false, keepNotice: false };
 
 // ---------- DOM helpers ----------
 
@@ -40,12 +40,16 @@ function show(title, ...content) {
   m.focus();
 }
 
-/** A message for assistive technology and eyes: polite for news, an alert for refusals. */
-function notify(text, kind) {
+function clearNotices() {
   for (const id of ["alert", "status"]) {
     document.getElementById(id).textContent = "";
     document.getElementById(id).className = "notice";
   }
+}
+
+/** A message for assistive technology and eyes: polite for news, an alert for refusals. */
+function notify(text, kind) {
+  clearNotices();
   const box = document.getElementById(kind === "error" ? "alert" : "status");
   box.className = kind === "error" ? "notice error" : "notice ok";
   box.textContent = text;
@@ -67,8 +71,9 @@ function formatSize(bytes) {
   return u === 0 ? bytes + " B" : v.toFixed(v < 10 ? 1 : 0) + " " + units[u];
 }
 
-function formatDate(iso) {
-  return iso ? new Date(iso).toISOString().slice(0, 16).replace("T", " ") + " UTC" : "";
+function formatDate(iso, seconds) {
+  const text = iso ? new Date(iso).toISOString().slice(0, seconds ? 19 : 16) : "";
+  return text ? text.replace("T", " ") + " UTC" : "";
 }
 
 function encodeKey(key) {
@@ -225,8 +230,7 @@ function renderFrame() {
     nav.replaceChildren();
     return;
   }
-  const links = [["#/buckets", "Buckets"]];
-  if (s.via === "key") links.push(["#/shares", "Shares"]);
+  const links = [["#/buckets", "Buckets"], ["#/shares", "Shares"]];
   if (s.kind === "admin") {
     links.push(["#/users", "Users"]);
     if (state.ldap) links.push(["#/directory", "Directory"]);
@@ -279,9 +283,11 @@ function route() {
   return bucketsView();
 }
 
+/** Opens a screen as the result of an action: the action's message stays. */
 function go(hash) {
-  if (location.hash === hash) route();
-  else location.hash = hash;
+  if (location.hash === hash) return route();
+  state.keepNotice = true;
+  location.hash = hash;
 }
 
 // ---------- sign-in ----------
@@ -339,8 +345,8 @@ function signInView(message) {
       });
       state.session = await res.json();
       notify("Signed in as " + state.session.user + ".", "ok");
-      if (!location.hash || location.hash === "#/") location.hash = "#/buckets";
-      route();
+      if (!location.hash || location.hash === "#/") go("#/buckets");
+      else route();
     } catch (err) {
       notify(err.message, "error");
     }
@@ -609,7 +615,7 @@ async function objectsView(bucket, params) {
     ),
     table,
     pager,
-    state.session.via === "key" ? shareForm(bucket, prefix) : null,
+    shareForm(bucket, prefix),
   );
   document.title = bucket + "/" + prefix + " · Console";
   let page = 0;
@@ -997,11 +1003,101 @@ async function objectView(bucket, key) {
     { "aria-labelledby": "versions-h", id: "versions" },
     el("h2", { id: "versions-h" }, "Versions"),
   );
-  main().append(details, actions, previewBox, linkBox, tagsBox, versionsBox);
+  const metaBox = el(
+    "section",
+    { "aria-labelledby": "meta-h", id: "metadata" },
+    el("h2", { id: "meta-h" }, "Metadata"),
+  );
+  main().append(details, actions, previewBox, linkBox, metaBox, tagsBox, versionsBox);
   preview(path, type, size, previewBox);
   presignForm(bucket, key, linkBox);
+  metadataEditor(bucket, key, h, meta, metaBox);
   tagsEditor(path, tagsBox);
   versionsList(bucket, key, versionsBox);
+}
+
+/** Headers a metadata change keeps as they are (a REPLACE copy would drop them). */
+const KEPT_HEADERS = [
+  "cache-control",
+  "content-disposition",
+  "content-encoding",
+  "content-language",
+  "expires",
+];
+
+/** What is wrong with metadata lines (key=value), or "" when nothing is. */
+function metadataProblem(lines) {
+  const keys = new Set();
+  let bytes = 0;
+  for (const line of lines) {
+    const eq = line.indexOf("=");
+    const key = (eq < 0 ? line : line.slice(0, eq)).trim().toLowerCase();
+    const value = eq < 0 ? "" : line.slice(eq + 1).trim();
+    if (!/^[a-z0-9._-]+$/.test(key)) {
+      return "the key " + (key || "(empty)") + " may hold only letters, digits, . _ and -";
+    }
+    if (!/^[\x20-\x7e]*$/.test(value)) return "the value of " + key + " is not plain ASCII";
+    if (keys.has(key)) return "the key " + key + " is given twice";
+    keys.add(key);
+    bytes += key.length + value.length;
+  }
+  return bytes > 2048 ? "metadata is limited to 2 KiB" : "";
+}
+
+/**
+ * The object's type and user metadata, changed by copying the object onto itself with the new
+ * metadata (a CopyObject with REPLACE: a new version when versioning is on; tags are kept).
+ */
+function metadataEditor(bucket, key, headers, meta, box) {
+  const path = "/" + encodeURIComponent(bucket) + "/" + encodeKey(key);
+  const typeInput = el("input", {
+    id: "meta-type",
+    value: headers.get("content-type") || "",
+    autocomplete: "off",
+    spellcheck: "false",
+  });
+  const area = el(
+    "textarea",
+    { id: "meta-text", rows: 3, spellcheck: "false" },
+    meta.map(([k, v]) => k + "=" + v).join("\n"),
+  );
+  const problem = el("p", { id: "meta-problem", "aria-live": "polite" });
+  const form = el(
+    "form",
+    { id: "meta-form" },
+    el("p", {}, el("label", { for: "meta-type" }, "Content type"), typeInput),
+    el("label", { for: "meta-text" }, "User metadata (x-amz-meta-*), one a line, key=value"),
+    area,
+    problem,
+    el("button", { type: "submit", id: "meta-save" }, "Save metadata"),
+  );
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const lines = area.value.split("\n").map((l) => l.trim()).filter(Boolean);
+    const wrong = metadataProblem(lines) ||
+      (/^[\x20-\x7e]*$/.test(typeInput.value) ? "" : "the content type is not plain ASCII");
+    if (wrong) {
+      problem.textContent = "Not saved: " + wrong + ".";
+      problem.className = "notice error";
+      return;
+    }
+    const out = {
+      "x-amz-copy-source": path,
+      "x-amz-metadata-directive": "REPLACE",
+    };
+    if (typeInput.value.trim()) out["content-type"] = typeInput.value.trim();
+    for (const name of KEPT_HEADERS) {
+      if (headers.get(name)) out[name] = headers.get(name);
+    }
+    for (const line of lines) {
+      const eq = line.indexOf("=");
+      const k = (eq < 0 ? line : line.slice(0, eq)).trim().toLowerCase();
+      out["x-amz-meta-" + k] = eq < 0 ? "" : line.slice(eq + 1).trim();
+    }
+    const ok = await attempt(() => s3("PUT", path, { headers: out }), "Metadata saved.");
+    if (ok) objectView(bucket, key);
+  });
+  box.append(form);
 }
 
 async function preview(path, type, size, box) {
@@ -1309,18 +1405,19 @@ async function bucketSettingsView(bucket) {
   );
 }
 
-/** Bucket configurations edited as their XML documents. */
+/** Bucket configurations: each in a form, and as its XML document. */
 const CONFIGS = [
   {
     sub: "tagging",
     title: "Bucket tags",
+    form: bucketTagsForm,
     example: "<Tagging><TagSet>\n  <Tag><Key>team</Key><Value>blue</Value></Tag>\n" +
       "</TagSet></Tagging>",
   },
   {
     sub: "lifecycle",
     title: "Lifecycle rules",
-    builder: lifecycleBuilder,
+    form: (current, saveDoc) => rulesEditor(LIFECYCLE_RULES, current, saveDoc),
     example: "<LifecycleConfiguration>\n  <Rule>\n    <ID>expire-logs</ID>\n" +
       "    <Filter><Prefix>logs/</Prefix></Filter>\n    <Status>Enabled</Status>\n" +
       "    <Expiration><Days>30</Days></Expiration>\n  </Rule>\n</LifecycleConfiguration>",
@@ -1328,7 +1425,7 @@ const CONFIGS = [
   {
     sub: "cors",
     title: "CORS rules",
-    builder: corsBuilder,
+    form: (current, saveDoc) => rulesEditor(CORS_RULES, current, saveDoc),
     example: "<CORSConfiguration>\n  <CORSRule>\n" +
       "    <AllowedOrigin>https://app.example.com</AllowedOrigin>\n" +
       "    <AllowedMethod>GET</AllowedMethod>\n    <AllowedHeader>*</AllowedHeader>\n" +
@@ -1338,94 +1435,543 @@ const CONFIGS = [
     sub: "object-lock",
     title: "Object Lock defaults",
     keep: true,
+    form: lockForm,
     example: "<ObjectLockConfiguration>\n  <ObjectLockEnabled>Enabled</ObjectLockEnabled>\n" +
       "  <Rule><DefaultRetention><Mode>GOVERNANCE</Mode><Days>7</Days></DefaultRetention></Rule>\n" +
       "</ObjectLockConfiguration>",
   },
 ];
 
-/** Adds the element (XML text) inside the document's root, creating the document if empty. */
-function addToDocument(area, root, element) {
-  const close = "</" + root + ">";
-  const current = area.value.trim();
-  area.value = current.endsWith(close)
-    ? current.slice(0, -close.length) + element + "\n" + close
-    : "<" + root + ">\n" + element + "\n" + close;
+// ---------- rule forms ----------
+
+/** The stored document to edit, or an empty one with its root. */
+function configDoc(current, root) {
+  return new DOMParser().parseFromString(current || "<" + root + "/>", "application/xml");
 }
 
-/** A small form that writes one builder's fields as an element of the XML document. */
-function builderForm(id, legend, fields, onAdd) {
+function kids(node, name) {
+  return [...node.children].filter((n) => n.localName === name);
+}
+
+function kid(node, name) {
+  return kids(node, name)[0];
+}
+
+function leaf(node, path) {
+  let at = node;
+  for (const name of path.split("/")) at = at && kid(at, name);
+  return at ? at.textContent : "";
+}
+
+/** Replaces the node's children called name with one element per value. */
+function setLeaves(node, name, values) {
+  for (const old of kids(node, name)) old.remove();
+  for (const value of values) {
+    const child = node.ownerDocument.createElementNS(node.namespaceURI, name);
+    child.textContent = value;
+    node.append(child);
+  }
+}
+
+/** Sets container/name to value inside node, creating the container; "" removes the container. */
+function setNested(node, container, name, value) {
+  if (value === "") return setLeaves(node, container, []);
+  let box = kid(node, container);
+  if (!box) {
+    box = node.ownerDocument.createElementNS(node.namespaceURI, container);
+    node.append(box);
+  }
+  setLeaves(box, name, [value]);
+}
+
+function listOf(value) {
+  return value.split(",").map((v) => v.trim()).filter(Boolean);
+}
+
+/** "" when value is empty or a whole number from min to max, else what is wrong. */
+function wholeProblem(value, label, min, max) {
+  if (value === "") return "";
+  if (!/^\d{1,10}$/.test(value) || Number(value) < min || Number(value) > max) {
+    return label + " must be a whole number from " + min + " to " + max + ".";
+  }
+  return "";
+}
+
+/** A rule name from the prefix ("logs/" -> "logs"), numbered when another rule has it. */
+function unusedName(prefix, others) {
+  const base = prefix.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "") || "all-keys";
+  const taken = new Set(others.map((r) => leaf(r, "ID")));
+  let name = base;
+  for (let n = 2; taken.has(name); n++) name = base + "-" + n;
+  return name;
+}
+
+const LIFECYCLE_RULES = {
+  id: "lifecycle-rule",
+  root: "LifecycleConfiguration",
+  item: "Rule",
+  caption: "Lifecycle rules",
+  headers: ["Rule", "Keys", "Actions", "State"],
+  cells: (rule) => {
+    const filter = kid(rule, "Filter");
+    const plain = !filter || (filter.children.length <= 1 && (!filter.firstElementChild ||
+      filter.firstElementChild.localName === "Prefix"));
+    const prefix = leaf(rule, "Filter/Prefix") || leaf(rule, "Prefix");
+    const actions = [];
+    const days = (n) => n + (n === "1" ? " day" : " days");
+    if (leaf(rule, "Expiration/Days")) actions.push("delete after " + days(leaf(rule, "Expiration/Days")));
+    if (leaf(rule, "Expiration/Date")) actions.push("delete on " + leaf(rule, "Expiration/Date"));
+    if (leaf(rule, "Expiration/ExpiredObjectDeleteMarker") === "true") {
+      actions.push("remove lone delete markers");
+    }
+    const noncurrent = leaf(rule, "NoncurrentVersionExpiration/NoncurrentDays");
+    if (noncurrent) actions.push("old versions deleted after " + days(noncurrent));
+    const abort = leaf(rule, "AbortIncompleteMultipartUpload/DaysAfterInitiation");
+    if (abort) actions.push("unfinished uploads aborted after " + days(abort));
+    if (kid(rule, "Transition") || kid(rule, "NoncurrentVersionTransition")) {
+      actions.push("transitions (in the XML)");
+    }
+    return [
+      leaf(rule, "ID") || "(no id)",
+      (prefix ? "starting with " + prefix : "all keys") + (plain ? "" : ", with more conditions"),
+      actions.join("; "),
+      leaf(rule, "Status") === "Enabled" ? "on" : "off",
+    ];
+  },
+  fields: [
+    { name: "name", label: "Rule name (ID)", read: (r) => leaf(r, "ID") },
+    {
+      name: "prefix",
+      label: "For keys starting with (empty: all)",
+      read: (r) => leaf(r, "Filter/Prefix") || leaf(r, "Prefix"),
+      fixed: (r) => {
+        const f = kid(r, "Filter");
+        return f && [...f.children].some((c) => c.localName !== "Prefix")
+          ? "This rule's filter has tags or sizes: change it in the XML below."
+          : "";
+      },
+    },
+    {
+      name: "expire",
+      label: "Delete objects after (days)",
+      attrs: { type: "number", min: 1 },
+      read: (r) => leaf(r, "Expiration/Days"),
+      fixed: (r) =>
+        kid(r, "Expiration") && !leaf(r, "Expiration/Days")
+          ? "This rule expires by date or delete marker: change it in the XML below."
+          : "",
+    },
+    {
+      name: "noncurrent",
+      label: "Delete older versions after (days)",
+      attrs: { type: "number", min: 1 },
+      read: (r) => leaf(r, "NoncurrentVersionExpiration/NoncurrentDays"),
+    },
+    {
+      name: "abort",
+      label: "Abort unfinished uploads after (days)",
+      attrs: { type: "number", min: 1 },
+      read: (r) => leaf(r, "AbortIncompleteMultipartUpload/DaysAfterInitiation"),
+    },
+    {
+      name: "enabled",
+      label: "Rule is on",
+      attrs: { type: "checkbox", checked: true },
+      read: (r) => leaf(r, "Status") !== "Disabled",
+    },
+  ],
+  check: (v, others) => {
+    if (v.name.length > 255) return "The rule name is at most 255 characters.";
+    if (v.name && others.some((r) => leaf(r, "ID") === v.name)) {
+      return "Another rule is called " + v.name + ".";
+    }
+    if (new TextEncoder().encode(v.prefix).length > 1024) return "The prefix is too long.";
+    return wholeProblem(v.expire, "Delete objects after", 1, 2147483647) ||
+      wholeProblem(v.noncurrent, "Delete older versions after", 1, 2147483647) ||
+      wholeProblem(v.abort, "Abort unfinished uploads after", 1, 2147483647);
+  },
+  write: (rule, v, others) => {
+    setLeaves(rule, "ID", [v.name || unusedName(v.prefix, others)]);
+    if (!v.fixed.prefix) {
+      // A legacy top-level Prefix becomes a Filter (a rule has one or the other).
+      setLeaves(rule, "Prefix", []);
+      setLeaves(rule, "Filter", []);
+      const filter = rule.ownerDocument.createElementNS(rule.namespaceURI, "Filter");
+      setLeaves(filter, "Prefix", [v.prefix]);
+      rule.append(filter);
+    }
+    setLeaves(rule, "Status", [v.enabled ? "Enabled" : "Disabled"]);
+    if (!v.fixed.expire) setNested(rule, "Expiration", "Days", v.expire);
+    setNested(rule, "NoncurrentVersionExpiration", "NoncurrentDays", v.noncurrent);
+    setNested(rule, "AbortIncompleteMultipartUpload", "DaysAfterInitiation", v.abort);
+    const actions = ["Expiration", "NoncurrentVersionExpiration", "AbortIncompleteMultipartUpload",
+      "Transition", "NoncurrentVersionTransition"];
+    return actions.some((a) => kid(rule, a))
+      ? ""
+      : "Give a number of days for at least one action.";
+  },
+};
+
+const CORS_METHODS = ["GET", "PUT", "POST", "DELETE", "HEAD"];
+
+const CORS_RULES = {
+  id: "cors-rule",
+  root: "CORSConfiguration",
+  item: "CORSRule",
+  caption: "CORS rules",
+  headers: ["Origins", "Methods", "Headers", "Cache"],
+  cells: (rule) => [
+    kids(rule, "AllowedOrigin").map((n) => n.textContent).join(", "),
+    kids(rule, "AllowedMethod").map((n) => n.textContent).join(", "),
+    kids(rule, "AllowedHeader").map((n) => n.textContent).join(", ") || "none",
+    leaf(rule, "MaxAgeSeconds") ? leaf(rule, "MaxAgeSeconds") + " s" : "",
+  ],
+  fields: [
+    {
+      name: "origin",
+      label: "Allowed origins, comma-separated (https://app.example.com, or *)",
+      read: (r) => kids(r, "AllowedOrigin").map((n) => n.textContent).join(", "),
+    },
+    {
+      name: "methods",
+      label: "Methods, comma-separated (GET, PUT, POST, DELETE, HEAD)",
+      attrs: { value: "GET" },
+      read: (r) => kids(r, "AllowedMethod").map((n) => n.textContent).join(", "),
+    },
+    {
+      name: "headers",
+      label: "Request headers allowed, comma-separated (* for any)",
+      attrs: { value: "*" },
+      read: (r) => kids(r, "AllowedHeader").map((n) => n.textContent).join(", "),
+    },
+    {
+      name: "expose",
+      label: "Response headers scripts may read, comma-separated",
+      read: (r) => kids(r, "ExposeHeader").map((n) => n.textContent).join(", "),
+    },
+    {
+      name: "maxage",
+      label: "Browsers may cache the answer for (seconds)",
+      attrs: { type: "number", min: 0, value: 3600 },
+      read: (r) => leaf(r, "MaxAgeSeconds"),
+    },
+  ],
+  check: (v) => {
+    const origins = listOf(v.origin);
+    if (origins.length === 0) return "Give the origin the rule allows.";
+    const twoStars = (s) => s.split("*").length > 2;
+    const badOrigin = origins.find(twoStars);
+    if (badOrigin) return "The origin " + badOrigin + " has more than one *.";
+    const methods = listOf(v.methods).map((m) => m.toUpperCase());
+    if (methods.length === 0) return "Give at least one method.";
+    const badMethod = methods.find((m) => !CORS_METHODS.includes(m));
+    if (badMethod) return badMethod + " is not one of " + CORS_METHODS.join(", ") + ".";
+    const badHeader = listOf(v.headers).find(twoStars);
+    if (badHeader) return "The header " + badHeader + " has more than one *.";
+    return wholeProblem(v.maxage, "The cache time", 0, 2147483647);
+  },
+  write: (rule, v) => {
+    setLeaves(rule, "AllowedOrigin", listOf(v.origin));
+    setLeaves(rule, "AllowedMethod", [...new Set(listOf(v.methods).map((m) => m.toUpperCase()))]);
+    setLeaves(rule, "AllowedHeader", listOf(v.headers));
+    setLeaves(rule, "ExposeHeader", listOf(v.expose));
+    setLeaves(rule, "MaxAgeSeconds", v.maxage === "" ? [] : [String(Number(v.maxage))]);
+    return "";
+  },
+};
+
+/**
+ * The rules of a configuration, a row each with Edit and Delete, and a form that adds a rule or
+ * changes the one being edited. The form's values are checked before anything is sent; each
+ * change saves the whole document (the server checks it again). A rule keeps what the form does
+ * not show (transitions, tag filters, ...).
+ */
+function rulesEditor(spec, current, saveDoc) {
+  const doc = configDoc(current, spec.root);
+  const rules = kids(doc.documentElement, spec.item);
+  const id = spec.id;
+  let editing = -1;
+  const legend = el("legend", {}, "Add a rule");
+  const problem = el("p", { id: id + "-problem", "aria-live": "polite" });
+  const notes = {};
+  const inputs = {};
+  const rows = spec.fields.map((f) => {
+    const checkbox = f.attrs?.type === "checkbox";
+    inputs[f.name] = el("input", { id: id + "-" + f.name, autocomplete: "off", ...f.attrs });
+    notes[f.name] = el("span", { class: "hint", id: id + "-" + f.name + "-note" });
+    inputs[f.name].setAttribute("aria-describedby", notes[f.name].id);
+    return checkbox
+      ? el("p", {}, el("label", { class: "inline" }, inputs[f.name], " " + f.label), notes[f.name])
+      : el("p", {}, el("label", { for: inputs[f.name].id }, f.label), inputs[f.name], notes[f.name]);
+  });
+  const submit = el("button", { type: "submit", class: "primary", id: id + "-add" }, "Add rule");
+  const cancel = el("button", { type: "button", id: id + "-cancel", hidden: true }, "Cancel");
   const form = el(
-    "fieldset",
-    { class: "card", id },
-    el("legend", {}, legend),
-    fields.map(([name, label, attrs]) =>
-      el(
-        "p",
-        {},
-        el("label", { for: id + "-" + name }, label),
-        el("input", { id: id + "-" + name, autocomplete: "off", ...attrs }),
-      )
-    ),
-    el(
-      "button",
-      { type: "button", id: id + "-add", onclick: () => onAdd(form) },
-      "Add to the rules",
-    ),
+    "form",
+    { class: "card", id, novalidate: true },
+    el("fieldset", {}, legend, rows, problem, el("div", { class: "row" }, submit, cancel)),
   );
+  const fill = (rule) => {
+    for (const f of spec.fields) {
+      const input = inputs[f.name];
+      const fixed = rule && f.fixed ? f.fixed(rule) : "";
+      if (input.type === "checkbox") input.checked = rule ? f.read(rule) : true;
+      else input.value = rule ? f.read(rule) : (f.attrs?.value ?? "");
+      input.disabled = fixed !== "";
+      notes[f.name].textContent = fixed;
+    }
+    problem.textContent = "";
+    problem.className = "";
+  };
+  const startEdit = (i) => {
+    editing = i;
+    fill(i < 0 ? undefined : rules[i]);
+    legend.textContent = i < 0 ? "Add a rule" : "Change rule " + (i + 1);
+    submit.textContent = i < 0 ? "Add rule" : "Save rule";
+    cancel.hidden = i < 0;
+    if (i >= 0) inputs[spec.fields[0].name].focus();
+  };
+  const refuse = (text) => {
+    problem.textContent = "Not saved: " + text;
+    problem.className = "notice error";
+  };
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const values = { fixed: {} };
+    for (const f of spec.fields) {
+      const input = inputs[f.name];
+      values[f.name] = input.type === "checkbox" ? input.checked : input.value.trim();
+      values.fixed[f.name] = input.disabled;
+    }
+    const others = rules.filter((_, i) => i !== editing);
+    const wrong = spec.check(values, others);
+    if (wrong) return refuse(wrong);
+    // Changes go to a copy: a refused save leaves the rules as the server has them.
+    const draft = doc.cloneNode(true);
+    const root = draft.documentElement;
+    let rule = kids(root, spec.item)[editing];
+    if (!rule) {
+      rule = draft.createElementNS(root.namespaceURI, spec.item);
+      root.append(rule);
+    }
+    const incomplete = spec.write(rule, values, others);
+    if (incomplete) return refuse(incomplete);
+    await saveDoc(new XMLSerializer().serializeToString(draft));
+  });
+  cancel.addEventListener("click", () => startEdit(-1));
+  fill(undefined);
+  const list = rules.length === 0
+    ? el("p", { id: id + "-none" }, "No rules yet.")
+    : simpleTable(
+      id + "s",
+      spec.caption,
+      [...spec.headers, "Change"],
+      rules.map((rule, i) => [
+        ...spec.cells(rule),
+        el(
+          "span",
+          { class: "actions" },
+          el("button", {
+            type: "button",
+            class: "edit",
+            "aria-label": "Edit rule " + (i + 1),
+            onclick: () => startEdit(i),
+          }, "Edit"),
+          el("button", {
+            type: "button",
+            class: "danger",
+            "aria-label": "Delete rule " + (i + 1),
+            onclick: async () => {
+              if (!(await ask("Delete rule " + (i + 1) + " (" + spec.cells(rule)[0] + ")?", "Delete"))) {
+                return;
+              }
+              const draft = doc.cloneNode(true);
+              kids(draft.documentElement, spec.item)[i].remove();
+              const left = kids(draft.documentElement, spec.item).length;
+              await saveDoc(left === 0 ? "" : new XMLSerializer().serializeToString(draft));
+            },
+          }, "Delete"),
+        ),
+      ]),
+    );
+  return el("div", { class: "rules" }, list, form);
+}
+
+/** What is wrong with tags given one a line as key=value, or "" when nothing is. */
+function tagLinesProblem(lines) {
+  const keys = new Set();
+  if (lines.length > 50) return "A bucket has at most 50 tags.";
+  for (const line of lines) {
+    const eq = line.indexOf("=");
+    const key = (eq < 0 ? line : line.slice(0, eq)).trim();
+    const value = eq < 0 ? "" : line.slice(eq + 1).trim();
+    if (!key) return "A tag has no key: " + line;
+    if (key.length > 128) return "The key " + key.slice(0, 20) + "… is over 128 characters.";
+    if (value.length > 256) return "The value of " + key + " is over 256 characters.";
+    if (keys.has(key)) return "The key " + key + " is given twice.";
+    keys.add(key);
+  }
+  return "";
+}
+
+/** The bucket's tags, one a line as key=value: checked, then saved (none removes them). */
+function bucketTagsForm(current, saveDoc) {
+  const doc = configDoc(current, "Tagging");
+  const lines = [...doc.getElementsByTagName("Tag")].map((t) =>
+    leaf(t, "Key") + "=" + leaf(t, "Value")
+  );
+  const area = el("textarea", { id: "bucket-tags-text", rows: 4, spellcheck: "false" }, lines.join("\n"));
+  const problem = el("p", { id: "bucket-tags-problem", "aria-live": "polite" });
+  const form = el(
+    "form",
+    { class: "card", id: "bucket-tags" },
+    el("label", { for: "bucket-tags-text" }, "One tag a line, key=value"),
+    area,
+    problem,
+    el("button", { type: "submit", class: "primary", id: "bucket-tags-save" }, "Save tags"),
+  );
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const given = area.value.split("\n").map((l) => l.trim()).filter(Boolean);
+    const wrong = tagLinesProblem(given);
+    if (wrong) {
+      problem.textContent = "Not saved: " + wrong;
+      problem.className = "notice error";
+      return;
+    }
+    const xml = "<Tagging><TagSet>" + given.map((l) => {
+      const eq = l.indexOf("=");
+      const k = (eq < 0 ? l : l.slice(0, eq)).trim();
+      const v = eq < 0 ? "" : l.slice(eq + 1).trim();
+      return "<Tag><Key>" + xmlEscape(k) + "</Key><Value>" + xmlEscape(v) + "</Value></Tag>";
+    }).join("") + "</TagSet></Tagging>";
+    await saveDoc(given.length === 0 ? "" : xml);
+  });
   return form;
 }
 
-function fieldOf(form, id, name) {
-  return form.querySelector("#" + id + "-" + name).value.trim();
-}
+const LOCK_UNITS = { Days: 36500, Years: 100 };
 
-function lifecycleBuilder(area) {
-  const id = "lifecycle-rule";
-  return builderForm(id, "A rule", [
-    ["prefix", "For keys starting with (empty: all)", {}],
-    ["expire", "Delete objects after (days)", { type: "number", min: 1 }],
-    ["abort", "Abort unfinished uploads after (days)", { type: "number", min: 1 }],
-  ], (form) => {
-    const prefix = fieldOf(form, id, "prefix");
-    const expire = fieldOf(form, id, "expire");
-    const abort = fieldOf(form, id, "abort");
-    if (!expire && !abort) return notify("Give a number of days for at least one action.", "error");
-    addToDocument(
-      area,
-      "LifecycleConfiguration",
-      "  <Rule><ID>" + xmlEscape((prefix || "all") + "-" + Date.now()) + "</ID>" +
-        "<Filter><Prefix>" + xmlEscape(prefix) + "</Prefix></Filter><Status>Enabled</Status>" +
-        (expire ? "<Expiration><Days>" + Number(expire) + "</Days></Expiration>" : "") +
-        (abort
-          ? "<AbortIncompleteMultipartUpload><DaysAfterInitiation>" + Number(abort) +
-            "</DaysAfterInitiation></AbortIncompleteMultipartUpload>"
-          : "") +
-        "</Rule>",
+/** The default retention of a bucket with Object Lock: shown, changed, removed. */
+function lockForm(current, saveDoc) {
+  if (!current) {
+    return el(
+      "div",
+      {},
+      el(
+        "p",
+        { id: "lock-summary" },
+        "Object Lock is off for this bucket. It can be turned on once versioning is on, and then " +
+          "never turned off.",
+      ),
+      el("button", {
+        type: "button",
+        id: "lock-enable",
+        onclick: async () => {
+          if (!(await ask("Turn Object Lock on? It cannot be turned off again.", "Turn on"))) {
+            return;
+          }
+          await saveDoc(
+            "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>" +
+              "</ObjectLockConfiguration>",
+          );
+        },
+      }, "Turn Object Lock on"),
     );
+  }
+  const doc = configDoc(current, "ObjectLockConfiguration");
+  const retention = doc.getElementsByTagName("DefaultRetention")[0];
+  const mode = retention ? leaf(retention, "Mode") : "";
+  const unit = retention && leaf(retention, "Years") ? "Years" : "Days";
+  const period = retention ? leaf(retention, unit) : "";
+  const modeSelect = el(
+    "select",
+    { id: "lock-mode" },
+    [["", "no default retention"], ["GOVERNANCE", "GOVERNANCE"], ["COMPLIANCE", "COMPLIANCE"]]
+      .map(([v, label]) => el("option", { value: v, selected: v === mode }, label)),
+  );
+  const periodInput = el("input", {
+    id: "lock-period",
+    type: "number",
+    min: 1,
+    value: period,
+    autocomplete: "off",
   });
-}
-
-function corsBuilder(area) {
-  const id = "cors-rule";
-  return builderForm(id, "A rule", [
-    ["origin", "Allowed origin (https://app.example.com, or *)", {}],
-    ["methods", "Methods, comma-separated (GET, PUT, POST, DELETE, HEAD)", { value: "GET" }],
-    ["maxage", "Browsers may cache the answer for (seconds)", { type: "number", value: 3600 }],
-  ], (form) => {
-    const origin = fieldOf(form, id, "origin");
-    if (!origin) return notify("Give the origin the rule allows.", "error");
-    const methods = fieldOf(form, id, "methods").split(",").map((m) => m.trim().toUpperCase())
-      .filter(Boolean);
-    addToDocument(
-      area,
-      "CORSConfiguration",
-      "  <CORSRule><AllowedOrigin>" + xmlEscape(origin) + "</AllowedOrigin>" +
-        methods.map((m) => "<AllowedMethod>" + xmlEscape(m) + "</AllowedMethod>").join("") +
-        "<AllowedHeader>*</AllowedHeader><MaxAgeSeconds>" +
-        Number(fieldOf(form, id, "maxage") || 0) + "</MaxAgeSeconds></CORSRule>",
-    );
+  const unitSelect = el(
+    "select",
+    { id: "lock-unit", "aria-label": "Unit" },
+    Object.keys(LOCK_UNITS).map((u) => el("option", { value: u, selected: u === unit }, u)),
+  );
+  const problem = el("p", { id: "lock-problem", "aria-live": "polite" });
+  const documentFor = (m, n, u) =>
+    "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>" +
+    (m ? "<Rule><DefaultRetention><Mode>" + m + "</Mode><" + u + ">" + n + "</" + u + ">" +
+      "</DefaultRetention></Rule>" : "") +
+    "</ObjectLockConfiguration>";
+  const form = el(
+    "form",
+    { class: "card", id: "lock-form", novalidate: true },
+    el(
+      "p",
+      {},
+      el("label", { for: "lock-mode" }, "Lock new objects in mode"),
+      modeSelect,
+    ),
+    el(
+      "p",
+      { class: "row" },
+      el("label", { for: "lock-period" }, "for"),
+      periodInput,
+      unitSelect,
+    ),
+    problem,
+    el(
+      "div",
+      { class: "row" },
+      el("button", { type: "submit", class: "primary", id: "lock-save" }, "Save default"),
+      retention
+        ? el("button", {
+          type: "button",
+          id: "lock-remove",
+          onclick: () => saveDoc(documentFor("", "", "")),
+        }, "Remove default retention")
+        : null,
+    ),
+  );
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const m = modeSelect.value;
+    const n = periodInput.value.trim();
+    const u = unitSelect.value;
+    const wrong = m && (n === "" ? "Give the number of " + u.toLowerCase() + "." : wholeProblem(n, u, 1, LOCK_UNITS[u]));
+    if (wrong) {
+      problem.textContent = "Not saved: " + wrong;
+      problem.className = "notice error";
+      return;
+    }
+    if (
+      m === "COMPLIANCE" &&
+      !(await ask(
+        "In COMPLIANCE mode nobody, the administrator included, can delete new objects before " +
+          n + " " + u.toLowerCase() + " have passed. Save?",
+        "Save",
+      ))
+    ) return;
+    await saveDoc(documentFor(m, String(Number(n)), u));
   });
+  return el(
+    "div",
+    {},
+    el(
+      "p",
+      { id: "lock-summary" },
+      retention
+        ? "New objects are locked in " + mode + " mode for " + period + " " +
+          unit.toLowerCase() + "."
+        : "Object Lock is on, with no default retention: objects are locked only when asked.",
+    ),
+    form,
+  );
 }
 
 /**
@@ -1455,8 +2001,9 @@ function xmlProblem(source) {
   return "";
 }
 
-/** One configuration: read it, edit it, check it parses, save or remove it. */
+/** One configuration: its form, and its XML: read, edit, check, save, remove. */
 async function xmlConfigEditor(box, path, c) {
+  const heading = box.firstElementChild;
   let current = "";
   try {
     const res = await s3("GET", path + "?" + c.sub, { allow: [404] });
@@ -1465,6 +2012,26 @@ async function xmlConfigEditor(box, path, c) {
     box.append(el("p", { class: "notice error" }, err.message));
     return;
   }
+  const reload = () => {
+    box.replaceChildren(heading);
+    xmlConfigEditor(box, path, c);
+  };
+  const put = (body) =>
+    attempt(
+      () =>
+        s3("PUT", path + "?" + c.sub, {
+          headers: { "content-type": "application/xml", "x-amz-checksum-crc32": crc32Base64(body) },
+          body,
+        }),
+      c.title + " saved.",
+    );
+  const remove = () => attempt(() => s3("DELETE", path + "?" + c.sub), c.title + " removed.");
+  /** Saves a document ("" removes the configuration); the section is read again after. */
+  const saveDoc = async (body) => {
+    const ok = body === "" ? await remove() : await put(body);
+    if (ok) reload();
+    return ok;
+  };
   const id = c.sub + "-text";
   const area = el(
     "textarea",
@@ -1476,22 +2043,9 @@ async function xmlConfigEditor(box, path, c) {
     const problem = xmlProblem(area.value);
     verdict.textContent = problem ? "Not valid XML: " + problem : "";
     verdict.className = problem ? "notice error" : "";
-    if (problem) return;
-    await attempt(
-      () =>
-        s3("PUT", path + "?" + c.sub, {
-          headers: {
-            "content-type": "application/xml",
-            "x-amz-checksum-crc32": crc32Base64(area.value),
-          },
-          body: area.value,
-        }),
-      c.title + " saved.",
-    );
+    if (!problem) await saveDoc(area.value);
   };
-  box.append(
-    el("p", {}, current ? "Set." : "None set."),
-    ...(c.builder ? [c.builder(area)] : []),
+  const editor = [
     el("label", { for: id }, c.title + " (XML)"),
     area,
     verdict,
@@ -1514,12 +2068,17 @@ async function xmlConfigEditor(box, path, c) {
       c.keep ? null : el("button", {
         type: "button",
         id: c.sub + "-remove",
-        onclick: async () => {
-          if (await attempt(() => s3("DELETE", path + "?" + c.sub), c.title + " removed.")) {
-            area.value = "";
-          }
-        },
+        onclick: () => saveDoc(""),
       }, "Remove"),
+    ),
+  ];
+  box.append(
+    c.form(current, saveDoc),
+    el(
+      "details",
+      { id: c.sub + "-xml" },
+      el("summary", {}, "Edit as XML"),
+      ...editor,
     ),
   );
 }
@@ -1907,28 +2466,52 @@ function accessEditor(user) {
   form.querySelector("input, button").focus();
 }
 
-/** A filter form whose fields become the screen's hash parameters (and the API's query). */
+/** A time filter's hash value ("2026-01-31T09:30:00Z") as a datetime-local field's value. */
+function timeField(value) {
+  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?)/.exec(value || "");
+  return m ? m[1] : "";
+}
+
+/**
+ * A filter form whose fields become the screen's hash parameters (and the API's query). Fields
+ * of type "time" are picked in UTC, as the tables show times; "since" must come before "until".
+ */
 function filterForm(id, base, params, fields) {
   const form = el(
     "form",
     { class: "row card", id, role: "search" },
-    fields.map(([name, label]) => [
-      el("label", { for: id + "-" + name }, label),
-      el("input", {
+    fields.map(([name, label, type]) =>
+      el(
+        "span",
+        { class: "field" },
+        el("label", { for: id + "-" + name }, label),
+        el("input", {
         id: id + "-" + name,
         name,
-        value: params.get(name) || "",
+        type: type === "time" ? "datetime-local" : "text",
+        step: type === "time" ? 1 : undefined,
+        value: type === "time" ? timeField(params.get(name)) : params.get(name) || "",
         autocomplete: "off",
       }),
-    ]),
+      )
+    ),
     el("button", { type: "submit" }, "Filter"),
   );
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const q = new URLSearchParams();
-    for (const [name] of fields) {
-      const v = form.elements[name].value.trim();
+    for (const [name, , type] of fields) {
+      let v = form.elements[name].value.trim();
+      if (v && type === "time") {
+        v = (v.length === 16 ? v + ":00" : v.slice(0, 19)) + "Z";
+        if (Number.isNaN(Date.parse(v))) {
+          return notify("Not a date and time: " + form.elements[name].value, "error");
+        }
+      }
       if (v) q.set(name, v);
+    }
+    if (q.get("since") && q.get("until") && Date.parse(q.get("since")) >= Date.parse(q.get("until"))) {
+      return notify("The start of the period must come before its end.", "error");
     }
     go(base + (q.toString() ? "?" + q : ""));
   });
@@ -1947,6 +2530,8 @@ const AUDIT_FILTERS = [
   ["operation", "Operation"],
   ["bucket", "Bucket"],
   ["status", "Status"],
+  ["since", "From (UTC)", "time"],
+  ["until", "Until (UTC, excluded)", "time"],
 ];
 
 async function auditView(params) {
@@ -2011,10 +2596,10 @@ async function auditView(params) {
             "tr",
             {},
             el("td", {}, String(e.seq)),
-            el("td", {}, formatDate(e.time)),
+            el("td", { class: "time" }, formatDate(e.time, true)),
             el("td", {}, e.principal + " " + e.source),
             el("td", {}, e.operation),
-            el("td", {}, [e.bucket, e.key].filter(Boolean).join("/")),
+            el("td", { class: "target" }, [e.bucket, e.key].filter(Boolean).join("/")),
             el("td", {}, String(e.status) + (e.error_code ? " " + e.error_code : "")),
           )
         ),
@@ -2029,20 +2614,29 @@ async function auditView(params) {
   );
 }
 
-const ERROR_FILTERS = [["level", "Level (warn or error)"], ["code", "Code"], ["bucket", "Bucket"]];
+const ERROR_FILTERS = [
+  ["level", "Level (warn or error)"],
+  ["code", "Code"],
+  ["bucket", "Bucket"],
+  ["since", "From (UTC)", "time"],
+  ["until", "Until (UTC, excluded)", "time"],
+];
 
 async function errorsView(params) {
+  const after = Number(params.get("after") || 0);
+  const filters = ERROR_FILTERS.map(([n]) => n);
   const list = el("div", { class: "table-wrap" }, el("p", {}, "Loading…"));
   show("Error log", filterForm("error-filter", "#/errors", params, ERROR_FILTERS), list);
   try {
     const page = await adminJson(
       "GET",
-      "/errors?limit=100" + filterQuery(params, ERROR_FILTERS.map(([n]) => n)),
+      "/errors?limit=100&after_id=" + after + filterQuery(params, filters),
     );
     list.replaceChildren(
-      page.errors.length === 0 ? el("p", {}, "No errors recorded.") : el(
+      page.errors.length === 0 ? el("p", { id: "no-errors" }, "No errors recorded.") : el(
         "table",
         { id: "errors" },
+        el("caption", { class: "sr-only" }, "Errors, oldest first"),
         el(
           "thead",
           {},
@@ -2061,7 +2655,7 @@ async function errorsView(params) {
             el(
               "tr",
               {},
-              el("td", {}, formatDate(e.time)),
+              el("td", { class: "time" }, formatDate(e.time, true)),
               el("td", {}, e.level),
               el("td", {}, e.source),
               el("td", {}, e.code),
@@ -2070,6 +2664,12 @@ async function errorsView(params) {
           ),
         ),
       ),
+      ...(page.next_after_id
+        ? [el("a", {
+          class: "button",
+          href: "#/errors?after=" + page.next_after_id + filterQuery(params, filters),
+        }, "Next page")]
+        : []),
     );
   } catch (err) {
     list.replaceChildren(el("p", { role: "alert", class: "notice error" }, err.message));
@@ -2146,7 +2746,7 @@ function factsOf(id, object) {
     "dl",
     { class: "facts", id },
     Object.entries(object).map(([k, v]) => [
-      el("dt", {}, k.replace(/_/g, " ")),
+      el("dt", {}, k.replace(/_/g, " ").replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase()),
       el("dd", {}, v !== null && typeof v === "object" ? JSON.stringify(v) : String(v)),
     ]),
   );
@@ -2336,34 +2936,53 @@ function chart(title, values, unit) {
   );
 }
 
-function metricsView() {
+/** Samples older than this are dropped from the charts. */
+const CHART_SPAN_MS = 3600 * 1000;
+
+async function metricsView() {
   const box = el(
     "div",
     { id: "charts", class: "charts" },
-    el("p", {}, "Sampling every 5 seconds (the first points within 2 seconds)…"),
+    el("p", {}, "Reading the last hour…"),
   );
+  const span = el("p", { id: "metrics-span", "aria-live": "polite" });
   show(
     "Metrics",
-    el("p", {}, "Requests, bytes and latency since this page opened, from /metrics."),
+    el(
+      "p",
+      {},
+      "Requests, bytes and latency: the last hour from the samples the server keeps every 10 " +
+        "seconds, then a sample every 5 seconds while this page is open.",
+    ),
+    span,
     box,
   );
   const samples = [];
+  try {
+    const history = await (await request("GET", "/console/api/metrics/history")).json();
+    samples.push(...history.samples);
+  } catch (err) {
+    box.replaceChildren(el("p", { role: "alert", class: "notice error" }, err.message));
+    return;
+  }
   const hash = location.hash;
   const tick = async () => {
     if (location.hash !== hash || !state.session) return;
     try {
       const res = await request("GET", "/console/api/metrics");
-      samples.push({ at: performance.now(), ...metricTotals(await res.text()) });
+      samples.push({ at: Date.now(), ...metricTotals(await res.text()) });
     } catch (err) {
       box.replaceChildren(el("p", { role: "alert", class: "notice error" }, err.message));
       return;
     }
-    if (samples.length > 61) samples.shift();
+    while (samples.length > 2 && samples[samples.length - 1].at - samples[0].at > CHART_SPAN_MS) {
+      samples.shift();
+    }
     const rates = { requests: [], received: [], sent: [], latency: [] };
     for (let i = 1; i < samples.length; i++) {
       const a = samples[i - 1];
       const b = samples[i];
-      const dt = (b.at - a.at) / 1000;
+      const dt = Math.max(b.at - a.at, 1) / 1000;
       const n = b.requests - a.requests;
       rates.requests.push(n / dt);
       rates.received.push((b.received - a.received) / dt / 1024);
@@ -2371,6 +2990,8 @@ function metricsView() {
       rates.latency.push(n > 0 ? ((b.seconds - a.seconds) / n) * 1000 : 0);
     }
     if (samples.length > 2) {
+      span.textContent = "From " + formatDate(new Date(samples[0].at).toISOString(), true) +
+        " to now (" + samples.length + " samples).";
       box.replaceChildren(
         chart("Requests", rates.requests, "per second"),
         chart("Received", rates.received, "KiB/s"),
@@ -2393,7 +3014,13 @@ async function start() {
   } catch {
     state.session = null;
   }
-  globalThis.addEventListener("hashchange", route);
+  globalThis.addEventListener("hashchange", () => {
+    // A message does not follow the user to another screen, unless its action led there
+    // ("Folder created" on the new folder's screen).
+    if (!state.keepNotice) clearNotices();
+    state.keepNotice = false;
+    route();
+  });
   route();
 }
 
