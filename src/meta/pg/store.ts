@@ -4,6 +4,7 @@
 import { PgKms } from "./kms.ts";
 import { PgJobs } from "./jobs.ts";
 import { PgCluster } from "./cluster.ts";
+import { PgObjectQueue } from "./object_queue.ts";
 import type { BucketItem } from "../sqlite_cluster.ts";
 import { type AuditScope, currentAudit } from "../../audit/scope.ts";
 import type { AuditAnchor, AuditEntry, AuditFacts } from "../../audit/chain.ts";
@@ -30,6 +31,7 @@ import {
   type MetaStore,
   MissingBucketError,
   type NewJob,
+  type ObjectChange,
   type ObjectVersion,
   type OutboxEvent,
   type PartRecord,
@@ -131,6 +133,7 @@ export class PgMetaStore implements MetaStore {
   readonly #kms = new PgKms();
   readonly #jobs = new PgJobs();
   readonly #cluster: PgCluster;
+  readonly #objectQueue = new PgObjectQueue();
   /** Bucket changes are queued for the other nodes (clustering is on). */
   readonly #replicating: boolean;
 
@@ -139,6 +142,7 @@ export class PgMetaStore implements MetaStore {
     this.#auditing = auditing;
     this.#replicating = clusterNode !== undefined;
     this.#cluster = new PgCluster(clusterNode ?? "");
+    if (this.#replicating) this.#versions.queue = this.#objectQueue;
   }
 
   async #bucketChanged(tx: Q, bucket: string, ...items: BucketItem[]): Promise<void> {
@@ -516,6 +520,29 @@ export class PgMetaStore implements MetaStore {
 
   replicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
     return this.#read((q) => this.#cluster.backlog(q, after));
+  }
+
+  objectChanges(after: number, limit: number): Promise<ObjectChange[]> {
+    return this.#read((q) => this.#objectQueue.changes(q, after, limit));
+  }
+
+  objectReplicationCursor(node: string): Promise<number> {
+    return this.#read((q) => this.#objectQueue.cursor(q, node));
+  }
+
+  setObjectReplicationCursor(node: string, seq: number): Promise<void> {
+    return this.#tx((tx) => this.#objectQueue.setCursor(tx, node, seq));
+  }
+
+  objectReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
+    return this.#read((q) => this.#objectQueue.backlog(q, after));
+  }
+
+  setReplicationStatus(
+    t: { bucket: string; key: string; versionId: string },
+    status: "COMPLETED" | "FAILED",
+  ): Promise<boolean> {
+    return this.#tx((tx) => this.#objectQueue.setStatus(tx, t, status));
   }
 
   listKmsKeys(): Promise<KmsKeyRecord[]> {
