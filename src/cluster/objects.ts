@@ -28,6 +28,8 @@ export const OBJECT_HEADER = "x-cluster-object";
 /** The header's bytes at most (user metadata and tags are bounded well below). */
 const HEADER_LIMIT = 64 * 1024;
 const BATCH = 100;
+/** Changes of different keys sent to one node at once (one key's stay in order). */
+const PARALLEL = 8;
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 60_000;
 
@@ -199,13 +201,28 @@ export class ObjectReplicator {
         const cursor = await this.meta.objectReplicationCursor(node);
         const pending = await this.meta.objectChanges(cursor, BATCH);
         if (pending.length === 0) break;
-        for (const change of pending) {
-          if (this.#stopped) return;
-          const outcome = await this.#deliver(url, change);
-          // The cursor moves only once the node answered: a crash before re-sends the change,
-          // which the receiver applies again to the same effect.
-          await this.meta.setObjectReplicationCursor(node, change.seq);
-          await this.#settle(change, outcome);
+        for (let i = 0; i < pending.length && !this.#stopped;) {
+          const group: ObjectChange[] = [];
+          const keys = new Set<string>();
+          while (i < pending.length && group.length < PARALLEL) {
+            const key = `${pending[i].bucket}/${pending[i].key}`;
+            if (keys.has(key)) break;
+            keys.add(key);
+            group.push(pending[i++]);
+          }
+          const outcomes = await Promise.allSettled(group.map((c) => this.#deliver(url, c)));
+          let done = 0;
+          while (done < group.length && outcomes[done].status === "fulfilled") done++;
+          // The cursor moves only past changes the node answered, in order: a crash before
+          // re-sends them, and the receiver applies a change again to the same effect.
+          if (done > 0) {
+            await this.meta.setObjectReplicationCursor(node, group[done - 1].seq);
+            await this.#settle(
+              group.slice(0, done),
+              outcomes.slice(0, done).map((o) => (o as PromiseFulfilledResult<Delivery>).value),
+            );
+          }
+          if (done < group.length) throw (outcomes[done] as PromiseRejectedResult).reason;
         }
         this.#retry.delete(node);
       }
@@ -225,17 +242,18 @@ export class ObjectReplicator {
   }
 
   /** FAILED at once; COMPLETED once every node known has received the change. */
-  async #settle(change: ObjectChange, outcome: Delivery): Promise<void> {
-    if (change.op !== "put" || outcome === "skipped") return;
-    const target = { bucket: change.bucket, key: change.key, versionId: change.versionId };
-    if (outcome === "failed") {
-      await this.meta.setReplicationStatus(target, "FAILED");
-      return;
-    }
-    for (const m of this.membership.view()) {
-      if ((await this.meta.objectReplicationCursor(m.id)) < change.seq) return;
-    }
-    await this.meta.setReplicationStatus(target, "COMPLETED");
+  async #settle(changes: ObjectChange[], outcomes: Delivery[]): Promise<void> {
+    const cursors = await Promise.all(
+      this.membership.view().map((m) => this.meta.objectReplicationCursor(m.id)),
+    );
+    const everywhere = Math.min(...cursors);
+    // Started together: the group commit writes them in one transaction.
+    await Promise.all(changes.map((change, i) => {
+      if (change.op !== "put" || outcomes[i] === "skipped") return;
+      const target = { bucket: change.bucket, key: change.key, versionId: change.versionId };
+      if (outcomes[i] === "failed") return this.meta.setReplicationStatus(target, "FAILED");
+      if (everywhere >= change.seq) return this.meta.setReplicationStatus(target, "COMPLETED");
+    }));
   }
 
   async #deliver(url: string, change: ObjectChange): Promise<Delivery> {
