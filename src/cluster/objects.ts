@@ -22,6 +22,7 @@ import type { CallOptions } from "./client.ts";
 import { streamToNode } from "./client.ts";
 import { refused, requestTarget } from "./inbound.ts";
 import type { Membership } from "./membership.ts";
+import { type ReplicationConfig, ruleFor } from "./rules.ts";
 import { sameHex, sha256Hex } from "./signature.ts";
 
 export const OBJECT_HEADER = "x-cluster-object";
@@ -143,8 +144,11 @@ export async function receiveObject(
   return { op, bucket, key, versionId };
 }
 
-/** What one delivery came to: sent, refused for good, or nothing to send (the version is gone). */
-type Delivery = "delivered" | "failed" | "skipped";
+/**
+ * What one delivery came to: sent, refused for good, nothing to send (the version is gone), or
+ * not to be replicated (no Enabled rule of the bucket's replication configuration takes it).
+ */
+type Delivery = "delivered" | "failed" | "skipped" | "excluded";
 
 /** A refusal that will not change by retrying (anything else is retried with backoff). */
 class PermanentRefusal extends Error {}
@@ -252,6 +256,7 @@ export class ObjectReplicator {
       if (change.op !== "put" || outcomes[i] === "skipped") return;
       const target = { bucket: change.bucket, key: change.key, versionId: change.versionId };
       if (outcomes[i] === "failed") return this.meta.setReplicationStatus(target, "FAILED");
+      if (outcomes[i] === "excluded") return this.meta.setReplicationStatus(target, null);
       if (everywhere >= change.seq) return this.meta.setReplicationStatus(target, "COMPLETED");
     }));
   }
@@ -269,6 +274,15 @@ export class ObjectReplicator {
       }
     }
     const message: ObjectMessage = { op, bucket, key, versionId };
+    const rules = await this.meta.getBucketConfig(bucket, "replication");
+    if (rules !== undefined) {
+      // With rules, a change goes only where an Enabled rule sends it; deletions of a version
+      // are not replicated, and delete markers only where the rule says so (as the protocol has).
+      if (!version) return "excluded";
+      const rule = ruleFor(JSON.parse(rules) as ReplicationConfig, { key, tags: version.tags });
+      if (!rule || (version.deleteMarker && !rule.deleteMarkers)) return "excluded";
+      message.bucket = rule.destination;
+    }
     if (version) {
       const {
         data: _data,

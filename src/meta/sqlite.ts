@@ -758,7 +758,7 @@ export class SqliteMetaStore implements MetaStore {
 
   setReplicationStatus(
     t: { bucket: string; key: string; versionId: string },
-    status: "COMPLETED" | "FAILED",
+    status: "COMPLETED" | "FAILED" | null,
   ): Promise<boolean> {
     return this.#batch.run(() => this.#objectQueue.setStatus(t.bucket, t.key, t.versionId, status));
   }

@@ -52,7 +52,7 @@ export class SqliteObjectQueue {
     return { depth: row.depth as number, oldest: (row.oldest as number | null) ?? undefined };
   }
 
-  setStatus(bucket: string, key: string, versionId: string, status: string): boolean {
+  setStatus(bucket: string, key: string, versionId: string, status: string | null): boolean {
     return this.stmt(
       "UPDATE versions SET replication = ? WHERE bucket = ? AND key = ? AND version_id = ? " +
         "AND replication = 'PENDING'",

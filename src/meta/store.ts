@@ -257,7 +257,8 @@ export type BucketConfigKind =
   | "encryption"
   | "website"
   | "logging"
-  | "transform";
+  | "transform"
+  | "replication";
 
 /**
  * An event a write records in the outbox (DESIGN.md §6): committed in the same transaction as
@@ -634,10 +635,13 @@ export interface ObjectReplicationQueue {
   setObjectReplicationCursor(node: string, seq: number): Promise<void>;
   /** How many object changes are queued after `after`, and when the oldest was queued. */
   objectReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }>;
-  /** Ends a PENDING version's replication as COMPLETED or FAILED; false when not PENDING. */
+  /**
+   * Ends a PENDING version's replication as COMPLETED or FAILED, or as none (null: the bucket's
+   * replication rules leave it out); false when it is not PENDING.
+   */
   setReplicationStatus(
     target: { bucket: string; key: string; versionId: string },
-    status: "COMPLETED" | "FAILED",
+    status: "COMPLETED" | "FAILED" | null,
   ): Promise<boolean>;
 }
 

@@ -79,6 +79,11 @@ export function objectReplicationCases(test: Test, open: Opener): void {
     const r = { bucket: "b", key: "r", versionId: "null" };
     assertEquals(await meta.setReplicationStatus(r, "COMPLETED"), false);
     assertEquals((await meta.getObjectVersion("b", "r"))?.replication, "REPLICA");
+    // Left out by the bucket's rules: no status at all.
+    await meta.putObjectVersion(version("x"));
+    const x = { bucket: "b", key: "x", versionId: "null" };
+    assertEquals(await meta.setReplicationStatus(x, null), true);
+    assertEquals((await meta.getObjectVersion("b", "x"))?.replication, undefined);
     await meta.close();
   });
 

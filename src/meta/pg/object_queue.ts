@@ -72,7 +72,7 @@ export class PgObjectQueue {
   async setStatus(
     q: Queryable,
     t: { bucket: string; key: string; versionId: string },
-    status: string,
+    status: string | null,
   ): Promise<boolean> {
     const result = await q`
       UPDATE versions SET replication = ${status} WHERE bucket = ${t.bucket} AND key = ${t.key}

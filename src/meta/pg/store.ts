@@ -540,7 +540,7 @@ export class PgMetaStore implements MetaStore {
 
   setReplicationStatus(
     t: { bucket: string; key: string; versionId: string },
-    status: "COMPLETED" | "FAILED",
+    status: "COMPLETED" | "FAILED" | null,
   ): Promise<boolean> {
     return this.#tx((tx) => this.#objectQueue.setStatus(tx, t, status));
   }
