@@ -155,9 +155,17 @@ class PermanentRefusal extends Error {}
 
 /** Statuses retried: the receiver's signature checks, a bucket not there yet, overload, faults. */
 const RETRIED = new Set([403, 404, 408, 409, 429]);
+/**
+ * How long a node may answer NoSuchBucket to one change before it is FAILED: long enough for the
+ * bucket's own replication to arrive (well under a second when the node is up), short enough that
+ * a destination bucket deleted there does not hold the node's queue up for ever.
+ */
+const MISSING_BUCKET_MS = 120_000;
 
 export class ObjectReplicator {
   #retry = new Map<string, { failures: number; until: number }>();
+  /** `<node>:<seq>` of changes answered NoSuchBucket, with when that was first answered. */
+  #missingSince = new Map<string, number>();
   #busy = new Map<string, Promise<void>>();
   #timer?: ReturnType<typeof setTimeout>;
   #stopped = false;
@@ -214,7 +222,7 @@ export class ObjectReplicator {
             keys.add(key);
             group.push(pending[i++]);
           }
-          const outcomes = await Promise.allSettled(group.map((c) => this.#deliver(url, c)));
+          const outcomes = await Promise.allSettled(group.map((c) => this.#deliver(node, url, c)));
           let done = 0;
           while (done < group.length && outcomes[done].status === "fulfilled") done++;
           // The cursor moves only past changes the node answered, in order: a crash before
@@ -261,7 +269,7 @@ export class ObjectReplicator {
     }));
   }
 
-  async #deliver(url: string, change: ObjectChange): Promise<Delivery> {
+  async #deliver(node: string, url: string, change: ObjectChange): Promise<Delivery> {
     const { op, bucket, key, versionId } = change;
     let version: ObjectVersion | undefined;
     if (op === "put") {
@@ -315,8 +323,21 @@ export class ObjectReplicator {
           headers: { [OBJECT_HEADER]: header, "x-store-replication-status": "REPLICA" },
         },
       );
-      if (status === 200) return "delivered";
+      const missing = `${node}:${change.seq}`;
+      if (status === 200) {
+        this.#missingSince.delete(missing);
+        return "delivered";
+      }
       const error = (value.error ?? {}) as { code?: string; message?: string };
+      if (status === 404 && error.code === "NoSuchBucket") {
+        const since = this.#missingSince.get(missing) ?? Date.now();
+        this.#missingSince.set(missing, since);
+        if (Date.now() - since > MISSING_BUCKET_MS) {
+          this.#missingSince.delete(missing);
+          log("warn", "A node has no bucket for a replicated object change", { node, bucket, key });
+          throw new PermanentRefusal("404");
+        }
+      }
       if (status >= 500 || RETRIED.has(status)) {
         throw new Error(`${status} ${error.code ?? ""}: ${error.message ?? ""}`);
       }

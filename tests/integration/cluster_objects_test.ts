@@ -24,13 +24,16 @@ import { assert, assertEquals } from "./assert.ts";
 import {
   clusterAuthorization,
   type ClusterNodeProcess,
+  clusterStatus,
   eventually,
   restartNode,
   seenBy,
   startNode,
   stopAll,
 } from "./cluster_helpers.ts";
-import { randomBytes, s3Client } from "./server.ts";
+import { ADMIN_PASSWORD, ADMIN_USER, randomBytes, s3Client } from "./server.ts";
+
+const ADMIN = { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) };
 import { signedFetch } from "./signer.ts";
 
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
@@ -412,6 +415,16 @@ Deno.test("cluster: a node that was down catches up; kill -9 loses nothing", asy
         );
       }
       await s3.a.send(new DeleteObjectCommand({ Bucket: "catch", Key: "k-0" }));
+      // a's backlog towards c: what a took (half the puts and the deletion) waits for it.
+      const waiting = (await clusterStatus(a)).nodes.find((n) => n.id === "node-c") as unknown as {
+        object_queue_depth: number;
+        object_lag_seconds: number;
+      };
+      assert(waiting.object_queue_depth >= WRITES / 2 + 1, JSON.stringify(waiting));
+      assert(waiting.object_lag_seconds > 0, JSON.stringify(waiting));
+      const metrics = await (await fetch(`${a.url}/metrics`, { headers: ADMIN })).text();
+      const depth = /^store_cluster_object_queue_depth\{node="node-c"\} (\d+)$/m.exec(metrics);
+      assert(depth && Number(depth[1]) >= WRITES / 2 + 1, metrics);
       c = await restartNode(c);
       nodes[2] = c;
       await eventually(
@@ -424,6 +437,14 @@ Deno.test("cluster: a node that was down catches up; kill -9 loses nothing", asy
       assert(got !== "missing");
       assertEquals(got.sha, sha(new TextEncoder().encode(`v-${WRITES - 1}`)));
       assertEquals(await seen(s3.c(), "catch", "k-0"), "missing");
+      await eventually(
+        "a's backlog towards c drained",
+        async () =>
+          ((await clusterStatus(a)).nodes.find((n) => n.id === "node-c") as unknown as {
+            object_queue_depth: number;
+          }).object_queue_depth,
+        (n) => n === 0,
+      );
     });
 
     await t.step("kill -9 of the sender right after its acknowledgements", async () => {
