@@ -261,6 +261,24 @@ Deno.test("cluster: objects written on any node appear on all", async (t) => {
       }
     });
 
+    await t.step("an encrypted object is not replicated: FAILED on its node", async () => {
+      await s3.a.send(
+        new PutObjectCommand({
+          Bucket: "objs",
+          Key: "secret.txt",
+          Body: "s",
+          ServerSideEncryption: "AES256",
+        }),
+      );
+      const head = await eventually(
+        "FAILED on a",
+        () => s3.a.send(new HeadObjectCommand({ Bucket: "objs", Key: "secret.txt" })),
+        (h) => h.ReplicationStatus !== "PENDING",
+      );
+      assertEquals(head.ReplicationStatus, "FAILED");
+      for (const s of [s3.b, s3.c]) assertEquals(await seen(s, "objs", "secret.txt"), "missing");
+    });
+
     await t.step("an unversioned delete removes the object everywhere", async () => {
       await s3.c.send(new DeleteObjectCommand({ Bucket: "objs", Key: "small.txt" }));
       for (const s of all) {
