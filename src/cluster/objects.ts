@@ -176,6 +176,7 @@ export class ObjectReplicator {
     readonly membership: Membership,
     readonly call: () => CallOptions,
     readonly pollMs = 100,
+    readonly missingBucketMs = MISSING_BUCKET_MS,
   ) {}
 
   start(): void {
@@ -332,7 +333,7 @@ export class ObjectReplicator {
       if (status === 404 && error.code === "NoSuchBucket") {
         const since = this.#missingSince.get(missing) ?? Date.now();
         this.#missingSince.set(missing, since);
-        if (Date.now() - since > MISSING_BUCKET_MS) {
+        if (Date.now() - since > this.missingBucketMs) {
           this.#missingSince.delete(missing);
           log("warn", "A node has no bucket for a replicated object change", { node, bucket, key });
           throw new PermanentRefusal("404");
