@@ -8,6 +8,7 @@ import {
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
+  GetBucketVersioningCommand,
   GetObjectCommand,
   GetObjectTaggingCommand,
   HeadObjectCommand,
@@ -32,6 +33,7 @@ import {
   stopAll,
 } from "./cluster_helpers.ts";
 import { ADMIN_PASSWORD, ADMIN_USER, randomBytes, s3Client } from "./server.ts";
+import { startPgMeta } from "./postgres_meta_helpers.ts";
 
 const ADMIN = { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) };
 import { signedFetch } from "./signer.ts";
@@ -91,10 +93,12 @@ async function keys(s3: S3Client, bucket: string): Promise<number> {
   return count;
 }
 
-async function clusterOf3(): Promise<ClusterNodeProcess[]> {
-  const a = await startNode("node-a");
-  const b = await startNode("node-b", { seeds: [a.url] });
-  const c = await startNode("node-c", { seeds: [a.url] });
+async function clusterOf3(
+  env: () => Promise<Record<string, string>> = () => Promise.resolve({}),
+): Promise<ClusterNodeProcess[]> {
+  const a = await startNode("node-a", { env: await env() });
+  const b = await startNode("node-b", { seeds: [a.url], env: await env() });
+  const c = await startNode("node-c", { seeds: [a.url], env: await env() });
   for (const n of [a, b, c]) {
     await eventually(`${n.id} sees the others`, () => seenBy(n), (s) =>
       s.length === 2 &&
@@ -486,5 +490,53 @@ Deno.test("cluster: a node that was down catches up; kill -9 loses nothing", asy
     });
   } finally {
     await stopAll(nodes);
+  }
+});
+
+Deno.test("cluster: object replication with each node's metadata in PostgreSQL", async () => {
+  const pg = await startPgMeta();
+  let nodes: ClusterNodeProcess[] = [];
+  try {
+    nodes = await clusterOf3(async () => ({ STORE_META_URL: await pg.database() }));
+    const [a, b, c] = nodes.map((n) => s3Client(n.server));
+    await b.send(new CreateBucketCommand({ Bucket: "pgv" }));
+    await b.send(
+      new PutBucketVersioningCommand({
+        Bucket: "pgv",
+        VersioningConfiguration: { Status: "Enabled" },
+      }),
+    );
+    for (const s of [a, c]) {
+      await eventually(
+        "pgv versioned everywhere",
+        () =>
+          s.send(new GetBucketVersioningCommand({ Bucket: "pgv" })).then((o) => o.Status, () => ""),
+        (x) => x === "Enabled",
+      );
+    }
+    const body = randomBytes(200_000);
+    const put = await a.send(
+      new PutObjectCommand({ Bucket: "pgv", Key: "k", Body: body, Metadata: { m: "1" } }),
+    );
+    await eventually("k on c", () => seen(c, "pgv", "k"), (x) => x !== "missing");
+    const marker = await c.send(new DeleteObjectCommand({ Bucket: "pgv", Key: "k" }));
+    const want = [`m:${marker.VersionId}:latest`, `v:${put.VersionId}`].sort().join();
+    for (const s of [a, b, c]) {
+      await eventually("versions of k", () => versions(s, "pgv", "k"), (x) => x.join() === want);
+      const old = await s.send(
+        new GetObjectCommand({ Bucket: "pgv", Key: "k", VersionId: put.VersionId }),
+      );
+      assertEquals(sha(await old.Body!.transformToByteArray()), sha(body));
+      assertEquals(old.Metadata, { m: "1" });
+    }
+    const head = await eventually(
+      "COMPLETED on a",
+      () => a.send(new HeadObjectCommand({ Bucket: "pgv", Key: "k", VersionId: put.VersionId })),
+      (h) => h.ReplicationStatus === "COMPLETED",
+    );
+    assertEquals(head.ReplicationStatus, "COMPLETED");
+  } finally {
+    await stopAll(nodes);
+    await pg.dispose();
   }
 });
