@@ -202,12 +202,8 @@ export class ClusterNode {
     const scope = currentAudit();
     if (scope) scope.principal = `node:${call.node}`;
     try {
-      const change = await receiveObject(req, this.layer, call.body);
-      if (scope) {
-        scope.bucket = change.bucket;
-        scope.key = change.key;
-        scope.routine = true;
-      }
+      await receiveObject(req, this.layer, call.body);
+      if (scope) scope.routine = true;
       return signedAnswer(this.config.secret, call.nonce, 200, { ok: true });
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;

@@ -14,6 +14,7 @@
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { ApiError } from "../api/json.ts";
+import { currentAudit } from "../audit/scope.ts";
 import { S3Error } from "../http/errors.ts";
 import { log } from "../log.ts";
 import type { MetaStore, ObjectChange, ObjectVersion } from "../meta/store.ts";
@@ -104,7 +105,7 @@ export async function receiveObject(
   req: Request,
   layer: ObjectLayer,
   signedBody: string,
-): Promise<{ op: string; bucket: string; key: string; versionId: string }> {
+): Promise<void> {
   const header = req.headers.get(OBJECT_HEADER) ?? "";
   const query = new URL(requestTarget(req.url), "http://x").searchParams.get("meta") ?? "";
   if (header.length > HEADER_LIMIT || !sameHex(sha256Hex(header), query)) {
@@ -122,6 +123,12 @@ export async function receiveObject(
     throw new ApiError(400, "invalid_message", "The object change is malformed.");
   }
   const { op, bucket, key, versionId } = message;
+  // The write's audit entry names what it wrote.
+  const scope = currentAudit();
+  if (scope) {
+    scope.bucket = bucket;
+    scope.key = key;
+  }
   try {
     if (op === "delete") {
       await req.body?.cancel().catch(() => {});
@@ -141,7 +148,6 @@ export async function receiveObject(
     if (err instanceof S3Error) throw new ApiError(err.status, err.code, err.message);
     throw err;
   }
-  return { op, bucket, key, versionId };
 }
 
 /**

@@ -158,6 +158,19 @@ Deno.test("cluster: objects written on any node appear on all", async (t) => {
         (h) => h.ReplicationStatus === "COMPLETED",
       );
       assertEquals(head.ReplicationStatus, "COMPLETED");
+      // The replica's write is in b's audit chain under the sending node.
+      const res = await fetch(`${b.url}/admin/audit?operation=Cluster:object&limit=100`, {
+        headers: ADMIN,
+      });
+      const { entries } = await res.json() as {
+        entries: { principal: string; bucket: string; key: string }[];
+      };
+      assert(
+        entries.some((e) =>
+          e.principal === "node:node-a" && e.bucket === "objs" && e.key === "small.txt"
+        ),
+        JSON.stringify(entries.slice(0, 5)),
+      );
     });
 
     await t.step("a large (chunked) object put on b, the same bytes everywhere", async () => {
