@@ -263,7 +263,7 @@ async function start() {
   const kms = new Kms(meta, masterKey);
   const transforms = new TransformWorkers(layer, { sse: sseKeys, kms }, config.transform);
   await transforms.start();
-  const cluster = config.cluster ? new ClusterNode(config.cluster, meta) : undefined;
+  const cluster = config.cluster ? new ClusterNode(config.cluster, meta, layer) : undefined;
   if (cluster) {
     const queued = await meta.queueUnreplicatedBuckets();
     if (queued > 0) log("info", "Buckets made before clustering queued for the others", { queued });

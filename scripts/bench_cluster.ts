@@ -1,7 +1,16 @@
-// Bucket replication between three nodes on loopback: how long a bucket made on one node takes to
-// exist on the two others (p50/p99), and how fast a node that was down catches up.
-//   deno task bench:cluster [--buckets=200] [--backlog=500]
-import { CreateBucketCommand, HeadBucketCommand, ListBucketsCommand } from "@aws-sdk/client-s3";
+// Replication between three nodes on loopback: how long a bucket made on one node takes to exist
+// on the two others (p50/p99), how fast a node that was down catches up, and the same for objects
+// put at a steady rate (4 KiB each).
+//   deno task bench:cluster [--buckets=200] [--backlog=500] [--objects=200] [--rate=20]
+//     [--object-backlog=500]
+import {
+  CreateBucketCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListBucketsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+} from "@aws-sdk/client-s3";
 import type { S3Client } from "@aws-sdk/client-s3";
 import {
   eventually,
@@ -16,6 +25,10 @@ const arg = (name: string, fallback: number) =>
   Number(Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? fallback);
 const BUCKETS = arg("buckets", 200);
 const BACKLOG = arg("backlog", 500);
+const OBJECTS = arg("objects", 200);
+const RATE = arg("rate", 20);
+const OBJECT_BACKLOG = arg("object-backlog", 500);
+const BODY = new Uint8Array(4096).fill(7);
 
 async function exists(s3: S3Client, bucket: string): Promise<boolean> {
   return await s3.send(new HeadBucketCommand({ Bucket: bucket })).then(() => true, () => false);
@@ -24,6 +37,29 @@ async function exists(s3: S3Client, bucket: string): Promise<boolean> {
 async function visibleAfter(s3: S3Client, bucket: string, since: number): Promise<number> {
   while (!(await exists(s3, bucket))) await new Promise((r) => setTimeout(r, 5));
   return performance.now() - since;
+}
+
+async function objectAfter(s3: S3Client, key: string, since: number): Promise<number> {
+  while (
+    !(await s3.send(new HeadObjectCommand({ Bucket: "objlag", Key: key })).then(
+      () => true,
+      () => false,
+    ))
+  ) await new Promise((r) => setTimeout(r, 5));
+  return performance.now() - since;
+}
+
+async function objectCount(s3: S3Client): Promise<number> {
+  let count = 0;
+  let token: string | undefined;
+  do {
+    const out = await s3.send(
+      new ListObjectsV2Command({ Bucket: "objlag", ContinuationToken: token }),
+    );
+    count += out.KeyCount ?? 0;
+    token = out.NextContinuationToken;
+  } while (token);
+  return count;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -76,6 +112,60 @@ try {
     `catch-up: ${BACKLOG} bucket changes made while a node was down reached it ` +
       `${seconds.toFixed(2)} s after it listened (${(BACKLOG / seconds).toFixed(0)} buckets/s; ` +
       `restart took ${((startedUp - restarted) / 1000).toFixed(2)} s)`,
+  );
+
+  // Objects: PUTs on a at a steady rate; each one's lag runs from its acknowledgement until both
+  // other nodes answer HeadObject for it.
+  await sa.send(new CreateBucketCommand({ Bucket: "objlag" }));
+  await Promise.all([sb, sc].map((s) => visibleAfter(s, "objlag", performance.now())));
+  const objectLags: number[] = [];
+  const pending: Promise<void>[] = [];
+  const began = performance.now();
+  for (let i = 0; i < OBJECTS; i++) {
+    const key = `o-${i}`;
+    await sa.send(new PutObjectCommand({ Bucket: "objlag", Key: key, Body: BODY }));
+    const acked = performance.now();
+    pending.push(
+      Promise.all([objectAfter(sb, key, acked), objectAfter(sc, key, acked)]).then(([x, y]) => {
+        objectLags.push(Math.max(x, y));
+      }),
+    );
+    const next = began + ((i + 1) * 1000) / RATE;
+    await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
+  }
+  await Promise.all(pending);
+  objectLags.sort((x, y) => x - y);
+  console.log(
+    `object replication lag of ${OBJECTS} PUTs (4 KiB) at ${RATE}/s (from the acknowledgement ` +
+      `until both other nodes have it, ms): p50 ${percentile(objectLags, 0.5).toFixed(0)}, ` +
+      `p99 ${percentile(objectLags, 0.99).toFixed(0)}, max ` +
+      `${objectLags[objectLags.length - 1].toFixed(0)}`,
+  );
+
+  await c.server.kill();
+  for (let i = 0; i < OBJECT_BACKLOG; i += 10) {
+    await Promise.all(
+      Array.from(
+        { length: Math.min(10, OBJECT_BACKLOG - i) },
+        (_, j) =>
+          sa.send(new PutObjectCommand({ Bucket: "objlag", Key: `b-${i + j}`, Body: BODY })),
+      ),
+    );
+  }
+  c = await restartNode(c);
+  sc = s3Client(c.server);
+  const objectsFrom = performance.now();
+  await eventually(
+    "c caught up with the objects",
+    () => objectCount(sc),
+    (n) => n === OBJECTS + OBJECT_BACKLOG,
+    300_000,
+  );
+  const objectSeconds = (performance.now() - objectsFrom) / 1000;
+  console.log(
+    `object catch-up: ${OBJECT_BACKLOG} PUTs (4 KiB) made while a node was down reached it ` +
+      `${objectSeconds.toFixed(2)} s after it listened ` +
+      `(${(OBJECT_BACKLOG / objectSeconds).toFixed(0)} objects/s)`,
   );
 } finally {
   await stopAll([a, b, c]);

@@ -241,6 +241,12 @@ export interface Authenticated {
 }
 
 /** Route, authenticate, decide, run the handler. */
+/** The replication status header of both dialects (refused on protocol requests). */
+const REPLICATION_HEADERS = [
+  h(DIALECTS.store, "replication-status"),
+  h(DIALECTS.amz, "replication-status"),
+];
+
 async function dispatch(
   req: Request,
   info: Deno.ServeHandlerInfo,
@@ -269,6 +275,15 @@ async function dispatch(
     scope.key = found.key ?? "";
   }
   state.key = found.key;
+  // Replicated writes arrive only as signed cluster calls (POST /cluster/object): the header on
+  // a protocol request grants nothing, whoever signed it.
+  if (REPLICATION_HEADERS.some((name) => req.headers.has(name))) {
+    req.body?.cancel().catch(() => {});
+    throw new S3Error(
+      "AccessDenied",
+      "Replicated writes are accepted only as signed cluster calls.",
+    );
+  }
   if (found.operation === "OptionsObject") {
     // Preflights are never signed: the answer depends only on the bucket's CORS rules.
     req.body?.cancel().catch(() => {});

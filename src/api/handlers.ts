@@ -15,6 +15,11 @@ import {
   putBucketEncryption,
 } from "./bucket_encryption.ts";
 import { getBucketLogging, putBucketLogging } from "./bucket_logging.ts";
+import {
+  deleteBucketReplication,
+  getBucketReplication,
+  putBucketReplication,
+} from "./bucket_replication.ts";
 import { deleteBucketWebsite, getBucketWebsite, putBucketWebsite } from "./website.ts";
 import { deleteBucketCors, getBucketCors, putBucketCors } from "./cors.ts";
 import { copyObject } from "./copy.ts";
@@ -143,6 +148,9 @@ export const HANDLERS: Record<string, Handler> = {
   DeleteBucketWebsite: deleteBucketWebsite,
   GetBucketLogging: getBucketLogging,
   PutBucketLogging: putBucketLogging,
+  GetBucketReplication: getBucketReplication,
+  PutBucketReplication: putBucketReplication,
+  DeleteBucketReplication: deleteBucketReplication,
 };
 
 /**
@@ -173,6 +181,7 @@ export const READS_BODY = new Set([
   "PutBucketCors",
   "SelectObjectContent",
   "PutBucketEncryption",
+  "PutBucketReplication",
   "PutBucketWebsite",
   "PutBucketLogging",
 ]);

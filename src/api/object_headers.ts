@@ -106,6 +106,7 @@ export function objectHeaders(v: ObjectVersion, dialect: Dialect): Record<string
   };
   for (const [name, value] of Object.entries(v.userMeta)) out[h(dialect, "meta-" + name)] = value;
   if (v.versionId !== "null") out[h(dialect, "version-id")] = v.versionId;
+  if (v.replication) out[h(dialect, "replication-status")] = v.replication;
   const tags = v.tags ? Object.keys(v.tags).length : 0;
   if (tags > 0) out[h(dialect, "tagging-count")] = String(tags);
   return out;

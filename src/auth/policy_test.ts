@@ -437,7 +437,7 @@ Deno.test("parse: a stored policy drops action names no longer accepted", () => 
       {
         Effect: "Deny",
         Principal: "*",
-        NotAction: "s3:GetReplicationConfiguration",
+        NotAction: "s3:GetAnalyticsConfiguration",
         Resource: "arn:aws:s3:::b/x",
       },
     ],

@@ -20,6 +20,9 @@ export async function clusterView(
     ...(n.self ? {} : {
       queue_depth: n.queueDepth ?? 0,
       lag_seconds: Math.round((n.lagMs ?? 0) / 100) / 10,
+      // Object changes likewise (src/cluster/objects.ts).
+      object_queue_depth: n.objectQueueDepth ?? 0,
+      object_lag_seconds: Math.round((n.objectLagMs ?? 0) / 100) / 10,
     }),
   }));
   return { enabled: true, node: status.node, nodes, total: nodes.length };

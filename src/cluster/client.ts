@@ -52,3 +52,38 @@ export async function callNode(
   }
   return value;
 }
+
+/**
+ * A signed POST whose body is streamed (an object's bytes): `sha256` is the body's hex SHA-256,
+ * signed in place of a digest computed here; the receiver checks it as the bytes arrive. Answers
+ * the status and the JSON of the answer, whose Cluster-Signature must be valid whatever the status.
+ */
+export async function streamToNode(
+  url: string,
+  target: string,
+  opts: CallOptions & {
+    body: ReadableStream<Uint8Array> | Uint8Array;
+    sha256: string;
+    headers: Record<string, string>;
+  },
+): Promise<{ status: number; value: Record<string, unknown> }> {
+  const { header, nonce } = signCall(opts.secret, {
+    method: "POST",
+    target,
+    node: opts.node,
+    body: { sha256: opts.sha256 },
+  });
+  const res = await fetch(url + target, {
+    method: "POST",
+    headers: { ...opts.headers, authorization: header },
+    body: opts.body as BodyInit,
+    signal: AbortSignal.timeout(opts.timeoutMs),
+  });
+  const answer = await readAtMost(res.body, res.headers, ANSWER_LIMIT);
+  if (answer === null) throw new ClusterCallError(res.status, "The answer is too large");
+  const signature = res.headers.get(ANSWER_HEADER);
+  if (!checkAnswer(opts.secret, { nonce, status: res.status, body: answer, signature })) {
+    throw new ClusterCallError(res.status, `Unsigned or badly signed answer (${res.status})`);
+  }
+  return { status: res.status, value: JSON.parse(new TextDecoder().decode(answer)) };
+}

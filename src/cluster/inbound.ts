@@ -6,6 +6,7 @@ import { BodyStalledError, readAtMost } from "../http/progress.ts";
 import type { NonceCache } from "./nonces.ts";
 import {
   ANSWER_HEADER,
+  type CallSignature,
   checkCall,
   parseCallSignature,
   sameHex,
@@ -20,7 +21,7 @@ export interface VerifiedCall {
   body: Uint8Array;
 }
 
-function refused(code: string, message: string): ApiError {
+export function refused(code: string, message: string): ApiError {
   return new ApiError(403, code, message);
 }
 
@@ -33,6 +34,22 @@ export async function verifyCall(
   req: Request,
   opts: { secret: string; nonces: NonceCache; bodyLimit: number },
 ): Promise<VerifiedCall> {
+  const signature = await verifySignature(req, opts);
+  const body = await readBody(req, opts.bodyLimit);
+  if (!sameHex(sha256Hex(body), signature.body)) {
+    throw refused("cluster_bad_signature", "The body does not match its signed digest.");
+  }
+  return { node: signature.node, nonce: signature.nonce, body };
+}
+
+/**
+ * Checks a call's signature, window and nonce without reading its body: the caller checks the
+ * body against `body` (its signed SHA-256) as it reads it (a streamed object).
+ */
+export async function verifySignature(
+  req: Request,
+  opts: { secret: string; nonces: NonceCache },
+): Promise<CallSignature> {
   const signature = parseCallSignature(req.headers.get("authorization"));
   if (!signature) {
     await req.body?.cancel().catch(() => {});
@@ -58,11 +75,7 @@ export async function verifyCall(
         "retry-after": "1",
       });
   }
-  const body = await readBody(req, opts.bodyLimit);
-  if (!sameHex(sha256Hex(body), signature.body)) {
-    throw refused("cluster_bad_signature", "The body does not match its signed digest.");
-  }
-  return { node: signature.node, nonce: signature.nonce, body };
+  return signature;
 }
 
 async function readBody(req: Request, limit: number): Promise<Uint8Array> {

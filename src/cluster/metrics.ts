@@ -1,5 +1,5 @@
 // The cluster's Prometheus families: other nodes by state, and per node the bucket changes not
-// yet delivered and how long the oldest has waited.
+// yet delivered and how long the oldest has waited, and the same for object changes.
 import type { Exposition } from "../ops/prometheus.ts";
 import type { NodeState } from "./membership.ts";
 import type { ClusterNode } from "./node.ts";
@@ -28,5 +28,21 @@ export async function renderClusterMetrics(out: Exposition, cluster: ClusterNode
   );
   for (const n of others) {
     out.sample("store_cluster_replication_lag_seconds", (n.lagMs ?? 0) / 1000, { node: n.id });
+  }
+  out.family(
+    "store_cluster_object_queue_depth",
+    "gauge",
+    "Object changes not yet delivered to the node.",
+  );
+  for (const n of others) {
+    out.sample("store_cluster_object_queue_depth", n.objectQueueDepth ?? 0, { node: n.id });
+  }
+  out.family(
+    "store_cluster_object_lag_seconds",
+    "gauge",
+    "How long the oldest object change not yet delivered to the node has waited.",
+  );
+  for (const n of others) {
+    out.sample("store_cluster_object_lag_seconds", (n.objectLagMs ?? 0) / 1000, { node: n.id });
   }
 }

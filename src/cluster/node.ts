@@ -4,13 +4,21 @@ import { ApiError, apiErrorResponse, jsonResponse, pathSegments } from "../api/j
 import { currentAudit } from "../audit/scope.ts";
 import { log } from "../log.ts";
 import { callNode, type CallOptions } from "./client.ts";
-import { callJson, signedAnswer, type VerifiedCall, verifyCall } from "./inbound.ts";
+import {
+  callJson,
+  signedAnswer,
+  type VerifiedCall,
+  verifyCall,
+  verifySignature,
+} from "./inbound.ts";
 import { Membership, type MemberView, type NodeRef, nodeRef } from "./membership.ts";
 import { NonceCache } from "./nonces.ts";
 import type { ClusterConfig } from "./settings.ts";
 import { WINDOW_MS } from "./signature.ts";
-import type { BucketState, ReplicationQueue } from "../meta/store.ts";
+import type { BucketState, MetaStore } from "../meta/store.ts";
+import type { ObjectLayer } from "../object/layer.ts";
 import { BucketReplicator, parseBucketState } from "./replication.ts";
+import { ObjectReplicator, receiveObject } from "./objects.ts";
 
 /** Bytes a join, heartbeat or ping body may have; a message (bucket states) may have more. */
 const BODY_LIMIT = 64 * 1024;
@@ -23,7 +31,13 @@ const LEAVE_TIMEOUT_MS = 2000;
 export interface ClusterStatus {
   enabled: true;
   node: NodeRef;
-  nodes: (MemberView & { self: boolean; queueDepth?: number; lagMs?: number })[];
+  nodes: (MemberView & {
+    self: boolean;
+    queueDepth?: number;
+    lagMs?: number;
+    objectQueueDepth?: number;
+    objectLagMs?: number;
+  })[];
 }
 
 type Route = (call: VerifiedCall, json: Record<string, unknown>) => unknown;
@@ -47,8 +61,13 @@ export class ClusterNode {
   #joinedSeeds = new Set<string>();
   #routes: Record<string, RouteSpec>;
   #replicator: BucketReplicator;
+  #objects: ObjectReplicator;
 
-  constructor(readonly config: ClusterConfig, readonly queue: ReplicationQueue) {
+  constructor(
+    readonly config: ClusterConfig,
+    readonly queue: MetaStore,
+    readonly layer: ObjectLayer,
+  ) {
     this.membership = new Membership(
       { id: config.nodeId, url: config.advertiseUrl },
       { suspectMs: config.suspectMs, deadMs: config.deadMs },
@@ -61,6 +80,12 @@ export class ClusterNode {
           ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
           body,
         }),
+    );
+    this.#objects = new ObjectReplicator(
+      queue,
+      layer,
+      this.membership,
+      () => this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
     );
     this.#routes = {
       join: { method: "POST", run: (call, json) => this.#joined(call, json) },
@@ -90,13 +115,14 @@ export class ClusterNode {
     });
     this.#tick();
     this.#replicator.start();
+    this.#objects.start();
   }
 
   /** Stops heartbeats and tells the nodes that are alive that this one is going. */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await this.#replicator.stop();
+    await Promise.all([this.#replicator.stop(), this.#objects.stop()]);
     const alive = this.membership.view().filter((m) => m.state === "alive");
     await Promise.allSettled(
       alive.map((m) =>
@@ -114,7 +140,15 @@ export class ClusterNode {
     const others = await Promise.all(
       this.membership.view().map(async (m) => {
         const { depth, lagMs } = await this.#replicator.backlog(m.id);
-        return { ...m, self: false, queueDepth: depth, lagMs };
+        const objects = await this.#objects.backlog(m.id);
+        return {
+          ...m,
+          self: false,
+          queueDepth: depth,
+          lagMs,
+          objectQueueDepth: objects.depth,
+          objectLagMs: objects.lagMs,
+        };
       }),
     );
     return {
@@ -134,6 +168,7 @@ export class ClusterNode {
         ? this.#routes[name]
         : undefined;
       if (scope) scope.operation = `Cluster:${name ?? ""}`;
+      if (name === "object" && rest.length === 0) return await this.#object(req);
       if (!route) throw new ApiError(404, "not_found", "No such cluster route.");
       if (req.method !== route.method) {
         throw new ApiError(405, "method_not_allowed", `Use ${route.method}.`);
@@ -150,6 +185,32 @@ export class ClusterNode {
       return signedAnswer(this.config.secret, call.nonce, 200, value);
     } catch (err) {
       return apiErrorResponse(err, requestId);
+    }
+  }
+
+  /**
+   * An object change from another node (src/cluster/objects.ts): its bytes stream into storage
+   * and are checked against their signed digest before the version commits. Answers, refusals
+   * included, are signed once the call is verified, so the sender can trust the status.
+   */
+  async #object(req: Request): Promise<Response> {
+    if (req.method !== "POST") {
+      req.body?.cancel().catch(() => {});
+      throw new ApiError(405, "method_not_allowed", "Use POST.");
+    }
+    const call = await verifySignature(req, { secret: this.config.secret, nonces: this.#nonces });
+    const scope = currentAudit();
+    if (scope) scope.principal = `node:${call.node}`;
+    try {
+      await receiveObject(req, this.layer, call.body);
+      if (scope) scope.routine = true;
+      return signedAnswer(this.config.secret, call.nonce, 200, { ok: true });
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      if (scope) scope.errorCode = err.code;
+      return signedAnswer(this.config.secret, call.nonce, err.status, {
+        error: { code: err.code, message: err.message },
+      });
     }
   }
 

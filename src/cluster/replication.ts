@@ -20,10 +20,14 @@ const RETRY_MAX_MS = 60_000;
 
 export type Deliver = (url: string, body: unknown) => Promise<unknown>;
 
-/** The part of a change that goes over the wire. */
+/**
+ * The part of a change that goes over the wire: the documents of the kinds that replicate (the
+ * others, e.g. default encryption naming this node's keys, stay on the node that set them).
+ */
 function wire(c: BucketChange): BucketState {
-  const { seq: _seq, queuedAt: _queuedAt, ...state } = c;
-  return state;
+  const { seq: _seq, queuedAt: _queuedAt, configs, ...state } = c;
+  const sent = Object.entries(configs).filter(([kind]) => CONFIG_KINDS.has(kind));
+  return { ...state, configs: Object.fromEntries(sent) };
 }
 
 /** Changes from the front of `changes` up to the batch size (at least one). */
@@ -118,6 +122,7 @@ const CONFIG_KINDS = new Set<string>([
   "ownership",
   "cors",
   "notification",
+  "replication",
 ]);
 
 const isObject = (v: unknown): v is Record<string, unknown> =>

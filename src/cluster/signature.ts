@@ -44,13 +44,20 @@ function stringToSign(method: string, target: string, s: Omit<CallSignature, "si
 /** The Authorization header value of a call to `target` (path and query) with this body. */
 export function signCall(
   secret: string,
-  call: { method: string; target: string; node: string; body: Uint8Array; now?: number },
+  call: {
+    method: string;
+    target: string;
+    node: string;
+    /** The body, or the hex SHA-256 of one streamed (src/cluster/objects.ts). */
+    body: Uint8Array | { sha256: string };
+    now?: number;
+  },
 ): { header: string; nonce: string } {
   const parts = {
     node: call.node,
     timestamp: call.now ?? Date.now(),
     nonce: randomBytes(16).toString("hex"),
-    body: sha256Hex(call.body),
+    body: call.body instanceof Uint8Array ? sha256Hex(call.body) : call.body.sha256,
   };
   const signature = hmacHex(secret, stringToSign(call.method, call.target, parts));
   return {

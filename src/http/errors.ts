@@ -49,6 +49,7 @@ const STATUS: Record<string, number> = {
   NoSuchWebsiteConfiguration: 404,
   ServerSideEncryptionConfigurationNotFoundError: 404,
   NoSuchLifecycleConfiguration: 404,
+  ReplicationConfigurationNotFoundError: 404,
   NoSuchKey: 404,
   NoSuchVersion: 404,
   NoSuchUpload: 404,

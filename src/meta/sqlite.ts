@@ -19,6 +19,7 @@ import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import { SqliteSts } from "./sqlite_sts.ts";
 import { type BucketItem, SqliteCluster } from "./sqlite_cluster.ts";
+import { SqliteObjectQueue } from "./sqlite_object_queue.ts";
 import { MissingBucketError } from "./store.ts";
 import type {
   AuditQuery,
@@ -64,13 +65,14 @@ import type {
   VersionListQuery,
   WriteRecords,
 } from "./store.ts";
+import type { ObjectChange, ReplicationStatus } from "./store.ts";
 
 type Row = Record<string, SQLInputValue>;
 
 const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
   "user_meta, headers, owner, vid, chunked, sse, acl, parts, lock_mode, lock_until, legal_hold" +
-  ", checksum, tags";
+  ", checksum, tags, replication";
 
 /** VERSION_COLUMNS of the table aliased `v`, for joins. */
 const JOINED_VERSION_COLUMNS = VERSION_COLUMNS.split(", ").map((c) => `v.${c}`).join(", ");
@@ -115,6 +117,7 @@ function toVersion(row: Row): ObjectVersion {
       : undefined,
     legalHold: row.legal_hold === 1,
     tags: row.tags ? JSON.parse(row.tags as string) : undefined,
+    replication: (row.replication as ReplicationStatus | null) ?? undefined,
   };
 }
 
@@ -141,6 +144,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #sts: SqliteSts;
   readonly #ops: SqliteOps;
   readonly #cluster: SqliteCluster;
+  readonly #objectQueue: SqliteObjectQueue;
   /** Bucket changes are queued for the other nodes (clustering is on). */
   readonly #replicating: boolean;
 
@@ -169,6 +173,15 @@ export class SqliteMetaStore implements MetaStore {
     this.#sts = new SqliteSts((sql) => this.#stmt(sql));
     this.#ops = new SqliteOps(this.#db, (sql) => this.#stmt(sql), this.#batch);
     this.#cluster = new SqliteCluster((sql) => this.#stmt(sql), opts.clusterNode ?? "");
+    this.#objectQueue = new SqliteObjectQueue((sql) => this.#stmt(sql));
+  }
+
+  /**
+   * Queues an object change for the other nodes (clustering on, not a REPLICA write); inside the
+   * write's transaction.
+   */
+  #objectChanged(op: ObjectChange["op"], v: { bucket: string; key: string; versionId: string }) {
+    if (this.#replicating) this.#objectQueue.append(op, v.bucket, v.key, v.versionId);
   }
 
   /** Queues a bucket change for the other nodes; inside the change's transaction. */
@@ -316,6 +329,11 @@ export class SqliteMetaStore implements MetaStore {
       const old = this.#stmt(
         `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
       ).get(v.bucket, v.key, v.versionId) as Row | undefined;
+      const replica = v.replication === "REPLICA";
+      // A replica older than the same version here (written again since) changes nothing.
+      if (old && replica && (old.last_modified as number) > v.lastModified) {
+        return { displaced: [], freed: [] };
+      }
       if (old) {
         const oldVersion = toVersion(old);
         displaced.push(oldVersion);
@@ -325,14 +343,33 @@ export class SqliteMetaStore implements MetaStore {
         this.#stmt("DELETE FROM versions WHERE bucket = ? AND key = ? AND version_id = ?")
           .run(v.bucket, v.key, v.versionId);
       }
-      this.#stmt(
-        "UPDATE versions SET is_latest = 0 WHERE bucket = ? AND key = ? AND is_latest = 1",
-      ).run(v.bucket, v.key);
-      const seq = (this.#stmt(
-        "SELECT coalesce(max(seq), 0) + 1 AS seq FROM versions WHERE bucket = ? AND key = ?",
-      ).get(v.bucket, v.key) as Row).seq as number;
+      // A replica goes below the versions here that are newer than it (written on another node
+      // meanwhile), so every node ends with the same current version.
+      const below = replica
+        ? (this.#stmt(
+          "SELECT min(seq) AS seq FROM versions WHERE bucket = ? AND key = ? AND last_modified > ?",
+        ).get(v.bucket, v.key, v.lastModified) as Row).seq as number | null
+        : null;
+      let seq: number;
+      if (below === null) {
+        this.#stmt(
+          "UPDATE versions SET is_latest = 0 WHERE bucket = ? AND key = ? AND is_latest = 1",
+        ).run(v.bucket, v.key);
+        seq = (this.#stmt(
+          "SELECT coalesce(max(seq), 0) + 1 AS seq FROM versions WHERE bucket = ? AND key = ?",
+        ).get(v.bucket, v.key) as Row).seq as number;
+      } else {
+        // Two steps: the primary key (bucket, key, seq) is checked row by row.
+        this.#stmt(
+          "UPDATE versions SET seq = -(seq + 1) WHERE bucket = ? AND key = ? AND seq >= ?",
+        ).run(v.bucket, v.key, below);
+        this.#stmt("UPDATE versions SET seq = -seq WHERE bucket = ? AND key = ? AND seq < 0")
+          .run(v.bucket, v.key);
+        seq = below;
+      }
       const vid = this.#chunks.nextVid();
       this.#insertVersion(v, { seq, vid, chunked: chunks.length > 0 || v.data.kind === "chunks" });
+      if (below !== null) this.#stmt("UPDATE versions SET is_latest = 0 WHERE vid = ?").run(vid);
       if (chunks.length > 0) this.#chunks.addRefs(vid, chunks);
       // Chunks that were freed and re-referenced in this same write stay.
       return { displaced, freed: freed.filter((c) => !this.#chunks.hasChunk(c.id)) };
@@ -371,6 +408,15 @@ export class SqliteMetaStore implements MetaStore {
     if (v.checksum) {
       this.#stmt("UPDATE versions SET checksum = ? WHERE vid = ?")
         .run(JSON.stringify(v.checksum), opts.vid);
+    }
+    const replication = v.replication === "REPLICA"
+      ? "REPLICA"
+      : this.#replicating
+      ? "PENDING"
+      : null;
+    if (replication) {
+      this.#stmt("UPDATE versions SET replication = ? WHERE vid = ?").run(replication, opts.vid);
+      if (replication === "PENDING") this.#objectChanged("put", v);
     }
     const tags = v.deleteMarker ? null : tagsColumn(v.tags);
     if (tags !== null) this.#stmt("UPDATE versions SET tags = ? WHERE vid = ?").run(tags, opts.vid);
@@ -411,6 +457,7 @@ export class SqliteMetaStore implements MetaStore {
       ).run(bucket, key, bucket, key);
     }
     const freed = removed.data.kind === "chunks" ? this.#chunks.dropRefs(removed.data.vid) : [];
+    if (!item.replica) this.#objectChanged("delete", item);
     const event = item.outbox?.(removed);
     if (event) this.#events.append(event);
     return { removed, freed };
@@ -464,6 +511,7 @@ export class SqliteMetaStore implements MetaStore {
       }
       doomed.add(row.row_id as number);
       if (row.is_latest === 1) latest.push([item.bucket, item.key]);
+      if (!item.replica) this.#objectChanged("delete", item);
       const event = item.outbox?.(removed);
       if (event) events.push(event);
       if (scope) facts.push(changeFacts(scope, { key: item.key, versionId: item.versionId }));
@@ -665,6 +713,29 @@ export class SqliteMetaStore implements MetaStore {
 
   replicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
     return Promise.resolve(this.#cluster.backlog(after));
+  }
+
+  objectChanges(after: number, limit: number): Promise<ObjectChange[]> {
+    return Promise.resolve(this.#objectQueue.changes(after, limit));
+  }
+
+  objectReplicationCursor(node: string): Promise<number> {
+    return Promise.resolve(this.#objectQueue.cursor(node));
+  }
+
+  setObjectReplicationCursor(node: string, seq: number): Promise<void> {
+    return this.#batch.run(() => this.#objectQueue.setCursor(node, seq));
+  }
+
+  objectReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
+    return Promise.resolve(this.#objectQueue.backlog(after));
+  }
+
+  setReplicationStatus(
+    t: { bucket: string; key: string; versionId: string },
+    status: "COMPLETED" | "FAILED" | null,
+  ): Promise<boolean> {
+    return this.#batch.run(() => this.#objectQueue.setStatus(t.bucket, t.key, t.versionId, status));
   }
 
   listBucketConfigs(

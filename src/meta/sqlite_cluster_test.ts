@@ -1,5 +1,6 @@
 // The bucket-change queue on SQLite (cases in contract/replication.ts).
 import { replicationCases } from "./contract/replication.ts";
+import { objectReplicationCases } from "./contract/object_replication.ts";
 import { SqliteMetaStore } from "./sqlite.ts";
 
 const files = new Map<string, string>();
@@ -13,3 +14,16 @@ replicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), async ({ cluste
   }
   return new SqliteMetaStore(path, { clusterNode });
 });
+
+objectReplicationCases(
+  (name, fn) => Deno.test(`SQLite: ${name}`, fn),
+  async ({ clusterNode, data }) => {
+    if (data === undefined) return new SqliteMetaStore(":memory:", { clusterNode });
+    let path = files.get(data);
+    if (!path) {
+      path = await Deno.makeTempFile({ suffix: ".db" });
+      files.set(data, path);
+    }
+    return new SqliteMetaStore(path, { clusterNode });
+  },
+);

@@ -414,4 +414,23 @@ export const MIGRATIONS: string[] = [
     seq INTEGER NOT NULL
   );
   `,
+  `
+  -- Object replication (src/cluster/objects.ts): one row per object change made here while
+  -- clustering is on (a version or marker written: put; a version removed: delete), appended in
+  -- the write's transaction; every other node has a cursor into it. versions.replication is
+  -- PENDING, COMPLETED or FAILED on the node that wrote the version, REPLICA on the others.
+  CREATE TABLE cluster_object_changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    op TEXT NOT NULL,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    version_id TEXT NOT NULL,
+    queued_at INTEGER NOT NULL
+  );
+  CREATE TABLE cluster_object_cursors (
+    node TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+  );
+  ALTER TABLE versions ADD COLUMN replication TEXT;
+  `,
 ];

@@ -70,7 +70,15 @@ export interface ObjectVersion {
   legalHold?: boolean;
   /** The version's tag set (key to value); undefined or empty when it has none. */
   tags?: TagSet;
+  /**
+   * Cluster replication (src/cluster/objects.ts): PENDING until every other node has the
+   * version, then COMPLETED (or FAILED); REPLICA on a node that received it from another. A
+   * version written as REPLICA is never queued again. Undefined without clustering.
+   */
+  replication?: ReplicationStatus;
 }
+
+export type ReplicationStatus = "PENDING" | "COMPLETED" | "FAILED" | "REPLICA";
 
 /** Object or bucket tags: key to value, at most one value per key. */
 export type TagSet = Record<string, string>;
@@ -249,7 +257,8 @@ export type BucketConfigKind =
   | "encryption"
   | "website"
   | "logging"
-  | "transform";
+  | "transform"
+  | "replication";
 
 /**
  * An event a write records in the outbox (DESIGN.md §6): committed in the same transaction as
@@ -374,6 +383,8 @@ export type BatchDelete =
     bucket: string;
     key: string;
     versionId: string;
+    /** A removal received from another node: not queued for replication again. */
+    replica?: boolean;
     guard?: (version: ObjectVersion) => void;
     outbox?: (removed: ObjectVersion) => OutboxEvent | undefined;
   };
@@ -598,6 +609,43 @@ export interface ReplicationQueue {
 }
 
 /**
+ * An object change queued for the other nodes: a version (or delete marker) written here, or a
+ * version removed here. The sender reads the version's state when it sends the change.
+ */
+export interface ObjectChange {
+  seq: number;
+  op: "put" | "delete";
+  bucket: string;
+  key: string;
+  versionId: string;
+  /** When it was queued (ms). */
+  queuedAt: number;
+}
+
+/**
+ * The durable queue of object changes (clustering only): one row per change, appended in the
+ * transaction of the write (putObjectVersion, completeUpload, deleteObjects) unless the write is a
+ * REPLICA; every other node has its own cursor into it.
+ */
+export interface ObjectReplicationQueue {
+  /** Changes queued after `after`, oldest first, at most `limit`. */
+  objectChanges(after: number, limit: number): Promise<ObjectChange[]>;
+  objectReplicationCursor(node: string): Promise<number>;
+  /** Moves a node's cursor forward (never back). */
+  setObjectReplicationCursor(node: string, seq: number): Promise<void>;
+  /** How many object changes are queued after `after`, and when the oldest was queued. */
+  objectReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }>;
+  /**
+   * Ends a PENDING version's replication as COMPLETED or FAILED, or as none (null: the bucket's
+   * replication rules leave it out); false when it is not PENDING.
+   */
+  setReplicationStatus(
+    target: { bucket: string; key: string; versionId: string },
+    status: "COMPLETED" | "FAILED" | null,
+  ): Promise<boolean>;
+}
+
+/**
  * Claims on chunk ids that every server sharing the metadata sees (src/storage/chunk_claims.ts
  * keeps the claims of this process and calls these on its first and last one): a writer claims
  * an id before it checks whether the chunk exists and drops the claim after its commit; shards
@@ -613,7 +661,8 @@ export interface ChunkGuard {
   collectChunk(id: string, remove: () => Promise<void>): Promise<void>;
 }
 
-export interface MetaStore extends EventLog, RecordStore, JobStore, ReplicationQueue, ChunkGuard {
+export interface MetaStore
+  extends EventLog, RecordStore, JobStore, ReplicationQueue, ObjectReplicationQueue, ChunkGuard {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
   /** The owner's buckets in name order: names starting with `prefix`, after `after`. */

@@ -526,6 +526,48 @@ export class ObjectLayer {
     return done;
   }
 
+  /**
+   * Stores a version received from another node (src/cluster/objects.ts) as it is there: the same
+   * version id, ETag, dates and metadata, marked REPLICA so it is never queued again. `checks`
+   * see every byte and may refuse the body before anything commits; a body of another size than
+   * the version's is refused too.
+   */
+  async putReplica(
+    version: Omit<ObjectVersion, "data" | "replication">,
+    body: AsyncIterable<Uint8Array>,
+    checks: BodyCheck[],
+  ): Promise<void> {
+    await this.requireBucket(version.bucket);
+    const written = await writeBody(body, this.chunks, {
+      inlineMax: this.limits.inlineMax,
+      chunkSize: this.limits.chunkSize,
+      checks,
+      maxSize: MAX_PUT_SIZE,
+      tooLarge,
+    });
+    try {
+      if (written.size !== version.size) {
+        throw new S3Error("IncompleteBody", "The body is not as long as the version.");
+      }
+      const data = version.deleteMarker
+        ? { kind: "none" as const }
+        : written.inline
+        ? { kind: "inline" as const, bytes: written.inline }
+        : { kind: "chunks" as const, vid: 0 };
+      await this.#commit({ ...version, data, replication: "REPLICA" }, written.chunks);
+    } finally {
+      await releaseAll(this.chunks, written.chunks);
+    }
+  }
+
+  /** Removes a version as another node did (not queued again; Object Lock was checked there). */
+  async deleteReplica(bucket: string, key: string, versionId: string): Promise<void> {
+    await this.requireBucket(bucket);
+    const [outcome] = await this.meta.deleteObjects([{ bucket, key, versionId, replica: true }]);
+    if (!outcome.ok) throw outcome.error;
+    await this.chunks.collect(outcome.freed);
+  }
+
   async listObjects(bucket: string, query: ListQuery): Promise<ListPage> {
     await this.requireBucket(bucket);
     return this.meta.listObjects(bucket, query);

@@ -155,6 +155,8 @@ function rows(ids: { v: string; gov: string; dv: string; upload: string }): [str
     ["GetEncryptionConfiguration", { method: "GET", query: [["encryption", ""]] }],
     ["PutEncryptionConfiguration", { method: "DELETE", query: [["encryption", ""]] }],
     ["GetBucketLogging", { method: "GET", query: [["logging", ""]] }],
+    ["GetReplicationConfiguration", { method: "GET", query: [["replication", ""]] }],
+    ["PutReplicationConfiguration", { method: "DELETE", query: [["replication", ""]] }],
     ["PutBucketLogging", {
       method: "PUT",
       query: [["logging", ""]],
@@ -297,7 +299,7 @@ Deno.test("policy actions: every accepted action name changes a decision", async
           "GetAccelerateConfiguration",
           "ListAllMyBuckets",
           "CreateBucket",
-          "GetReplicationConfiguration",
+          "GetAnalyticsConfiguration",
           "RestoreObject",
           "PutBucketRequestPayment",
         ]

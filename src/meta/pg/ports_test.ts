@@ -5,6 +5,7 @@ import postgres from "postgres";
 import { createPostgres } from "../../../tests/services/postgres.ts";
 import { jobAndKeyCases } from "../contract/jobs_keys.ts";
 import { replicationCases } from "../contract/replication.ts";
+import { objectReplicationCases } from "../contract/object_replication.ts";
 import { PgMetaStore } from "./store.ts";
 
 Deno.test("PostgreSQL: jobs, KMS keys and the bucket-change queue", async (t) => {
@@ -27,6 +28,7 @@ Deno.test("PostgreSQL: jobs, KMS keys and the bucket-change queue", async (t) =>
   const collect = (name: string, fn: () => Promise<void>) => void cases.push([name, fn]);
   jobAndKeyCases(collect, () => open());
   replicationCases(collect, open);
+  objectReplicationCases(collect, open);
   try {
     for (const [name, fn] of cases) await t.step(name, fn);
   } finally {

@@ -12,6 +12,7 @@ import { EVENTS_DDL } from "./events.ts";
 import { SHARES_DDL } from "./shares.ts";
 import { STS_DDL } from "./sts.ts";
 import { USERS_DDL } from "./users.ts";
+import { OBJECT_QUEUE_DDL } from "./object_queue.ts";
 
 /** The advisory lock id of migrations (any constant unlikely to be used by others). */
 const MIGRATION_LOCK = 0x5354_4f52_4531;
@@ -208,6 +209,8 @@ export const MIGRATIONS: string[] = [
   [USERS_DDL, STS_DDL, SHARES_DDL, EVENTS_DDL, AUDIT_DDL, ERRORS_DDL].join("\n"),
   // Local key management, transformation jobs and the cluster's bucket-change queue.
   [KMS_DDL, JOBS_DDL, CLUSTER_DDL].join("\n"),
+  // The cluster's object-change queue and the versions' replication status.
+  OBJECT_QUEUE_DDL,
 ];
 
 /** Applies the migrations not applied yet; returns how many there are in all. */

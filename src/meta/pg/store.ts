@@ -5,6 +5,7 @@ import { type ChangeDetail, changeFacts } from "../change_facts.ts";
 import { PgKms } from "./kms.ts";
 import { PgJobs } from "./jobs.ts";
 import { PgCluster } from "./cluster.ts";
+import { PgObjectQueue } from "./object_queue.ts";
 import type { BucketItem } from "../sqlite_cluster.ts";
 import { currentAudit } from "../../audit/scope.ts";
 import type { AuditAnchor, AuditEntry, AuditFacts } from "../../audit/chain.ts";
@@ -31,6 +32,7 @@ import {
   type MetaStore,
   MissingBucketError,
   type NewJob,
+  type ObjectChange,
   type ObjectVersion,
   type OutboxEvent,
   type PartRecord,
@@ -106,6 +108,7 @@ export class PgMetaStore implements MetaStore {
   readonly #kms = new PgKms();
   readonly #jobs = new PgJobs();
   readonly #cluster: PgCluster;
+  readonly #objectQueue = new PgObjectQueue();
   /** Bucket changes are queued for the other nodes (clustering is on). */
   readonly #replicating: boolean;
 
@@ -114,6 +117,7 @@ export class PgMetaStore implements MetaStore {
     this.#auditing = auditing;
     this.#replicating = clusterNode !== undefined;
     this.#cluster = new PgCluster(clusterNode ?? "");
+    if (this.#replicating) this.#versions.queue = this.#objectQueue;
   }
 
   async #bucketChanged(tx: Q, bucket: string, ...items: BucketItem[]): Promise<void> {
@@ -491,6 +495,29 @@ export class PgMetaStore implements MetaStore {
 
   replicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
     return this.#read((q) => this.#cluster.backlog(q, after));
+  }
+
+  objectChanges(after: number, limit: number): Promise<ObjectChange[]> {
+    return this.#read((q) => this.#objectQueue.changes(q, after, limit));
+  }
+
+  objectReplicationCursor(node: string): Promise<number> {
+    return this.#read((q) => this.#objectQueue.cursor(q, node));
+  }
+
+  setObjectReplicationCursor(node: string, seq: number): Promise<void> {
+    return this.#tx((tx) => this.#objectQueue.setCursor(tx, node, seq));
+  }
+
+  objectReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
+    return this.#read((q) => this.#objectQueue.backlog(q, after));
+  }
+
+  setReplicationStatus(
+    t: { bucket: string; key: string; versionId: string },
+    status: "COMPLETED" | "FAILED" | null,
+  ): Promise<boolean> {
+    return this.#tx((tx) => this.#objectQueue.setStatus(tx, t, status));
   }
 
   listKmsKeys(): Promise<KmsKeyRecord[]> {

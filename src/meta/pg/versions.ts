@@ -14,11 +14,12 @@ import {
 } from "../store.ts";
 import type { PgChunks, RefChanges } from "./chunks.ts";
 import type { Q } from "./connect.ts";
+import type { PgObjectQueue } from "./object_queue.ts";
 
 const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
   "user_meta, headers, owner, vid, chunked, sse, acl, parts, lock_mode, lock_until, legal_hold, " +
-  "checksum, tags";
+  "checksum, tags, replication";
 
 function toVersion(row: Row): ObjectVersion {
   let data: DataRef = { kind: "none" };
@@ -44,6 +45,7 @@ function toVersion(row: Row): ObjectVersion {
     retention: row.lock_mode ? { mode: row.lock_mode, until: row.lock_until } : undefined,
     legalHold: row.legal_hold,
     tags: row.tags ? JSON.parse(row.tags) : undefined,
+    replication: row.replication ?? undefined,
   };
 }
 
@@ -63,6 +65,9 @@ export async function lockKeys(q: Q, bucket: string, keys: string[]): Promise<vo
 }
 
 export class PgVersions {
+  /** Set when clustering is on: writes and removals (not REPLICA ones) are queued in it. */
+  queue?: PgObjectQueue;
+
   constructor(readonly chunks: PgChunks) {}
 
   async get(
@@ -99,6 +104,14 @@ export class PgVersions {
     if (bucket.length === 0) throw new MissingBucketError(v.bucket);
     if (guard) guard(await this.get(q, v.bucket, v.key));
     const displaced: ObjectVersion[] = [];
+    const replica = v.replication === "REPLICA";
+    if (replica) {
+      // A replica older than the same version here (written again since) changes nothing.
+      const [same] = await q`
+        SELECT last_modified FROM versions WHERE bucket = ${v.bucket} AND key = ${v.key}
+          AND version_id = ${v.versionId}`;
+      if (same && Number(same.last_modified) > v.lastModified) return [];
+    }
     const [old] = await q`
       DELETE FROM versions WHERE bucket = ${v.bucket} AND key = ${v.key}
         AND version_id = ${v.versionId}
@@ -110,12 +123,36 @@ export class PgVersions {
         refs.drop(await this.chunks.unlink(q, oldVersion.data.vid));
       }
     }
-    await q`UPDATE versions SET is_latest = false
-      WHERE bucket = ${v.bucket} AND key = ${v.key} AND is_latest`;
-    const [{ seq, vid }] = await q`
-      SELECT coalesce(max(seq), 0) + 1 AS seq, nextval('data_ids') AS vid FROM versions
-      WHERE bucket = ${v.bucket} AND key = ${v.key}`;
-    await this.#insert(q, v, { seq, vid, chunked: chunks.length > 0 || v.data.kind === "chunks" });
+    // A replica goes below the versions here that are newer than it (written on another node
+    // meanwhile), so every node ends with the same current version.
+    const [{ below }] = replica
+      ? await q`
+        SELECT min(seq) AS below FROM versions WHERE bucket = ${v.bucket} AND key = ${v.key}
+          AND last_modified > ${v.lastModified}`
+      : [{ below: null }];
+    let seq: number;
+    let vid: number;
+    if (below === null) {
+      await q`UPDATE versions SET is_latest = false
+        WHERE bucket = ${v.bucket} AND key = ${v.key} AND is_latest`;
+      [{ seq, vid }] = await q`
+        SELECT coalesce(max(seq), 0) + 1 AS seq, nextval('data_ids') AS vid FROM versions
+        WHERE bucket = ${v.bucket} AND key = ${v.key}`;
+    } else {
+      // Two steps: the primary key (bucket, key, seq) would collide midway otherwise.
+      await q`UPDATE versions SET seq = -(seq + 1)
+        WHERE bucket = ${v.bucket} AND key = ${v.key} AND seq >= ${below}`;
+      await q`UPDATE versions SET seq = -seq
+        WHERE bucket = ${v.bucket} AND key = ${v.key} AND seq < 0`;
+      seq = Number(below);
+      [{ vid }] = await q`SELECT nextval('data_ids') AS vid`;
+    }
+    await this.#insert(q, v, {
+      seq,
+      vid,
+      chunked: chunks.length > 0 || v.data.kind === "chunks",
+      latest: below === null,
+    });
     await this.chunks.link(q, vid, chunks);
     refs.add(chunks);
     return displaced;
@@ -124,20 +161,22 @@ export class PgVersions {
   async #insert(
     q: Q,
     v: ObjectVersion,
-    opts: { seq: number; vid: number; chunked: boolean },
+    opts: { seq: number; vid: number; chunked: boolean; latest: boolean },
   ): Promise<void> {
+    const replication = v.replication === "REPLICA" ? "REPLICA" : this.queue ? "PENDING" : null;
     await q`
       INSERT INTO versions (bucket, key, seq, version_id, is_latest, delete_marker, size, etag,
         last_modified, content_type, user_meta, headers, owner, inline_data, acl, vid, chunked,
-        sse, parts, lock_mode, lock_until, legal_hold, checksum, tags)
-      VALUES (${v.bucket}, ${v.key}, ${opts.seq}, ${v.versionId}, true, ${v.deleteMarker},
+        sse, parts, lock_mode, lock_until, legal_hold, checksum, tags, replication)
+      VALUES (${v.bucket}, ${v.key}, ${opts.seq}, ${v.versionId}, ${opts.latest}, ${v.deleteMarker},
         ${v.size}, ${v.etag}, ${v.lastModified}, ${v.contentType}, ${JSON.stringify(v.userMeta)},
         ${JSON.stringify(v.headers)}, ${v.owner},
         ${v.data.kind === "inline" ? v.data.bytes : null}, ${v.acl ?? null}, ${opts.vid},
         ${opts.chunked}, ${v.sse ?? null}, ${v.parts ? JSON.stringify(v.parts) : null},
         ${v.retention?.mode ?? null}, ${v.retention?.until ?? null}, ${v.legalHold ?? false},
         ${v.checksum ? JSON.stringify(v.checksum) : null},
-        ${v.deleteMarker ? null : tagsColumn(v.tags)})`;
+        ${v.deleteMarker ? null : tagsColumn(v.tags)}, ${replication})`;
+    if (replication === "PENDING") await this.queue!.append(q, "put", v);
   }
 
   /**
@@ -165,6 +204,7 @@ export class PgVersions {
           (SELECT max(seq) FROM versions WHERE bucket = ${bucket} AND key = ${key})`;
     }
     if (removed.data.kind === "chunks") refs.drop(await this.chunks.unlink(q, removed.data.vid));
+    if (this.queue && !item.replica) await this.queue.append(q, "delete", item);
     return removed;
   }
 

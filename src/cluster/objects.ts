@@ -1,0 +1,374 @@
+// Object replication. Every object change queued in the metadata (ObjectReplicationQueue: a
+// version or delete marker written here, a version removed here) is sent to every node that is
+// alive, in queue order from that node's own cursor, as one signed call each:
+//
+//   POST /cluster/object?meta=<hex SHA-256 of the X-Cluster-Object header>
+//   X-Cluster-Object: <base64 of the change's JSON: op, bucket, key, versionId, version>
+//   Authorization: CLUSTER-HMAC-SHA256 ... Body=<hex SHA-256 of the object's bytes> ...
+//
+// The signature covers the path and query, so the metadata through its digest, and the bytes
+// through their SHA-256, which the sender computes in a first streaming pass over the stored
+// object and the receiver recomputes as the bytes stream into storage: a body that does not
+// match is refused before its version commits. Nothing is held in memory whole on either side.
+// The receiver writes through the object layer as REPLICA (same version id, never queued again).
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
+import { ApiError } from "../api/json.ts";
+import { currentAudit } from "../audit/scope.ts";
+import { S3Error } from "../http/errors.ts";
+import { log } from "../log.ts";
+import type { MetaStore, ObjectChange, ObjectVersion } from "../meta/store.ts";
+import { type ObjectLayer, single } from "../object/layer.ts";
+import type { CallOptions } from "./client.ts";
+import { streamToNode } from "./client.ts";
+import { refused, requestTarget } from "./inbound.ts";
+import type { Membership } from "./membership.ts";
+import { type ReplicationConfig, ruleFor } from "./rules.ts";
+import { sameHex, sha256Hex } from "./signature.ts";
+
+export const OBJECT_HEADER = "x-cluster-object";
+/** The header's bytes at most (user metadata and tags are bounded well below). */
+const HEADER_LIMIT = 64 * 1024;
+const BATCH = 100;
+/** Changes of different keys sent to one node at once (one key's stay in order). */
+const PARALLEL = 8;
+const RETRY_MIN_MS = 500;
+const RETRY_MAX_MS = 60_000;
+
+/** A version as it travels: everything but where its bytes are and its replication status. */
+export type WireVersion = Omit<
+  ObjectVersion,
+  "data" | "replication" | "bucket" | "key" | "versionId"
+>;
+
+export interface ObjectMessage {
+  op: "put" | "delete";
+  bucket: string;
+  key: string;
+  versionId: string;
+  /** The version written (put only). */
+  version?: WireVersion;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+const isStringMap = (v: unknown) =>
+  isObject(v) && Object.values(v).every((x) => typeof x === "string");
+
+/** The change in a verified call's header, or undefined when it is malformed. */
+export function parseObjectMessage(value: unknown): ObjectMessage | undefined {
+  if (!isObject(value)) return undefined;
+  const { op, bucket, key, versionId, version } = value;
+  if (op !== "put" && op !== "delete") return undefined;
+  if (typeof bucket !== "string" || typeof key !== "string" || typeof versionId !== "string") {
+    return undefined;
+  }
+  if (bucket === "" || key === "" || versionId === "") return undefined;
+  if (op === "delete") return { op, bucket, key, versionId };
+  if (!isObject(version)) return undefined;
+  const v = version;
+  const ok = typeof v.deleteMarker === "boolean" && Number.isSafeInteger(v.size) &&
+    (v.size as number) >= 0 && typeof v.etag === "string" &&
+    Number.isSafeInteger(v.lastModified) && typeof v.contentType === "string" &&
+    isStringMap(v.userMeta) && isStringMap(v.headers) && typeof v.owner === "string" &&
+    (v.acl === undefined || typeof v.acl === "string") &&
+    (v.tags === undefined || isStringMap(v.tags)) &&
+    (v.parts === undefined || (Array.isArray(v.parts) && v.parts.every(Number.isSafeInteger))) &&
+    (v.checksum === undefined || isObject(v.checksum)) &&
+    (v.retention === undefined ||
+      (isObject(v.retention) && ["GOVERNANCE", "COMPLIANCE"].includes(v.retention.mode as string) &&
+        Number.isSafeInteger(v.retention.until))) &&
+    (v.legalHold === undefined || typeof v.legalHold === "boolean") && v.sse === undefined;
+  return ok ? { op, bucket, key, versionId, version: v as unknown as WireVersion } : undefined;
+}
+
+/** The bytes' SHA-256, checked as they stream into storage (a refusal before the commit). */
+class Sha256Check {
+  #hash = createHash("sha256");
+  constructor(readonly expected: string) {}
+  update(chunk: Uint8Array): void {
+    this.#hash.update(chunk);
+  }
+  finish(): void {
+    if (!sameHex(this.#hash.digest("hex"), this.expected)) {
+      throw refused("cluster_bad_signature", "The body does not match its signed digest.");
+    }
+  }
+}
+
+/**
+ * Applies one verified object call: the header must match the digest signed in the query, then
+ * the change is written through the object layer. Protocol errors become JSON errors with their
+ * status (NoSuchBucket: 404, retried by the sender until the bucket has replicated too).
+ */
+export async function receiveObject(
+  req: Request,
+  layer: ObjectLayer,
+  signedBody: string,
+): Promise<void> {
+  const header = req.headers.get(OBJECT_HEADER) ?? "";
+  const query = new URL(requestTarget(req.url), "http://x").searchParams.get("meta") ?? "";
+  if (header.length > HEADER_LIMIT || !sameHex(sha256Hex(header), query)) {
+    await req.body?.cancel().catch(() => {});
+    throw refused("cluster_bad_signature", "The object header does not match its signed digest.");
+  }
+  let message: ObjectMessage | undefined;
+  try {
+    message = parseObjectMessage(JSON.parse(Buffer.from(header, "base64").toString("utf8")));
+  } catch {
+    message = undefined;
+  }
+  if (!message) {
+    await req.body?.cancel().catch(() => {});
+    throw new ApiError(400, "invalid_message", "The object change is malformed.");
+  }
+  const { op, bucket, key, versionId } = message;
+  // The write's audit entry names what it wrote.
+  const scope = currentAudit();
+  if (scope) {
+    scope.bucket = bucket;
+    scope.key = key;
+  }
+  try {
+    if (op === "delete") {
+      await req.body?.cancel().catch(() => {});
+      if (!sameHex(signedBody, sha256Hex(new Uint8Array(0)))) {
+        throw refused("cluster_bad_signature", "A deletion has no body.");
+      }
+      await layer.deleteReplica(bucket, key, versionId);
+    } else {
+      const body = req.body ?? single(new Uint8Array(0));
+      await layer.putReplica(
+        { ...message.version!, bucket, key, versionId },
+        body,
+        [new Sha256Check(signedBody)],
+      );
+    }
+  } catch (err) {
+    if (err instanceof S3Error) throw new ApiError(err.status, err.code, err.message);
+    throw err;
+  }
+}
+
+/**
+ * What one delivery came to: sent, refused for good, nothing to send (the version is gone), or
+ * not to be replicated (no Enabled rule of the bucket's replication configuration takes it).
+ */
+type Delivery = "delivered" | "failed" | "skipped" | "excluded";
+
+/** A refusal that will not change by retrying (anything else is retried with backoff). */
+class PermanentRefusal extends Error {}
+
+/** Statuses retried: the receiver's signature checks, a bucket not there yet, overload, faults. */
+const RETRIED = new Set([403, 404, 408, 409, 429]);
+/**
+ * How long a node may answer NoSuchBucket to one change before it is FAILED: long enough for the
+ * bucket's own replication to arrive (well under a second when the node is up), short enough that
+ * a destination bucket deleted there does not hold the node's queue up for ever.
+ */
+const MISSING_BUCKET_MS = 120_000;
+
+export class ObjectReplicator {
+  #retry = new Map<string, { failures: number; until: number }>();
+  /** `<node>:<seq>` of changes answered NoSuchBucket, with when that was first answered. */
+  #missingSince = new Map<string, number>();
+  #busy = new Map<string, Promise<void>>();
+  #timer?: ReturnType<typeof setTimeout>;
+  #stopped = false;
+
+  constructor(
+    readonly meta: MetaStore,
+    readonly layer: ObjectLayer,
+    readonly membership: Membership,
+    readonly call: () => CallOptions,
+    readonly pollMs = 100,
+    readonly missingBucketMs = MISSING_BUCKET_MS,
+  ) {}
+
+  start(): void {
+    const round = () => {
+      if (this.#stopped) return;
+      const now = Date.now();
+      for (const m of this.membership.view(now)) {
+        if (m.state !== "alive" || this.#busy.has(m.id)) continue;
+        if ((this.#retry.get(m.id)?.until ?? 0) > now) continue;
+        this.#busy.set(m.id, this.#catchUp(m.id, m.url));
+      }
+      this.#timer = setTimeout(round, this.pollMs);
+    };
+    round();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await Promise.allSettled(this.#busy.values());
+  }
+
+  /** Object changes not yet delivered to a node, and how long the oldest has waited. */
+  async backlog(node: string): Promise<{ depth: number; lagMs: number }> {
+    const { depth, oldest } = await this.meta.objectReplicationBacklog(
+      await this.meta.objectReplicationCursor(node),
+    );
+    return { depth, lagMs: oldest === undefined ? 0 : Math.max(0, Date.now() - oldest) };
+  }
+
+  /** Sends what lies after the node's cursor, change by change, until none is left or one fails. */
+  async #catchUp(node: string, url: string): Promise<void> {
+    try {
+      while (!this.#stopped) {
+        const cursor = await this.meta.objectReplicationCursor(node);
+        const pending = await this.meta.objectChanges(cursor, BATCH);
+        if (pending.length === 0) break;
+        for (let i = 0; i < pending.length && !this.#stopped;) {
+          const group: ObjectChange[] = [];
+          const keys = new Set<string>();
+          while (i < pending.length && group.length < PARALLEL) {
+            const key = `${pending[i].bucket}/${pending[i].key}`;
+            if (keys.has(key)) break;
+            keys.add(key);
+            group.push(pending[i++]);
+          }
+          const outcomes = await Promise.allSettled(group.map((c) => this.#deliver(node, url, c)));
+          let done = 0;
+          while (done < group.length && outcomes[done].status === "fulfilled") done++;
+          // The cursor moves only past changes the node answered, in order: a crash before
+          // re-sends them, and the receiver applies a change again to the same effect.
+          if (done > 0) {
+            await this.meta.setObjectReplicationCursor(node, group[done - 1].seq);
+            await this.#settle(
+              group.slice(0, done),
+              outcomes.slice(0, done).map((o) => (o as PromiseFulfilledResult<Delivery>).value),
+            );
+          }
+          if (done < group.length) throw (outcomes[done] as PromiseRejectedResult).reason;
+        }
+        this.#retry.delete(node);
+      }
+    } catch (err) {
+      const failures = (this.#retry.get(node)?.failures ?? 0) + 1;
+      const wait = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** (failures - 1));
+      this.#retry.set(node, { failures, until: Date.now() + wait });
+      log(failures === 1 ? "warn" : "debug", "Object replication to a node failed; retrying", {
+        node,
+        failures,
+        retryMs: wait,
+        error: err instanceof Error ? err.message : String(err),
+      });
+    } finally {
+      this.#busy.delete(node);
+    }
+  }
+
+  /** FAILED at once; COMPLETED once every node known has received the change. */
+  async #settle(changes: ObjectChange[], outcomes: Delivery[]): Promise<void> {
+    const cursors = await Promise.all(
+      this.membership.view().map((m) => this.meta.objectReplicationCursor(m.id)),
+    );
+    const everywhere = Math.min(...cursors);
+    // Started together: the group commit writes them in one transaction.
+    await Promise.all(changes.map((change, i) => {
+      if (change.op !== "put" || outcomes[i] === "skipped") return;
+      const target = { bucket: change.bucket, key: change.key, versionId: change.versionId };
+      if (outcomes[i] === "failed") return this.meta.setReplicationStatus(target, "FAILED");
+      if (outcomes[i] === "excluded") return this.meta.setReplicationStatus(target, null);
+      if (everywhere >= change.seq) return this.meta.setReplicationStatus(target, "COMPLETED");
+    }));
+  }
+
+  async #deliver(node: string, url: string, change: ObjectChange): Promise<Delivery> {
+    const { op, bucket, key, versionId } = change;
+    let version: ObjectVersion | undefined;
+    if (op === "put") {
+      version = await this.meta.getObjectVersion(bucket, key, versionId);
+      // Removed since: its deletion is further down the queue.
+      if (!version) return "skipped";
+      if (version.sse !== undefined) {
+        log("warn", "An encrypted object is not replicated", { bucket, key, versionId });
+        return "failed";
+      }
+    }
+    const message: ObjectMessage = { op, bucket, key, versionId };
+    const rules = await this.meta.getBucketConfig(bucket, "replication");
+    if (rules !== undefined) {
+      // With rules, a change goes only where an Enabled rule sends it; deletions of a version
+      // are not replicated, and delete markers only where the rule says so (as the protocol has).
+      if (!version) return "excluded";
+      const rule = ruleFor(JSON.parse(rules) as ReplicationConfig, { key, tags: version.tags });
+      if (!rule || (version.deleteMarker && !rule.deleteMarkers)) return "excluded";
+      message.bucket = rule.destination;
+    }
+    if (version) {
+      const {
+        data: _data,
+        replication: _replication,
+        bucket: _b,
+        key: _k,
+        versionId: _v,
+        ...wire
+      } = version;
+      message.version = wire;
+    }
+    const header = Buffer.from(JSON.stringify(message), "utf8").toString("base64");
+    const sha256 = version && !version.deleteMarker
+      ? await this.#digest(version)
+      : sha256Hex(new Uint8Array(0));
+    const body = version && !version.deleteMarker
+      ? (await this.layer.openObject(version)).body
+      : new Uint8Array(0);
+    try {
+      const options = this.call();
+      const { status, value } = await streamToNode(
+        url,
+        `/cluster/object?meta=${sha256Hex(header)}`,
+        {
+          ...options,
+          // A slow link gets a minute plus a second per MiB.
+          timeoutMs: Math.max(options.timeoutMs, 60_000 + (version?.size ?? 0) / 1024),
+          body,
+          sha256,
+          headers: { [OBJECT_HEADER]: header, "x-store-replication-status": "REPLICA" },
+        },
+      );
+      const missing = `${node}:${change.seq}`;
+      if (status === 200) {
+        this.#missingSince.delete(missing);
+        return "delivered";
+      }
+      const error = (value.error ?? {}) as { code?: string; message?: string };
+      if (status === 404 && error.code === "NoSuchBucket") {
+        const since = this.#missingSince.get(missing) ?? Date.now();
+        this.#missingSince.set(missing, since);
+        if (Date.now() - since > this.missingBucketMs) {
+          this.#missingSince.delete(missing);
+          log("warn", "A node has no bucket for a replicated object change", { node, bucket, key });
+          throw new PermanentRefusal("404");
+        }
+      }
+      if (status >= 500 || RETRIED.has(status)) {
+        throw new Error(`${status} ${error.code ?? ""}: ${error.message ?? ""}`);
+      }
+      log("warn", "A node refused a replicated object change", {
+        bucket,
+        key,
+        versionId,
+        status,
+        code: error.code,
+      });
+      throw new PermanentRefusal(String(status));
+    } catch (err) {
+      if (err instanceof PermanentRefusal) return "failed";
+      if (body instanceof ReadableStream) await body.cancel().catch(() => {});
+      throw err;
+    }
+  }
+
+  /** The SHA-256 of a version's bytes, read as a stream. */
+  async #digest(version: ObjectVersion): Promise<string> {
+    const { body } = await this.layer.openObject(version);
+    const hash = createHash("sha256");
+    if (body instanceof Uint8Array) hash.update(body);
+    else for await (const chunk of body) hash.update(chunk);
+    return hash.digest("hex");
+  }
+}

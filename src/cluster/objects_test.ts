@@ -1,0 +1,181 @@
+// The object sender against a stand-in receiver: what it sends (the bytes under their signed
+// SHA-256, the metadata under the signed query), and how answers end a version's replication.
+import { Buffer } from "node:buffer";
+import { assert, assertEquals } from "../../tests/integration/assert.ts";
+import { eventually } from "../../tests/integration/cluster_helpers.ts";
+import { SqliteMetaStore } from "../meta/sqlite.ts";
+import { ObjectLayer, single } from "../object/layer.ts";
+import { ChunkStore } from "../storage/chunk_store.ts";
+import { openDrives } from "../storage/drives.ts";
+import { Membership } from "./membership.ts";
+import { ObjectReplicator } from "./objects.ts";
+import { ANSWER_HEADER, parseCallSignature, sha256Hex, signAnswer } from "./signature.ts";
+
+const SECRET = "objects-test-secret-0123456789abcdef";
+
+interface Received {
+  sha256: string;
+  signed: string;
+  message: Record<string, unknown>;
+}
+
+/** A receiver answering `answer()` (signed unless `unsigned`), recording what it got. */
+function receiver(answer: () => { status: number; body: unknown; unsigned?: boolean }) {
+  const got: Received[] = [];
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    const call = parseCallSignature(req.headers.get("authorization"))!;
+    const bytes = new Uint8Array(await req.arrayBuffer());
+    const header = req.headers.get("x-cluster-object")!;
+    assertEquals(new URL(req.url).searchParams.get("meta"), sha256Hex(header));
+    got.push({
+      sha256: sha256Hex(bytes),
+      signed: call.body,
+      message: JSON.parse(Buffer.from(header, "base64").toString("utf8")),
+    });
+    const { status, body, unsigned } = answer();
+    const text = new TextEncoder().encode(JSON.stringify(body));
+    const headers: Record<string, string> = unsigned
+      ? {}
+      : { [ANSWER_HEADER]: signAnswer(SECRET, call.nonce, status, text) };
+    return new Response(text, { status, headers });
+  });
+  const url = `http://127.0.0.1:${(server.addr as Deno.NetAddr).port}`;
+  return { url, got, stop: () => server.shutdown() };
+}
+
+async function withSender(
+  answer: () => { status: number; body: unknown; unsigned?: boolean },
+  fn: (ctx: {
+    layer: ObjectLayer;
+    meta: SqliteMetaStore;
+    got: Received[];
+    put: (key: string, body: Uint8Array) => Promise<void>;
+    status: (key: string) => Promise<string | undefined>;
+  }) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "cluster-objects-" });
+  const meta = new SqliteMetaStore(`${dir}/meta.db`, { clusterNode: "a" });
+  const peer = receiver(answer);
+  let sender: ObjectReplicator | undefined;
+  try {
+    const drives = await openDrives([dir], {
+      register: (uuid, path) => meta.driveId(uuid, path),
+      knownAt: (path) => meta.driveAt(path),
+    }, () => {});
+    const chunks = new ChunkStore(meta, {
+      drives,
+      layout: { dataShards: 1, parityShards: 0 },
+      compression: "off",
+      dedup: false,
+    });
+    const layer = new ObjectLayer(meta, chunks, { inlineMax: 1024, chunkSize: 64 * 1024 });
+    await meta.createBucket({
+      name: "b",
+      owner: "o",
+      createdAt: 1,
+      region: "r",
+      versioning: "",
+      objectLock: false,
+    });
+    const membership = new Membership(
+      { id: "a", url: "http://127.0.0.1:1" },
+      { suspectMs: 60_000, deadMs: 120_000 },
+    );
+    membership.heardFrom({ id: "n2", url: peer.url });
+    sender = new ObjectReplicator(
+      meta,
+      layer,
+      membership,
+      () => ({ secret: SECRET, node: "a", timeoutMs: 5000 }),
+      20,
+      300,
+    );
+    sender.start();
+    await fn({
+      layer,
+      meta,
+      got: peer.got,
+      put: async (key, body) => {
+        await layer.putObject({
+          bucket: "b",
+          key,
+          body: single(body),
+          contentType: "application/x-test",
+          userMeta: { m: "1" },
+          headers: {},
+          owner: "o",
+        });
+      },
+      status: async (key) => (await meta.getObjectVersion("b", key))?.replication,
+    });
+  } finally {
+    await sender?.stop();
+    await peer.stop();
+    await meta.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("object sender: streamed bytes under their signed SHA-256; COMPLETED when answered", async () => {
+  await withSender(() => ({ status: 200, body: { ok: true } }), async ({ got, put, status }) => {
+    const big = crypto.getRandomValues(new Uint8Array(60_000));
+    const bytes = new Uint8Array(200_000);
+    for (let i = 0; i < bytes.length; i += big.length) {
+      bytes.set(big.subarray(0, bytes.length - i), i);
+    }
+    await put("k", bytes);
+    await eventually("COMPLETED", () => status("k"), (s) => s === "COMPLETED", 10_000);
+    assertEquals(got.length, 1);
+    assertEquals(got[0].sha256, sha256Hex(bytes));
+    assertEquals(got[0].signed, sha256Hex(bytes));
+    const v = got[0].message.version as Record<string, unknown>;
+    assertEquals([got[0].message.op, got[0].message.key, v.size, v.contentType, v.userMeta], [
+      "put",
+      "k",
+      200_000,
+      "application/x-test",
+      { m: "1" },
+    ]);
+  });
+});
+
+Deno.test("object sender: a permanent refusal is FAILED at once; the queue moves on", async () => {
+  await withSender(
+    () => ({ status: 400, body: { error: { code: "invalid_message", message: "no" } } }),
+    async ({ meta, put, status }) => {
+      await put("k1", new Uint8Array([1]));
+      await put("k2", new Uint8Array([2]));
+      await eventually(
+        "both FAILED",
+        async () => [await status("k1"), await status("k2")],
+        (s) => s.join() === "FAILED,FAILED",
+        10_000,
+      );
+      assertEquals(await meta.objectReplicationCursor("n2"), 2);
+    },
+  );
+});
+
+Deno.test("object sender: NoSuchBucket is retried, then FAILED after the grace period", async () => {
+  await withSender(
+    () => ({ status: 404, body: { error: { code: "NoSuchBucket", message: "not yet" } } }),
+    async ({ meta, got, put, status }) => {
+      await put("k", new Uint8Array([1]));
+      await eventually("FAILED", () => status("k"), (s) => s === "FAILED", 10_000);
+      assert(got.length >= 2, `retried: ${got.length} calls`);
+      assertEquals(await meta.objectReplicationCursor("n2"), 1);
+    },
+  );
+});
+
+Deno.test("object sender: an unsigned answer is not trusted: PENDING, cursor kept", async () => {
+  await withSender(
+    () => ({ status: 200, body: { ok: true }, unsigned: true }),
+    async ({ meta, got, put, status }) => {
+      await put("k", new Uint8Array([1]));
+      await eventually("sent twice", () => Promise.resolve(got.length), (n) => n >= 2, 10_000);
+      assertEquals(await status("k"), "PENDING");
+      assertEquals(await meta.objectReplicationCursor("n2"), 0);
+    },
+  );
+});

@@ -1,0 +1,138 @@
+// The object-change queue of a MetaStore (clustering): appended in the write's transaction only
+// when clustering is on and the write is not a REPLICA, with per-node cursors and the versions'
+// replication status. Run against SQLite (sqlite_cluster_test.ts) and PostgreSQL
+// (pg/ports_test.ts).
+import { assert, assertEquals } from "../../../tests/integration/assert.ts";
+import { bucket, upload, version } from "./helpers.ts";
+import type { Opener } from "./replication.ts";
+
+type Test = (name: string, fn: () => Promise<void>) => void;
+
+const ops = (changes: { op: string; key: string; versionId: string }[]) =>
+  changes.map((c) => `${c.op} ${c.key} ${c.versionId}`);
+
+/** Registers the cases with `test`, each opening its stores with `open`. */
+export function objectReplicationCases(test: Test, open: Opener): void {
+  test("no object change is queued and no status kept while clustering is off", async () => {
+    const meta = await open({});
+    await meta.createBucket(bucket("b"));
+    await meta.putObjectVersion(version("k"));
+    await meta.deleteObjects([{ bucket: "b", key: "k", versionId: "null" }]);
+    await meta.putObjectVersion(version("k2"));
+    assertEquals(await meta.objectChanges(0, 10), []);
+    assertEquals((await meta.getObjectVersion("b", "k2"))?.replication, undefined);
+    await meta.close();
+  });
+
+  test("writes, markers, removals and completions queue in order; REPLICA writes do not", async () => {
+    const meta = await open({ clusterNode: "a" });
+    await meta.createBucket(bucket("b", { versioning: "Enabled" }));
+    await meta.putObjectVersion(version("k", { versionId: "v1" }));
+    await meta.deleteObjects([
+      { marker: version("k", { versionId: "m1", deleteMarker: true, size: 0 }) },
+    ]);
+    await meta.deleteObjects([{ bucket: "b", key: "k", versionId: "v1" }]);
+    // A removal of a version that is not there changes nothing and queues nothing.
+    await meta.deleteObjects([{ bucket: "b", key: "k", versionId: "gone" }]);
+    await meta.putObjectVersion(version("r", { versionId: "v2", replication: "REPLICA" }));
+    await meta.deleteObjects([{ bucket: "b", key: "r", versionId: "v2", replica: true }]);
+    await meta.createUpload(upload("u", "up1"));
+    await meta.putPart("up1", { partNumber: 1, size: 1, etag: '"p"', lastModified: 1 }, []);
+    await meta.completeUpload(upload("u", "up1"), [1], version("u", { versionId: "v3" }));
+    const changes = await meta.objectChanges(0, 10);
+    assertEquals(ops(changes), ["put k v1", "put k m1", "delete k v1", "put u v3"]);
+    assertEquals(changes.map((c) => c.seq), [1, 2, 3, 4].map((n) => changes[0].seq + n - 1));
+    assert(changes.every((c) => c.bucket === "b" && c.queuedAt > 0));
+    assertEquals(ops(await meta.objectChanges(changes[1].seq, 1)), ["delete k v1"]);
+    assertEquals((await meta.getObjectVersion("b", "k", "m1"))?.replication, "PENDING");
+    assertEquals((await meta.getObjectVersion("b", "u"))?.replication, "PENDING");
+    await meta.putObjectVersion(version("r", { versionId: "v4", replication: "REPLICA" }));
+    assertEquals((await meta.getObjectVersion("b", "r"))?.replication, "REPLICA");
+    assertEquals((await meta.objectChanges(0, 10)).length, 4);
+    await meta.close();
+  });
+
+  test("cursors only move forward; the backlog counts what lies after one", async () => {
+    const meta = await open({ clusterNode: "a" });
+    await meta.createBucket(bucket("b"));
+    for (const key of ["k1", "k2", "k3"]) await meta.putObjectVersion(version(key));
+    const [first, , third] = await meta.objectChanges(0, 10);
+    assertEquals(await meta.objectReplicationCursor("n1"), 0);
+    await meta.setObjectReplicationCursor("n1", third.seq);
+    await meta.setObjectReplicationCursor("n1", first.seq);
+    assertEquals(await meta.objectReplicationCursor("n1"), third.seq);
+    assertEquals(await meta.objectReplicationBacklog(third.seq), { depth: 0, oldest: undefined });
+    const backlog = await meta.objectReplicationBacklog(0);
+    assertEquals(backlog, { depth: 3, oldest: first.queuedAt });
+    await meta.close();
+  });
+
+  test("a PENDING version ends COMPLETED or FAILED once", async () => {
+    const meta = await open({ clusterNode: "a" });
+    await meta.createBucket(bucket("b"));
+    await meta.putObjectVersion(version("k"));
+    await meta.putObjectVersion(version("r", { replication: "REPLICA" }));
+    const k = { bucket: "b", key: "k", versionId: "null" };
+    assertEquals(await meta.setReplicationStatus(k, "COMPLETED"), true);
+    assertEquals(await meta.setReplicationStatus(k, "FAILED"), false);
+    assertEquals((await meta.getObjectVersion("b", "k"))?.replication, "COMPLETED");
+    const r = { bucket: "b", key: "r", versionId: "null" };
+    assertEquals(await meta.setReplicationStatus(r, "COMPLETED"), false);
+    assertEquals((await meta.getObjectVersion("b", "r"))?.replication, "REPLICA");
+    // Left out by the bucket's rules: no status at all.
+    await meta.putObjectVersion(version("x"));
+    const x = { bucket: "b", key: "x", versionId: "null" };
+    assertEquals(await meta.setReplicationStatus(x, null), true);
+    assertEquals((await meta.getObjectVersion("b", "x"))?.replication, undefined);
+    await meta.close();
+  });
+
+  test("a replica takes its place by its date: below newer versions, stale when older", async () => {
+    const meta = await open({ clusterNode: "a" });
+    await meta.createBucket(bucket("b", { versioning: "Enabled" }));
+    await meta.putObjectVersion(version("k", { versionId: "v1", lastModified: 100 }));
+    await meta.putObjectVersion(
+      version("k", { versionId: "m3", lastModified: 300, deleteMarker: true }),
+    );
+    // Written on another node between the two: it stays below the marker.
+    await meta.putObjectVersion(
+      version("k", { versionId: "v2", lastModified: 200, replication: "REPLICA" }),
+    );
+    const page = await meta.listVersions("b", {
+      prefix: "",
+      delimiter: "",
+      keyMarker: "",
+      versionIdMarker: "",
+      maxKeys: 10,
+    });
+    assertEquals(page.versions.map((e) => [e.versionId, e.isLatest]), [
+      ["m3", true],
+      ["v2", false],
+      ["v1", false],
+    ]);
+    // A newer one goes on top; an older copy of a version here changes nothing.
+    await meta.putObjectVersion(
+      version("k", { versionId: "v4", lastModified: 400, replication: "REPLICA" }),
+    );
+    await meta.putObjectVersion(
+      version("k", { versionId: "v4", lastModified: 50, size: 9, replication: "REPLICA" }),
+    );
+    assertEquals((await meta.getObjectVersion("b", "k"))?.versionId, "v4");
+    assertEquals((await meta.getObjectVersion("b", "k", "v4"))?.size, 1);
+    await meta.deleteObjects([{ bucket: "b", key: "k", versionId: "v4", replica: true }]);
+    assertEquals((await meta.getObjectVersion("b", "k"))?.versionId, "m3");
+    await meta.close();
+  });
+
+  test("the queue and the cursors survive a restart", async () => {
+    const meta = await open({ clusterNode: "a", data: "objects-restart" });
+    await meta.createBucket(bucket("b"));
+    await meta.putObjectVersion(version("k"));
+    await meta.setObjectReplicationCursor("n1", 1);
+    await meta.close();
+    const again = await open({ clusterNode: "a", data: "objects-restart" });
+    assertEquals(ops(await again.objectChanges(0, 10)), ["put k null"]);
+    assertEquals(await again.objectReplicationCursor("n1"), 1);
+    await again.close();
+  });
+}

@@ -1,0 +1,82 @@
+// The cluster's object-change queue in PostgreSQL (see ObjectReplicationQueue in store.ts);
+// behaves as src/meta/sqlite_object_queue.ts. Appends run inside the write's transaction and take
+// a transaction-scoped advisory lock, so queue positions commit in order: a sender that read up to
+// seq N never misses a smaller seq committed later.
+import type { ObjectChange } from "../store.ts";
+import type { Q } from "./connect.ts";
+import { num, type Queryable } from "./sql.ts";
+
+export const OBJECT_QUEUE_DDL = `
+  CREATE TABLE cluster_object_changes (
+    seq BIGINT PRIMARY KEY,
+    op TEXT NOT NULL,
+    bucket TEXT COLLATE "C" NOT NULL,
+    key TEXT COLLATE "C" NOT NULL,
+    version_id TEXT NOT NULL,
+    queued_at BIGINT NOT NULL
+  );
+  CREATE TABLE cluster_object_cursors (
+    node TEXT PRIMARY KEY,
+    seq BIGINT NOT NULL
+  );
+  ALTER TABLE versions ADD COLUMN replication TEXT;
+`;
+
+/** The advisory lock that orders queue positions (an arbitrary constant of this store). */
+const OBJECT_QUEUE_LOCK = 0x53540c2;
+
+export class PgObjectQueue {
+  async append(
+    q: Q,
+    op: ObjectChange["op"],
+    v: { bucket: string; key: string; versionId: string },
+  ): Promise<void> {
+    await q`SELECT pg_advisory_xact_lock(${OBJECT_QUEUE_LOCK})`;
+    await q`
+      INSERT INTO cluster_object_changes (seq, op, bucket, key, version_id, queued_at)
+      VALUES ((SELECT coalesce(max(seq), 0) + 1 FROM cluster_object_changes), ${op}, ${v.bucket},
+        ${v.key}, ${v.versionId}, ${Date.now()})`;
+  }
+
+  async changes(q: Queryable, after: number, limit: number): Promise<ObjectChange[]> {
+    const rows = await q`
+      SELECT * FROM cluster_object_changes WHERE seq > ${after} ORDER BY seq LIMIT ${limit}`;
+    return rows.map((r) => ({
+      seq: num(r.seq),
+      op: r.op as ObjectChange["op"],
+      bucket: r.bucket as string,
+      key: r.key as string,
+      versionId: r.version_id as string,
+      queuedAt: num(r.queued_at),
+    }));
+  }
+
+  async cursor(q: Queryable, node: string): Promise<number> {
+    const [row] = await q`SELECT seq FROM cluster_object_cursors WHERE node = ${node}`;
+    return row ? num(row.seq) : 0;
+  }
+
+  async setCursor(q: Queryable, node: string, seq: number): Promise<void> {
+    await q`
+      INSERT INTO cluster_object_cursors (node, seq) VALUES (${node}, ${seq})
+      ON CONFLICT (node) DO UPDATE SET seq = GREATEST(cluster_object_cursors.seq, excluded.seq)`;
+  }
+
+  async backlog(q: Queryable, after: number): Promise<{ depth: number; oldest?: number }> {
+    const [row] = await q`
+      SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_object_changes
+      WHERE seq > ${after}`;
+    return { depth: num(row.depth), oldest: row.oldest === null ? undefined : num(row.oldest) };
+  }
+
+  async setStatus(
+    q: Queryable,
+    t: { bucket: string; key: string; versionId: string },
+    status: string | null,
+  ): Promise<boolean> {
+    const result = await q`
+      UPDATE versions SET replication = ${status} WHERE bucket = ${t.bucket} AND key = ${t.key}
+        AND version_id = ${t.versionId} AND replication = 'PENDING'`;
+    return result.count === 1;
+  }
+}

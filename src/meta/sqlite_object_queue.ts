@@ -1,0 +1,61 @@
+// The cluster's object-change queue in SQLite (tables cluster_object_changes and
+// cluster_object_cursors; see ObjectReplicationQueue in store.ts). Writes run inside the
+// caller's transaction.
+import type { SQLInputValue, StatementSync } from "node:sqlite";
+import type { ObjectChange } from "./store.ts";
+
+type Row = Record<string, SQLInputValue>;
+type Prepare = (sql: string) => StatementSync;
+
+export class SqliteObjectQueue {
+  constructor(readonly stmt: Prepare) {}
+
+  append(op: ObjectChange["op"], bucket: string, key: string, versionId: string): void {
+    this.stmt(
+      "INSERT INTO cluster_object_changes (op, bucket, key, version_id, queued_at) " +
+        "VALUES (?, ?, ?, ?, ?)",
+    ).run(op, bucket, key, versionId, Date.now());
+  }
+
+  changes(after: number, limit: number): ObjectChange[] {
+    const rows = this.stmt(
+      "SELECT * FROM cluster_object_changes WHERE seq > ? ORDER BY seq LIMIT ?",
+    ).all(after, limit) as Row[];
+    return rows.map((r) => ({
+      seq: r.seq as number,
+      op: r.op as ObjectChange["op"],
+      bucket: r.bucket as string,
+      key: r.key as string,
+      versionId: r.version_id as string,
+      queuedAt: r.queued_at as number,
+    }));
+  }
+
+  cursor(node: string): number {
+    const row = this.stmt("SELECT seq FROM cluster_object_cursors WHERE node = ?").get(node) as
+      | Row
+      | undefined;
+    return (row?.seq as number | undefined) ?? 0;
+  }
+
+  setCursor(node: string, seq: number): void {
+    this.stmt(
+      "INSERT INTO cluster_object_cursors (node, seq) VALUES (?, ?) " +
+        "ON CONFLICT(node) DO UPDATE SET seq = max(seq, excluded.seq)",
+    ).run(node, seq);
+  }
+
+  backlog(after: number): { depth: number; oldest?: number } {
+    const row = this.stmt(
+      "SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_object_changes WHERE seq > ?",
+    ).get(after) as Row;
+    return { depth: row.depth as number, oldest: (row.oldest as number | null) ?? undefined };
+  }
+
+  setStatus(bucket: string, key: string, versionId: string, status: string | null): boolean {
+    return this.stmt(
+      "UPDATE versions SET replication = ? WHERE bucket = ? AND key = ? AND version_id = ? " +
+        "AND replication = 'PENDING'",
+    ).run(status, bucket, key, versionId).changes === 1;
+  }
+}
