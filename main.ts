@@ -40,6 +40,7 @@ import { TransformWorkers } from "./src/transform/workers.ts";
 import type { NotificationTarget } from "./src/events/target.ts";
 import { backgroundThrottle, openDriveMonitor, startOps } from "./src/ops/ops.ts";
 import { AccessLog, withAccessLog } from "./src/ops/access_log.ts";
+import { ReplicaKeys } from "./src/cluster/object_keys.ts";
 import { ClusterNode } from "./src/cluster/node.ts";
 import {
   checkDataDirs,
@@ -263,7 +264,9 @@ async function start() {
   const kms = new Kms(meta, masterKey);
   const transforms = new TransformWorkers(layer, { sse: sseKeys, kms }, config.transform);
   await transforms.start();
-  const cluster = config.cluster ? new ClusterNode(config.cluster, meta, layer) : undefined;
+  const cluster = config.cluster
+    ? new ClusterNode(config.cluster, meta, layer, new ReplicaKeys(meta, sseKeys, kms))
+    : undefined;
   if (cluster) {
     const queued = await meta.queueUnreplicatedBuckets();
     if (queued > 0) log("info", "Buckets made before clustering queued for the others", { queued });

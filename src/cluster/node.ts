@@ -19,6 +19,7 @@ import type { BucketState, MetaStore } from "../meta/store.ts";
 import type { ObjectLayer } from "../object/layer.ts";
 import { BucketReplicator, parseBucketState } from "./replication.ts";
 import { ObjectReplicator, receiveObject } from "./objects.ts";
+import type { ReplicaKeys } from "./object_keys.ts";
 
 /** Bytes a join, heartbeat or ping body may have; a message (bucket states) may have more. */
 const BODY_LIMIT = 64 * 1024;
@@ -67,6 +68,7 @@ export class ClusterNode {
     readonly config: ClusterConfig,
     readonly queue: MetaStore,
     readonly layer: ObjectLayer,
+    readonly keys: ReplicaKeys,
   ) {
     this.membership = new Membership(
       { id: config.nodeId, url: config.advertiseUrl },
@@ -84,6 +86,7 @@ export class ClusterNode {
     this.#objects = new ObjectReplicator(
       queue,
       layer,
+      keys,
       this.membership,
       () => this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
     );
@@ -202,7 +205,7 @@ export class ClusterNode {
     const scope = currentAudit();
     if (scope) scope.principal = `node:${call.node}`;
     try {
-      await receiveObject(req, this.layer, call.body);
+      await receiveObject(req, this.layer, this.keys, call.body);
       if (scope) scope.routine = true;
       return signedAnswer(this.config.secret, call.nonce, 200, { ok: true });
     } catch (err) {

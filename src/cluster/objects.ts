@@ -25,6 +25,12 @@ import { refused, requestTarget } from "./inbound.ts";
 import type { Membership } from "./membership.ts";
 import { type ReplicationConfig, ruleFor } from "./rules.ts";
 import { sameHex, sha256Hex } from "./signature.ts";
+import {
+  NotReplicable,
+  parseWireEncryption,
+  type ReplicaKeys,
+  type WireEncryption,
+} from "./object_keys.ts";
 
 export const OBJECT_HEADER = "x-cluster-object";
 /** The header's bytes at most (user metadata and tags are bounded well below). */
@@ -48,6 +54,8 @@ export interface ObjectMessage {
   versionId: string;
   /** The version written (put only). */
   version?: WireVersion;
+  /** How the version was encrypted at its source (its bytes travel decrypted). */
+  encryption?: WireEncryption;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -59,6 +67,8 @@ const isStringMap = (v: unknown) =>
 export function parseObjectMessage(value: unknown): ObjectMessage | undefined {
   if (!isObject(value)) return undefined;
   const { op, bucket, key, versionId, version } = value;
+  const encryption = parseWireEncryption(value.encryption);
+  if (encryption === false) return undefined;
   if (op !== "put" && op !== "delete") return undefined;
   if (typeof bucket !== "string" || typeof key !== "string" || typeof versionId !== "string") {
     return undefined;
@@ -79,7 +89,15 @@ export function parseObjectMessage(value: unknown): ObjectMessage | undefined {
       (isObject(v.retention) && ["GOVERNANCE", "COMPLIANCE"].includes(v.retention.mode as string) &&
         Number.isSafeInteger(v.retention.until))) &&
     (v.legalHold === undefined || typeof v.legalHold === "boolean") && v.sse === undefined;
-  return ok ? { op, bucket, key, versionId, version: v as unknown as WireVersion } : undefined;
+  if (!ok) return undefined;
+  return {
+    op,
+    bucket,
+    key,
+    versionId,
+    version: v as unknown as WireVersion,
+    ...(encryption ? { encryption } : {}),
+  };
 }
 
 /** The bytes' SHA-256, checked as they stream into storage (a refusal before the commit). */
@@ -104,6 +122,7 @@ class Sha256Check {
 export async function receiveObject(
   req: Request,
   layer: ObjectLayer,
+  keys: ReplicaKeys,
   signedBody: string,
 ): Promise<void> {
   const header = req.headers.get(OBJECT_HEADER) ?? "";
@@ -137,12 +156,13 @@ export async function receiveObject(
       }
       await layer.deleteReplica(bucket, key, versionId);
     } else {
+      const version = { ...message.version!, bucket, key, versionId };
+      // Re-encrypted with this node's own keys (a KMS key id unknown here: KMS.NotFoundException).
+      const encryption = version.deleteMarker
+        ? undefined
+        : await keys.replica(bucket, message.encryption);
       const body = req.body ?? single(new Uint8Array(0));
-      await layer.putReplica(
-        { ...message.version!, bucket, key, versionId },
-        body,
-        [new Sha256Check(signedBody)],
-      );
+      await layer.putReplica(version, body, [new Sha256Check(signedBody)], encryption);
     }
   } catch (err) {
     if (err instanceof S3Error) throw new ApiError(err.status, err.code, err.message);
@@ -179,6 +199,7 @@ export class ObjectReplicator {
   constructor(
     readonly meta: MetaStore,
     readonly layer: ObjectLayer,
+    readonly keys: ReplicaKeys,
     readonly membership: Membership,
     readonly call: () => CallOptions,
     readonly pollMs = 100,
@@ -279,16 +300,21 @@ export class ObjectReplicator {
   async #deliver(node: string, url: string, change: ObjectChange): Promise<Delivery> {
     const { op, bucket, key, versionId } = change;
     let version: ObjectVersion | undefined;
+    let source: Awaited<ReturnType<ReplicaKeys["source"]>> = {};
     if (op === "put") {
       version = await this.meta.getObjectVersion(bucket, key, versionId);
       // Removed since: its deletion is further down the queue.
       if (!version) return "skipped";
-      if (version.sse !== undefined) {
-        log("warn", "An encrypted object is not replicated", { bucket, key, versionId });
+      try {
+        source = await this.keys.source(version);
+      } catch (err) {
+        if (!(err instanceof NotReplicable)) throw err;
+        log("warn", `An object is not replicated: ${err.message}`, { bucket, key, versionId });
         return "failed";
       }
     }
     const message: ObjectMessage = { op, bucket, key, versionId };
+    if (source.encryption) message.encryption = source.encryption;
     const rules = await this.meta.getBucketConfig(bucket, "replication");
     if (rules !== undefined) {
       // With rules, a change goes only where an Enabled rule sends it; deletions of a version
@@ -302,6 +328,7 @@ export class ObjectReplicator {
       const {
         data: _data,
         replication: _replication,
+        sse: _sse,
         bucket: _b,
         key: _k,
         versionId: _v,
@@ -311,10 +338,10 @@ export class ObjectReplicator {
     }
     const header = Buffer.from(JSON.stringify(message), "utf8").toString("base64");
     const sha256 = version && !version.deleteMarker
-      ? await this.#digest(version)
+      ? await this.#digest(version, source.key)
       : sha256Hex(new Uint8Array(0));
     const body = version && !version.deleteMarker
-      ? (await this.layer.openObject(version)).body
+      ? (await this.layer.openObject(version, undefined, source.key)).body
       : new Uint8Array(0);
     try {
       const options = this.call();
@@ -349,11 +376,13 @@ export class ObjectReplicator {
         throw new Error(`${status} ${error.code ?? ""}: ${error.message ?? ""}`);
       }
       log("warn", "A node refused a replicated object change", {
+        node,
         bucket,
         key,
         versionId,
         status,
         code: error.code,
+        reason: error.message,
       });
       throw new PermanentRefusal(String(status));
     } catch (err) {
@@ -364,8 +393,8 @@ export class ObjectReplicator {
   }
 
   /** The SHA-256 of a version's bytes, read as a stream. */
-  async #digest(version: ObjectVersion): Promise<string> {
-    const { body } = await this.layer.openObject(version);
+  async #digest(version: ObjectVersion, key: CryptoKey | undefined): Promise<string> {
+    const { body } = await this.layer.openObject(version, undefined, key);
     const hash = createHash("sha256");
     if (body instanceof Uint8Array) hash.update(body);
     else for await (const chunk of body) hash.update(chunk);

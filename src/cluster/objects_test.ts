@@ -4,11 +4,15 @@ import { Buffer } from "node:buffer";
 import { assert, assertEquals } from "../../tests/integration/assert.ts";
 import { eventually } from "../../tests/integration/cluster_helpers.ts";
 import { SqliteMetaStore } from "../meta/sqlite.ts";
-import { ObjectLayer, single } from "../object/layer.ts";
+import { type Encryption, ObjectLayer, single } from "../object/layer.ts";
 import { ChunkStore } from "../storage/chunk_store.ts";
 import { openDrives } from "../storage/drives.ts";
 import { Membership } from "./membership.ts";
 import { ObjectReplicator } from "./objects.ts";
+import { ReplicaKeys } from "./object_keys.ts";
+import { MasterKey } from "../auth/master_key.ts";
+import { Kms } from "../kms/kms.ts";
+import { SseKeys } from "../object/sse.ts";
 import { ANSWER_HEADER, parseCallSignature, sha256Hex, signAnswer } from "./signature.ts";
 
 const SECRET = "objects-test-secret-0123456789abcdef";
@@ -49,7 +53,8 @@ async function withSender(
     layer: ObjectLayer;
     meta: SqliteMetaStore;
     got: Received[];
-    put: (key: string, body: Uint8Array) => Promise<void>;
+    keys: ReplicaKeys;
+    put: (key: string, body: Uint8Array, encryption?: Encryption) => Promise<void>;
     status: (key: string) => Promise<string | undefined>;
   }) => Promise<void>,
 ): Promise<void> {
@@ -82,9 +87,12 @@ async function withSender(
       { suspectMs: 60_000, deadMs: 120_000 },
     );
     membership.heardFrom({ id: "n2", url: peer.url });
+    const master = new MasterKey(crypto.getRandomValues(new Uint8Array(32)));
+    const keys = new ReplicaKeys(meta, new SseKeys(master), new Kms(meta, master));
     sender = new ObjectReplicator(
       meta,
       layer,
+      keys,
       membership,
       () => ({ secret: SECRET, node: "a", timeoutMs: 5000 }),
       20,
@@ -95,7 +103,8 @@ async function withSender(
       layer,
       meta,
       got: peer.got,
-      put: async (key, body) => {
+      keys,
+      put: async (key, body, encryption) => {
         await layer.putObject({
           bucket: "b",
           key,
@@ -104,6 +113,7 @@ async function withSender(
           userMeta: { m: "1" },
           headers: {},
           owner: "o",
+          encryption,
         });
       },
       status: async (key) => (await meta.getObjectVersion("b", key))?.replication,
@@ -137,6 +147,21 @@ Deno.test("object sender: streamed bytes under their signed SHA-256; COMPLETED w
       { m: "1" },
     ]);
   });
+});
+
+Deno.test("object sender: an SSE-S3 version travels decrypted, its sealed key never", async () => {
+  await withSender(
+    () => ({ status: 200, body: { ok: true } }),
+    async ({ got, keys, put, status }) => {
+      const bytes = crypto.getRandomValues(new Uint8Array(5000));
+      await put("enc", bytes, await keys.replica("b", { kind: "s3" }));
+      await eventually("COMPLETED", () => status("enc"), (s) => s === "COMPLETED", 10_000);
+      assertEquals(got[0].sha256, sha256Hex(bytes));
+      assertEquals(got[0].signed, sha256Hex(bytes));
+      assertEquals(got[0].message.encryption, { kind: "s3" });
+      assertEquals((got[0].message.version as Record<string, unknown>).sse, undefined);
+    },
+  );
 });
 
 Deno.test("object sender: a permanent refusal is FAILED at once; the queue moves on", async () => {

@@ -530,17 +530,19 @@ export class ObjectLayer {
    * Stores a version received from another node (src/cluster/objects.ts) as it is there: the same
    * version id, ETag, dates and metadata, marked REPLICA so it is never queued again. `checks`
    * see every byte and may refuse the body before anything commits; a body of another size than
-   * the version's is refused too.
+   * the version's is refused too. With `encryption` the bytes are stored encrypted under it.
    */
   async putReplica(
-    version: Omit<ObjectVersion, "data" | "replication">,
+    version: Omit<ObjectVersion, "data" | "replication" | "sse">,
     body: AsyncIterable<Uint8Array>,
     checks: BodyCheck[],
+    encryption?: Encryption,
   ): Promise<void> {
     await this.requireBucket(version.bucket);
     const written = await writeBody(body, this.chunks, {
       inlineMax: this.limits.inlineMax,
       chunkSize: this.limits.chunkSize,
+      key: encryption?.key,
       checks,
       maxSize: MAX_PUT_SIZE,
       tooLarge,
@@ -554,7 +556,10 @@ export class ObjectLayer {
         : written.inline
         ? { kind: "inline" as const, bytes: written.inline }
         : { kind: "chunks" as const, vid: 0 };
-      await this.#commit({ ...version, data, replication: "REPLICA" }, written.chunks);
+      await this.#commit(
+        { ...version, sse: encryption?.record, data, replication: "REPLICA" },
+        written.chunks,
+      );
     } finally {
       await releaseAll(this.chunks, written.chunks);
     }

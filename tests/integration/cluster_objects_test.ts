@@ -14,6 +14,7 @@ import {
   HeadObjectCommand,
   ListObjectsV2Command,
   ListObjectVersionsCommand,
+  PutBucketEncryptionCommand,
   PutBucketVersioningCommand,
   PutObjectCommand,
   type S3Client,
@@ -34,6 +35,7 @@ import {
 } from "./cluster_helpers.ts";
 import { ADMIN_PASSWORD, ADMIN_USER, randomBytes, s3Client } from "./server.ts";
 import { startPgMeta } from "./postgres_meta_helpers.ts";
+import { adminApi } from "./access_helpers.ts";
 
 const ADMIN = { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) };
 import { signedFetch } from "./signer.ts";
@@ -108,7 +110,8 @@ async function clusterOf3(
 }
 
 Deno.test("cluster: objects written on any node appear on all", async (t) => {
-  const nodes = await clusterOf3();
+  // SSE-C keys over plain HTTP, for the step that shows SSE-C objects stay on their node.
+  const nodes = await clusterOf3(() => Promise.resolve({ STORE_ALLOW_INSECURE_SSE_C: "true" }));
   const [a, b, c] = nodes;
   const s3 = { a: s3Client(a.server), b: s3Client(b.server), c: s3Client(c.server) };
   const all = [s3.a, s3.b, s3.c];
@@ -278,23 +281,161 @@ Deno.test("cluster: objects written on any node appear on all", async (t) => {
       }
     });
 
-    await t.step("an encrypted object is not replicated: FAILED on its node", async () => {
-      await s3.a.send(
-        new PutObjectCommand({
-          Bucket: "objs",
-          Key: "secret.txt",
-          Body: "s",
-          ServerSideEncryption: "AES256",
-        }),
-      );
-      const head = await eventually(
-        "FAILED on a",
-        () => s3.a.send(new HeadObjectCommand({ Bucket: "objs", Key: "secret.txt" })),
-        (h) => h.ReplicationStatus !== "PENDING",
-      );
-      assertEquals(head.ReplicationStatus, "FAILED");
-      for (const s of [s3.b, s3.c]) assertEquals(await seen(s, "objs", "secret.txt"), "missing");
-    });
+    await t.step(
+      "SSE-S3 and SSE-KMS objects replicate, re-encrypted with each node's keys",
+      async () => {
+        // Each node has its own master key (its own data directory): the replicas' data keys are
+        // sealed there, so a replica that reads back proves it was re-encrypted.
+        const body = randomBytes(200_000);
+        await s3.a.send(
+          new PutObjectCommand({
+            Bucket: "objs",
+            Key: "sse-s3.bin",
+            Body: body,
+            ServerSideEncryption: "AES256",
+          }),
+        );
+        for (const s of [s3.b, s3.c]) {
+          const got = await eventually(
+            "sse-s3.bin replicated",
+            () => seen(s, "objs", "sse-s3.bin"),
+            (g) => g !== "missing",
+          );
+          assert(got !== "missing");
+          assertEquals(got.sha, sha(body));
+          assertEquals(got.status, "REPLICA");
+          const head = await s.send(new HeadObjectCommand({ Bucket: "objs", Key: "sse-s3.bin" }));
+          assertEquals(head.ServerSideEncryption, "AES256");
+        }
+        await eventually(
+          "COMPLETED on a",
+          () => s3.a.send(new HeadObjectCommand({ Bucket: "objs", Key: "sse-s3.bin" })),
+          (h) => h.ReplicationStatus === "COMPLETED",
+        );
+        // A named KMS key on every node (each with its own key material).
+        for (const n of nodes) {
+          assertEquals(
+            (await adminApi(n.server, "POST", "/kms/keys", { id: "shared" })).status,
+            201,
+          );
+        }
+        const kmsBody = randomBytes(3000);
+        await s3.b.send(
+          new PutObjectCommand({
+            Bucket: "objs",
+            Key: "sse-kms.bin",
+            Body: kmsBody,
+            ServerSideEncryption: "aws:kms",
+            SSEKMSKeyId: "shared",
+          }),
+        );
+        for (const s of [s3.a, s3.c]) {
+          const got = await eventually(
+            "sse-kms.bin replicated",
+            () => seen(s, "objs", "sse-kms.bin"),
+            (g) => g !== "missing",
+          );
+          assert(got !== "missing");
+          assertEquals(got.sha, sha(kmsBody));
+          const head = await s.send(new HeadObjectCommand({ Bucket: "objs", Key: "sse-kms.bin" }));
+          assertEquals(head.ServerSideEncryption, "aws:kms");
+          assertEquals(head.SSEKMSKeyId, "shared");
+        }
+      },
+    );
+
+    await t.step(
+      "a KMS key missing on a node, and SSE-C: FAILED, not replicated there",
+      async () => {
+        // Only a and b know "only-ab": c refuses the change for good.
+        for (const n of [a, b]) {
+          assertEquals(
+            (await adminApi(n.server, "POST", "/kms/keys", { id: "only-ab" })).status,
+            201,
+          );
+        }
+        await s3.a.send(
+          new PutObjectCommand({
+            Bucket: "objs",
+            Key: "kms-ab.txt",
+            Body: "ab",
+            ServerSideEncryption: "aws:kms",
+            SSEKMSKeyId: "only-ab",
+          }),
+        );
+        const head = await eventually(
+          "kms-ab.txt FAILED on a",
+          () => s3.a.send(new HeadObjectCommand({ Bucket: "objs", Key: "kms-ab.txt" })),
+          (h) => h.ReplicationStatus !== "PENDING",
+        );
+        assertEquals(head.ReplicationStatus, "FAILED");
+        const onB = await seen(s3.b, "objs", "kms-ab.txt");
+        assert(onB !== "missing");
+        assertEquals(onB.status, "REPLICA");
+        assertEquals(await seen(s3.c, "objs", "kms-ab.txt"), "missing");
+
+        const customerKey = randomBytes(32);
+        await s3.a.send(
+          new PutObjectCommand({
+            Bucket: "objs",
+            Key: "sse-c.txt",
+            Body: "c",
+            SSECustomerAlgorithm: "AES256",
+            SSECustomerKey: Buffer.from(customerKey).toString("base64"),
+            SSECustomerKeyMD5: createHash("md5").update(customerKey).digest("base64"),
+          }),
+        );
+        const headC = await eventually(
+          "sse-c.txt FAILED on a",
+          () =>
+            s3.a.send(
+              new HeadObjectCommand({
+                Bucket: "objs",
+                Key: "sse-c.txt",
+                SSECustomerAlgorithm: "AES256",
+                SSECustomerKey: Buffer.from(customerKey).toString("base64"),
+                SSECustomerKeyMD5: createHash("md5").update(customerKey).digest("base64"),
+              }),
+            ),
+          (h) => h.ReplicationStatus !== "PENDING",
+        );
+        assertEquals(headC.ReplicationStatus, "FAILED");
+        for (const s of [s3.b, s3.c]) {
+          const out = await s.send(new ListObjectsV2Command({ Bucket: "objs", Prefix: "sse-c" }));
+          assertEquals(out.KeyCount, 0);
+        }
+      },
+    );
+
+    await t.step(
+      "an unencrypted object gets the receiving bucket's default encryption",
+      async () => {
+        // Default encryption is a node's own (it may name its keys): set on b only.
+        await s3.b.send(
+          new PutBucketEncryptionCommand({
+            Bucket: "objs",
+            ServerSideEncryptionConfiguration: {
+              Rules: [{ ApplyServerSideEncryptionByDefault: { SSEAlgorithm: "AES256" } }],
+            },
+          }),
+        );
+        const body = randomBytes(500);
+        await s3.a.send(new PutObjectCommand({ Bucket: "objs", Key: "plain.bin", Body: body }));
+        for (const s of [s3.b, s3.c]) {
+          await eventually(
+            "plain.bin replicated",
+            () => seen(s, "objs", "plain.bin"),
+            (g) => g !== "missing" && g.sha === sha(body),
+          );
+        }
+        const onB = await s3.b.send(new HeadObjectCommand({ Bucket: "objs", Key: "plain.bin" }));
+        assertEquals(onB.ServerSideEncryption, "AES256");
+        const onC = await s3.c.send(new HeadObjectCommand({ Bucket: "objs", Key: "plain.bin" }));
+        assertEquals(onC.ServerSideEncryption, undefined);
+        const onA = await s3.a.send(new HeadObjectCommand({ Bucket: "objs", Key: "plain.bin" }));
+        assertEquals(onA.ServerSideEncryption, undefined);
+      },
+    );
 
     await t.step("an unversioned delete removes the object everywhere", async () => {
       await s3.c.send(new DeleteObjectCommand({ Bucket: "objs", Key: "small.txt" }));
