@@ -17,7 +17,7 @@ import { ApiError } from "../api/json.ts";
 import { currentAudit } from "../audit/scope.ts";
 import { S3Error } from "../http/errors.ts";
 import { log } from "../log.ts";
-import type { MetaStore, ObjectChange, ObjectVersion } from "../meta/store.ts";
+import type { MetaStore, ObjectChange, ObjectVersion, TagSet } from "../meta/store.ts";
 import { type ObjectLayer, single } from "../object/layer.ts";
 import type { CallOptions } from "./client.ts";
 import { streamToNode } from "./client.ts";
@@ -48,7 +48,7 @@ export type WireVersion = Omit<
 >;
 
 export interface ObjectMessage {
-  op: "put" | "delete";
+  op: "put" | "delete" | "tags";
   bucket: string;
   key: string;
   versionId: string;
@@ -56,6 +56,8 @@ export interface ObjectMessage {
   version?: WireVersion;
   /** How the version was encrypted at its source (its bytes travel decrypted). */
   encryption?: WireEncryption;
+  /** The version's tags now (tags only; empty when they were removed). */
+  tags?: TagSet;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -66,15 +68,18 @@ const isStringMap = (v: unknown) =>
 /** The change in a verified call's header, or undefined when it is malformed. */
 export function parseObjectMessage(value: unknown): ObjectMessage | undefined {
   if (!isObject(value)) return undefined;
-  const { op, bucket, key, versionId, version } = value;
+  const { op, bucket, key, versionId, version, tags } = value;
   const encryption = parseWireEncryption(value.encryption);
   if (encryption === false) return undefined;
-  if (op !== "put" && op !== "delete") return undefined;
+  if (op !== "put" && op !== "delete" && op !== "tags") return undefined;
   if (typeof bucket !== "string" || typeof key !== "string" || typeof versionId !== "string") {
     return undefined;
   }
   if (bucket === "" || key === "" || versionId === "") return undefined;
   if (op === "delete") return { op, bucket, key, versionId };
+  if (op === "tags") {
+    return isStringMap(tags) ? { op, bucket, key, versionId, tags: tags as TagSet } : undefined;
+  }
   if (!isObject(version)) return undefined;
   const v = version;
   const ok = typeof v.deleteMarker === "boolean" && Number.isSafeInteger(v.size) &&
@@ -149,12 +154,17 @@ export async function receiveObject(
     scope.key = key;
   }
   try {
-    if (op === "delete") {
+    if (op !== "put") {
       await req.body?.cancel().catch(() => {});
       if (!sameHex(signedBody, sha256Hex(new Uint8Array(0)))) {
-        throw refused("cluster_bad_signature", "A deletion has no body.");
+        throw refused("cluster_bad_signature", "A deletion or tag change has no body.");
       }
+    }
+    if (op === "delete") {
       await layer.deleteReplica(bucket, key, versionId);
+    } else if (op === "tags") {
+      // A version not here (left out by rules, or refused) has no tags to change.
+      await layer.setReplicaTags({ bucket, key, versionId }, message.tags!);
     } else {
       const version = { ...message.version!, bucket, key, versionId };
       // Re-encrypted with this node's own keys (a KMS key id unknown here: KMS.NotFoundException).
@@ -301,6 +311,10 @@ export class ObjectReplicator {
     const { op, bucket, key, versionId } = change;
     let version: ObjectVersion | undefined;
     let source: Awaited<ReturnType<ReplicaKeys["source"]>> = {};
+    if (op === "tags") {
+      version = await this.meta.getObjectVersion(bucket, key, versionId);
+      if (!version || version.deleteMarker) return "skipped";
+    }
     if (op === "put") {
       version = await this.meta.getObjectVersion(bucket, key, versionId);
       // Removed since: its deletion is further down the queue.
@@ -324,7 +338,9 @@ export class ObjectReplicator {
       if (!rule || (version.deleteMarker && !rule.deleteMarkers)) return "excluded";
       message.bucket = rule.destination;
     }
-    if (version) {
+    if (op === "tags") message.tags = version!.tags ?? {};
+    const bytes = op === "put" && version !== undefined && !version.deleteMarker;
+    if (op === "put" && version) {
       const {
         data: _data,
         replication: _replication,
@@ -337,11 +353,9 @@ export class ObjectReplicator {
       message.version = wire;
     }
     const header = Buffer.from(JSON.stringify(message), "utf8").toString("base64");
-    const sha256 = version && !version.deleteMarker
-      ? await this.#digest(version, source.key)
-      : sha256Hex(new Uint8Array(0));
-    const body = version && !version.deleteMarker
-      ? (await this.layer.openObject(version, undefined, source.key)).body
+    const sha256 = bytes ? await this.#digest(version!, source.key) : sha256Hex(new Uint8Array(0));
+    const body = bytes
+      ? (await this.layer.openObject(version!, undefined, source.key)).body
       : new Uint8Array(0);
     try {
       const options = this.call();

@@ -770,6 +770,7 @@ export class SqliteMetaStore implements MetaStore {
     target: { bucket: string; key: string; versionId: string },
     tags: TagSet,
     outbox?: OutboxEvent,
+    replica = false,
   ): Promise<boolean> {
     return this.#change(() => {
       const result = this.#stmt(
@@ -777,6 +778,7 @@ export class SqliteMetaStore implements MetaStore {
           "WHERE bucket = ? AND key = ? AND version_id = ? AND delete_marker = 0",
       ).run(tagsColumn(tags), target.bucket, target.key, target.versionId);
       if (result.changes === 1 && outbox) this.#events.append(outbox);
+      if (result.changes === 1 && !replica) this.#objectChanged("tags", target);
       return result.changes === 1;
     }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
   }

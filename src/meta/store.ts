@@ -614,7 +614,8 @@ export interface ReplicationQueue {
  */
 export interface ObjectChange {
   seq: number;
-  op: "put" | "delete";
+  /** A version or marker written, a version removed, or a version's tags replaced. */
+  op: "put" | "delete" | "tags";
   bucket: string;
   key: string;
   versionId: string;
@@ -744,12 +745,14 @@ export interface MetaStore
   ): Promise<boolean>;
   /**
    * Replaces the tag set of one version (an empty set removes its tags); false when the version
-   * does not exist or is a delete marker, which has no tags.
+   * does not exist or is a delete marker, which has no tags. With clustering on, the change is
+   * queued for the other nodes in the same transaction, unless it is a `replica` (one received).
    */
   setObjectTags(
     target: { bucket: string; key: string; versionId: string },
     tags: TagSet,
     outbox?: OutboxEvent,
+    replica?: boolean,
   ): Promise<boolean>;
 
   /** Fails with DuplicateError when the name or access key is taken. */

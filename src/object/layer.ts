@@ -565,6 +565,15 @@ export class ObjectLayer {
     }
   }
 
+  /** Replaces a version's tags as another node did (not queued again); false when it is not here. */
+  async setReplicaTags(
+    target: { bucket: string; key: string; versionId: string },
+    tags: TagSet,
+  ): Promise<boolean> {
+    await this.requireBucket(target.bucket);
+    return await this.meta.setObjectTags(target, tags, undefined, true);
+  }
+
   /** Removes a version as another node did (not queued again; Object Lock was checked there). */
   async deleteReplica(bucket: string, key: string, versionId: string): Promise<void> {
     await this.requireBucket(bucket);

@@ -8,6 +8,7 @@ import {
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
+  DeleteObjectTaggingCommand,
   GetBucketVersioningCommand,
   GetObjectCommand,
   GetObjectTaggingCommand,
@@ -17,6 +18,7 @@ import {
   PutBucketEncryptionCommand,
   PutBucketVersioningCommand,
   PutObjectCommand,
+  PutObjectTaggingCommand,
   type S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
@@ -434,6 +436,55 @@ Deno.test("cluster: objects written on any node appear on all", async (t) => {
         assertEquals(onC.ServerSideEncryption, undefined);
         const onA = await s3.a.send(new HeadObjectCommand({ Bucket: "objs", Key: "plain.bin" }));
         assertEquals(onA.ServerSideEncryption, undefined);
+      },
+    );
+
+    await t.step(
+      "tag changes of an existing version reach every node, on that version",
+      async () => {
+        const put = (body: string) =>
+          s3.a.send(
+            new PutObjectCommand({ Bucket: "vers", Key: "tagged.txt", Body: body, Tagging: "x=1" }),
+          );
+        const v1 = (await put("one")).VersionId!;
+        const v2 = (await put("two")).VersionId!;
+        const tagsOf = async (s: S3Client, versionId: string) => {
+          try {
+            const out = await s.send(
+              new GetObjectTaggingCommand({
+                Bucket: "vers",
+                Key: "tagged.txt",
+                VersionId: versionId,
+              }),
+            );
+            return (out.TagSet ?? []).map((t) => `${t.Key}=${t.Value}`).sort().join("&");
+          } catch {
+            return "missing";
+          }
+        };
+        for (const s of [s3.b, s3.c]) {
+          await eventually("both versions replicated", () => tagsOf(s, v2), (t) => t === "x=1");
+        }
+        // Changed on b (where v1 is a replica), removed on c: each reaches the two others.
+        await s3.b.send(
+          new PutObjectTaggingCommand({
+            Bucket: "vers",
+            Key: "tagged.txt",
+            VersionId: v1,
+            Tagging: { TagSet: [{ Key: "team", Value: "b" }, { Key: "tier", Value: "2" }] },
+          }),
+        );
+        for (const s of all) {
+          await eventually("v1 retagged", () => tagsOf(s, v1), (t) => t === "team=b&tier=2");
+          assertEquals(await tagsOf(s, v2), "x=1");
+        }
+        await s3.c.send(
+          new DeleteObjectTaggingCommand({ Bucket: "vers", Key: "tagged.txt", VersionId: v2 }),
+        );
+        for (const s of all) {
+          await eventually("v2 untagged", () => tagsOf(s, v2), (t) => t === "");
+          assertEquals(await tagsOf(s, v1), "team=b&tier=2");
+        }
       },
     );
 

@@ -52,6 +52,28 @@ export function objectReplicationCases(test: Test, open: Opener): void {
     await meta.close();
   });
 
+  test("tag changes queue with the version's id; REPLICA and no-op ones do not", async () => {
+    const meta = await open({ clusterNode: "a" });
+    await meta.createBucket(bucket("b", { versioning: "Enabled" }));
+    await meta.putObjectVersion(version("k", { versionId: "v1" }));
+    const v1 = { bucket: "b", key: "k", versionId: "v1" };
+    assertEquals(await meta.setObjectTags(v1, { a: "1" }), true);
+    assertEquals(await meta.setObjectTags(v1, {}), true);
+    // Received from another node: applied, not queued again.
+    assertEquals(await meta.setObjectTags(v1, { r: "2" }, undefined, true), true);
+    assertEquals((await meta.getObjectVersion("b", "k", "v1"))?.tags, { r: "2" });
+    // Nothing changed (no such version): nothing queued.
+    assertEquals(await meta.setObjectTags({ ...v1, versionId: "gone" }, { a: "1" }), false);
+    assertEquals(ops(await meta.objectChanges(0, 10)), ["put k v1", "tags k v1", "tags k v1"]);
+    await meta.close();
+    const off = await open({});
+    await off.createBucket(bucket("b"));
+    await off.putObjectVersion(version("k"));
+    await off.setObjectTags({ bucket: "b", key: "k", versionId: "null" }, { a: "1" });
+    assertEquals(await off.objectChanges(0, 10), []);
+    await off.close();
+  });
+
   test("cursors only move forward; the backlog counts what lies after one", async () => {
     const meta = await open({ clusterNode: "a" });
     await meta.createBucket(bucket("b"));

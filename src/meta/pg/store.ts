@@ -600,6 +600,7 @@ export class PgMetaStore implements MetaStore {
     target: { bucket: string; key: string; versionId: string },
     tags: TagSet,
     outbox?: OutboxEvent,
+    replica = false,
   ): Promise<boolean> {
     return this.#change(async (tx) => {
       const rows = await tx`
@@ -608,6 +609,9 @@ export class PgMetaStore implements MetaStore {
           AND version_id = ${target.versionId} AND NOT delete_marker
         RETURNING 1`;
       if (rows.length === 1 && outbox) await this.#appendEvent(tx, outbox);
+      if (rows.length === 1 && this.#replicating && !replica) {
+        await this.#objectQueue.append(tx, "tags", target);
+      }
       return rows.length === 1;
     }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
   }
