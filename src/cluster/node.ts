@@ -89,6 +89,10 @@ export class ClusterNode {
       keys,
       this.membership,
       () => this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
+      undefined,
+      undefined,
+      // Five heartbeats: after a restart, the member list is whole again by then.
+      config.heartbeatMs * 5,
     );
     this.#routes = {
       join: { method: "POST", run: (call, json) => this.#joined(call, json) },

@@ -40,6 +40,8 @@ const BATCH = 100;
 const PARALLEL = 8;
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 60_000;
+/** How often the changes every node has received are deleted from the queue (node.ts: 5 heartbeats). */
+const PRUNE_MS = 10_000;
 
 /** A version as it travels: everything but where its bytes are and its replication status. */
 export type WireVersion = Omit<
@@ -205,6 +207,8 @@ export class ObjectReplicator {
   #busy = new Map<string, Promise<void>>();
   #timer?: ReturnType<typeof setTimeout>;
   #stopped = false;
+  #nextPrune = 0;
+  #pruning?: Promise<void>;
 
   constructor(
     readonly meta: MetaStore,
@@ -214,12 +218,19 @@ export class ObjectReplicator {
     readonly call: () => CallOptions,
     readonly pollMs = 100,
     readonly missingBucketMs = MISSING_BUCKET_MS,
+    readonly pruneMs = PRUNE_MS,
   ) {}
 
   start(): void {
+    // The first pruning waits a round, so the member list has been learned after a restart.
+    this.#nextPrune = Date.now() + this.pruneMs;
     const round = () => {
       if (this.#stopped) return;
       const now = Date.now();
+      if (now >= this.#nextPrune && !this.#pruning) {
+        this.#nextPrune = now + this.pruneMs;
+        this.#pruning = this.#prune().finally(() => this.#pruning = undefined);
+      }
       for (const m of this.membership.view(now)) {
         if (m.state !== "alive" || this.#busy.has(m.id)) continue;
         if ((this.#retry.get(m.id)?.until ?? 0) > now) continue;
@@ -233,7 +244,24 @@ export class ObjectReplicator {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await Promise.allSettled(this.#busy.values());
+    await Promise.allSettled([...this.#busy.values(), this.#pruning]);
+  }
+
+  /**
+   * Deletes the changes every node has received. Each node known gets a cursor row first (at 0
+   * when it has received nothing), so a node known once holds the queue even after a restart.
+   */
+  async #prune(): Promise<void> {
+    try {
+      const nodes = this.membership.view().map((m) => m.id);
+      for (const node of nodes) await this.meta.setObjectReplicationCursor(node, 0);
+      const pruned = await this.meta.pruneObjectChanges(nodes);
+      if (pruned > 0) log("debug", "Object changes every node has received pruned", { pruned });
+    } catch (err) {
+      log("warn", "Pruning the object-change queue failed", {
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
   }
 
   /** Object changes not yet delivered to a node, and how long the oldest has waited. */

@@ -97,6 +97,7 @@ async function withSender(
       () => ({ secret: SECRET, node: "a", timeoutMs: 5000 }),
       20,
       300,
+      100,
     );
     sender.start();
     await fn({
@@ -164,6 +165,20 @@ Deno.test("object sender: an SSE-S3 version travels decrypted, its sealed key ne
   );
 });
 
+Deno.test("object sender: changes every node has received are pruned, the newest kept", async () => {
+  await withSender(() => ({ status: 200, body: { ok: true } }), async ({ meta, put, status }) => {
+    for (const key of ["p1", "p2", "p3"]) await put(key, new Uint8Array([1]));
+    await eventually("COMPLETED", () => status("p3"), (s) => s === "COMPLETED", 10_000);
+    const left = await eventually(
+      "pruned",
+      () => meta.objectChanges(0, 10),
+      (c) => c.length === 1,
+      10_000,
+    );
+    assertEquals([left[0].key, left[0].seq], ["p3", 3]);
+  });
+});
+
 Deno.test("object sender: a permanent refusal is FAILED at once; the queue moves on", async () => {
   await withSender(
     () => ({ status: 400, body: { error: { code: "invalid_message", message: "no" } } }),
@@ -201,6 +216,9 @@ Deno.test("object sender: an unsigned answer is not trusted: PENDING, cursor kep
       await eventually("sent twice", () => Promise.resolve(got.length), (n) => n >= 2, 10_000);
       assertEquals(await status("k"), "PENDING");
       assertEquals(await meta.objectReplicationCursor("n2"), 0);
+      // Not received: kept, however often the queue is pruned (every 100 ms here).
+      await new Promise((r) => setTimeout(r, 300));
+      assertEquals((await meta.objectChanges(0, 10)).length, 1);
     },
   );
 });

@@ -731,6 +731,10 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(this.#objectQueue.backlog(after));
   }
 
+  pruneObjectChanges(nodes: string[]): Promise<number> {
+    return this.#batch.run(() => this.#objectQueue.prune(nodes));
+  }
+
   setReplicationStatus(
     t: { bucket: string; key: string; versionId: string },
     status: "COMPLETED" | "FAILED" | null,

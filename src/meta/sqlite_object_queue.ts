@@ -52,6 +52,19 @@ export class SqliteObjectQueue {
     return { depth: row.depth as number, oldest: (row.oldest as number | null) ?? undefined };
   }
 
+  prune(nodes: string[]): number {
+    const rows = this.stmt("SELECT node, seq FROM cluster_object_cursors").all() as Row[];
+    const cursors = new Map(rows.map((r) => [r.node as string, r.seq as number]));
+    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
+    if (!(upTo > 0)) return 0;
+    return Number(
+      this.stmt(
+        "DELETE FROM cluster_object_changes WHERE seq <= ? " +
+          "AND seq < (SELECT max(seq) FROM cluster_object_changes)",
+      ).run(upTo).changes,
+    );
+  }
+
   setStatus(bucket: string, key: string, versionId: string, status: string | null): boolean {
     return this.stmt(
       "UPDATE versions SET replication = ? WHERE bucket = ? AND key = ? AND version_id = ? " +

@@ -637,6 +637,12 @@ export interface ObjectReplicationQueue {
   /** How many object changes are queued after `after`, and when the oldest was queued. */
   objectReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }>;
   /**
+   * Deletes the queued changes every node has received: those at or before the lowest cursor of
+   * `nodes` and of every node with a stored cursor (one of `nodes` without a cursor keeps them
+   * all). The newest change is always kept, so queue positions keep growing. Returns how many.
+   */
+  pruneObjectChanges(nodes: string[]): Promise<number>;
+  /**
    * Ends a PENDING version's replication as COMPLETED or FAILED, or as none (null: the bucket's
    * replication rules leave it out); false when it is not PENDING.
    */

@@ -89,6 +89,34 @@ export function objectReplicationCases(test: Test, open: Opener): void {
     await meta.close();
   });
 
+  test("changes every node has received are pruned; the newest is kept", async () => {
+    const meta = await open({ clusterNode: "a" });
+    await meta.createBucket(bucket("b"));
+    for (const key of ["k1", "k2", "k3", "k4"]) await meta.putObjectVersion(version(key));
+    const [, c2, c3, c4] = await meta.objectChanges(0, 10);
+    await meta.setObjectReplicationCursor("n1", c3.seq);
+    // n2 has received nothing yet: nothing goes.
+    assertEquals(await meta.pruneObjectChanges(["n1", "n2"]), 0);
+    await meta.setObjectReplicationCursor("n2", c2.seq);
+    assertEquals(await meta.pruneObjectChanges(["n1", "n2"]), 2);
+    // A node with a cursor holds the queue even when it is not named (e.g. after a restart).
+    await meta.setObjectReplicationCursor("n1", c4.seq);
+    assertEquals(await meta.pruneObjectChanges(["n1"]), 0);
+    assertEquals(ops(await meta.objectChanges(0, 10)), ["put k3 null", "put k4 null"]);
+    await meta.setObjectReplicationCursor("n2", c4.seq);
+    // Everything received: all but the newest, which keeps positions growing.
+    assertEquals(await meta.pruneObjectChanges(["n1", "n2"]), 1);
+    assertEquals(ops(await meta.objectChanges(0, 10)), ["put k4 null"]);
+    await meta.putObjectVersion(version("k5"));
+    const next = await meta.objectChanges(c4.seq, 10);
+    assertEquals(next.map((c) => c.seq), [c4.seq + 1]);
+    assertEquals(await meta.objectReplicationBacklog(c4.seq), {
+      depth: 1,
+      oldest: next[0].queuedAt,
+    });
+    await meta.close();
+  });
+
   test("a PENDING version ends COMPLETED or FAILED once", async () => {
     const meta = await open({ clusterNode: "a" });
     await meta.createBucket(bucket("b"));

@@ -69,6 +69,17 @@ export class PgObjectQueue {
     return { depth: num(row.depth), oldest: row.oldest === null ? undefined : num(row.oldest) };
   }
 
+  async prune(q: Queryable, nodes: string[]): Promise<number> {
+    const rows = await q`SELECT node, seq FROM cluster_object_cursors`;
+    const cursors = new Map(rows.map((r) => [r.node as string, num(r.seq)]));
+    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
+    if (!(upTo > 0)) return 0;
+    const result = await q`
+      DELETE FROM cluster_object_changes WHERE seq <= ${upTo}
+        AND seq < (SELECT max(seq) FROM cluster_object_changes)`;
+    return result.count;
+  }
+
   async setStatus(
     q: Queryable,
     t: { bucket: string; key: string; versionId: string },

@@ -509,6 +509,10 @@ export class PgMetaStore implements MetaStore {
     return this.#tx((tx) => this.#objectQueue.setCursor(tx, node, seq));
   }
 
+  pruneObjectChanges(nodes: string[]): Promise<number> {
+    return this.#tx((tx) => this.#objectQueue.prune(tx, nodes));
+  }
+
   objectReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
     return this.#read((q) => this.#objectQueue.backlog(q, after));
   }
