@@ -326,6 +326,48 @@ Deno.test("cluster: objects written on any node appear on all", async (t) => {
           () => s3.a.send(new HeadObjectCommand({ Bucket: "objs", Key: "sse-s3.bin" })),
           (h) => h.ReplicationStatus === "COMPLETED",
         );
+        // A multipart SSE-S3 object (its parts under one data key): the same bytes and ETag.
+        const up = await s3.a.send(
+          new CreateMultipartUploadCommand({
+            Bucket: "objs",
+            Key: "sse-multi.bin",
+            ServerSideEncryption: "AES256",
+          }),
+        );
+        const parts = [randomBytes(5 * 1024 * 1024), randomBytes(700)];
+        const etags = [];
+        for (const [i, part] of parts.entries()) {
+          const out = await s3.a.send(
+            new UploadPartCommand({
+              Bucket: "objs",
+              Key: "sse-multi.bin",
+              UploadId: up.UploadId,
+              PartNumber: i + 1,
+              Body: part,
+            }),
+          );
+          etags.push({ PartNumber: i + 1, ETag: out.ETag });
+        }
+        const done = await s3.a.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: "objs",
+            Key: "sse-multi.bin",
+            UploadId: up.UploadId,
+            MultipartUpload: { Parts: etags },
+          }),
+        );
+        for (const s of [s3.b, s3.c]) {
+          const got = await eventually(
+            "sse-multi.bin replicated",
+            () => seen(s, "objs", "sse-multi.bin"),
+            (g) => g !== "missing",
+          );
+          assert(got !== "missing");
+          assertEquals([got.sha, got.etag], [
+            sha(new Uint8Array([...parts[0], ...parts[1]])),
+            done.ETag,
+          ]);
+        }
         // A named KMS key on every node (each with its own key material).
         for (const n of nodes) {
           assertEquals(
