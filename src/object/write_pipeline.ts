@@ -13,7 +13,7 @@ const WRITES_IN_FLIGHT = 2;
  * from its heap, which does not shrink; concurrent large uploads left hundreds of MiB resident.
  * At most SPARE_BYTES are kept, and none after SPARE_IDLE_MS without uploads.
  */
-const SPARE_BYTES = 16 * 1024 * 1024;
+const SPARE_BYTES = 64 * 1024 * 1024;
 const SPARE_IDLE_MS = 10_000;
 const spare: ArrayBufferLike[] = [];
 let spareTimer: ReturnType<typeof setTimeout> | undefined;
