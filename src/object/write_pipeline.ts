@@ -13,17 +13,25 @@ const WRITES_IN_FLIGHT = 2;
  * from its heap, which does not shrink; concurrent large uploads left hundreds of MiB resident.
  * At most SPARE_BYTES are kept, and none after SPARE_IDLE_MS without uploads.
  */
-const SPARE_BYTES = 16 * 1024 * 1024;
+const SPARE_BYTES = 64 * 1024 * 1024;
 const SPARE_IDLE_MS = 10_000;
-const spare: ArrayBuffer[] = [];
+const spare: ArrayBufferLike[] = [];
 let spareTimer: ReturnType<typeof setTimeout> | undefined;
 
-function takeBuffer(size: number): Uint8Array {
-  const at = spare.findIndex((b) => b.byteLength === size);
-  return at < 0 ? new Uint8Array(size) : new Uint8Array(spare.splice(at, 1)[0]);
+/**
+ * A chunk buffer, in shared memory when `shared`: the CPU pool's workers then read it in place
+ * (the MD5 of the body and the chunk's SHA-256 and compression) instead of each getting a copy.
+ * Encrypted bodies keep plain buffers: WebCrypto does not take views on shared memory.
+ */
+function takeBuffer(size: number, shared: boolean): Uint8Array {
+  const at = spare.findIndex((b) =>
+    b.byteLength === size && (b instanceof SharedArrayBuffer) === shared
+  );
+  if (at >= 0) return new Uint8Array(spare.splice(at, 1)[0]);
+  return new Uint8Array(shared ? new SharedArrayBuffer(size) : new ArrayBuffer(size));
 }
 
-function giveBuffer(buffer: ArrayBuffer): void {
+function giveBuffer(buffer: ArrayBufferLike): void {
   const kept = spare.reduce((n, b) => n + b.byteLength, 0);
   if (kept + buffer.byteLength <= SPARE_BYTES) spare.push(buffer);
   clearTimeout(spareTimer);
@@ -50,6 +58,10 @@ export interface WrittenBody {
  * when it ends within `inlineMax` bytes, otherwise as chunks. On any failure every chunk written
  * so far is released (and removed unless something else refers to it). Each chunk of `body` is
  * copied (or hashed) before the next is asked for, so the body may reuse one buffer.
+ *
+ * The body is copied once, into chunk buffers; the MD5 stream is fed from them as they fill, in
+ * order, so that a worker reads a chunk for its MD5 and for its SHA-256 without further copies.
+ * A chunk buffer serves another chunk only once its write and its MD5 are done.
  */
 export async function writeBody(
   body: AsyncIterable<Uint8Array>,
@@ -66,6 +78,9 @@ export async function writeBody(
   // Hashed on the store's CPU pool, off the event loop (inline for short bodies).
   const md5 = store.cpu.md5();
   const chunks: Promise<VersionChunk>[] = [];
+  /** Per chunk: settles when its buffer is free again (written and hashed); rejects on failure. */
+  const settled: Promise<unknown>[] = [];
+  const shared = !opts.key;
   let buffer: Uint8Array = new Uint8Array(
     Math.min(opts.chunkSize, Math.max(opts.inlineMax + 1, 64 * 1024)),
   );
@@ -75,27 +90,32 @@ export async function writeBody(
     const plain = buffer.subarray(0, filled);
     const at = offset;
     offset += filled;
+    // Synchronously, so the chunks reach the MD5 stream in order.
+    const hashed = md5.updateHeld(plain);
     const written = store.write(plain, { key: opts.key })
       .then((chunk) => ({ chunk, offset: at, size: plain.byteLength }));
     // Awaited later; a failure must not surface as an unhandled rejection meanwhile. Once the
-    // write settled, nothing refers to its plaintext any more.
-    const whole = buffer.byteLength === opts.chunkSize ? buffer.buffer as ArrayBuffer : undefined;
-    written.then(() => whole && giveBuffer(whole), () => {});
+    // write and the MD5 settled, nothing refers to its plaintext any more.
+    const free = Promise.all([written, hashed]);
+    const whole = buffer.byteLength === opts.chunkSize ? buffer.buffer : undefined;
+    free.then(() => whole && giveBuffer(whole), () => {});
     chunks.push(written);
+    settled.push(free);
     buffer = new Uint8Array(0);
     filled = 0;
-    if (chunks.length > WRITES_IN_FLIGHT) await chunks[chunks.length - 1 - WRITES_IN_FLIGHT];
+    if (settled.length > WRITES_IN_FLIGHT) await settled[settled.length - 1 - WRITES_IN_FLIGHT];
   };
   try {
     for await (const part of body) {
-      await md5.update(part);
       for (const c of opts.checks ?? []) c.update(part);
       if (offset + filled + part.byteLength > opts.maxSize) throw opts.tooLarge();
       let at = 0;
       while (at < part.byteLength) {
         if (filled === buffer.byteLength) {
           if (filled === opts.chunkSize) await flush();
-          buffer = filled === 0 ? takeBuffer(opts.chunkSize) : grow(buffer, opts.chunkSize);
+          buffer = filled === 0
+            ? takeBuffer(opts.chunkSize, shared)
+            : grow(buffer, opts.chunkSize, shared);
         }
         const n = Math.min(buffer.byteLength - filled, part.byteLength - at);
         buffer.set(part.subarray(at, at + n), filled);
@@ -105,14 +125,14 @@ export async function writeBody(
     }
     for (const c of opts.checks ?? []) c.finish();
     const size = offset + filled;
-    // The worker finishes the digest while the last chunk is stored.
-    const digest = md5.digest();
-    digest.catch(() => {}); // awaited below, unless a failure comes first
     if (chunks.length === 0 && size <= opts.inlineMax && !opts.key) {
-      return { size, md5: await digest, inline: buffer.slice(0, filled), chunks: [] };
+      const inline = buffer.slice(0, filled);
+      await md5.update(inline);
+      return { size, md5: await md5.digest(), inline, chunks: [] };
     }
     if (filled > 0 || chunks.length === 0) await flush();
-    return { size, md5: await digest, chunks: await Promise.all(chunks) };
+    // The worker finishes the digest while the last chunk is stored.
+    return { size, md5: await md5.digest(), chunks: await Promise.all(chunks) };
   } catch (err) {
     md5.abort();
     await releaseAll(store, chunks);
@@ -120,8 +140,8 @@ export async function writeBody(
   }
 }
 
-function grow(buffer: Uint8Array, size: number): Uint8Array {
-  const next = new Uint8Array(size);
+function grow(buffer: Uint8Array, size: number, shared: boolean): Uint8Array {
+  const next = new Uint8Array(shared ? new SharedArrayBuffer(size) : new ArrayBuffer(size));
   next.set(buffer);
   return next;
 }

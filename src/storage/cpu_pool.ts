@@ -6,7 +6,9 @@
 // that travel by transfer and come back for reuse. Chunk work is stateless and goes to the least
 // busy worker; the chunk is copied once (the caller still needs its own bytes to write them) and
 // that copy goes back and forth by transfer, then serves the next chunk: on this class of machine
-// a fresh 4 MiB buffer costs ~10x more main-thread time than copying into a used one. Anything
+// a fresh 4 MiB buffer costs ~10x more main-thread time than copying into a used one. Bytes in
+// shared memory (the write path's unencrypted chunk buffers) are not copied: the workers read
+// them in place, for the chunk's work and, through `updateHeld`, for the body's MD5. Anything
 // small, and everything while no worker is ready (start-up, a worker that cannot start, after
 // close), is done inline with the same code, so the results never depend on where they were
 // computed. A pool of size 0 does it all inline.
@@ -40,6 +42,13 @@ export interface Md5Stream {
    * behind: the caller should await it before adding more (it rejects if the worker failed).
    */
   update(bytes: Uint8Array): Promise<void> | undefined;
+  /**
+   * Adds bytes the caller keeps unchanged until the returned promise settles. Bytes in shared
+   * memory (a SharedArrayBuffer) are read by the stream's worker in place, without a copy; others
+   * are copied as by `update`. The caller need not wait before adding more: the stream's own
+   * back-pressure is in the promise.
+   */
+  updateHeld(bytes: Uint8Array): Promise<void> | undefined;
   /** The 16-byte digest; the stream is finished afterwards. */
   digest(): Promise<Uint8Array>;
   /** Forgets the stream (the upload failed). Harmless at any time, also after digest. */
@@ -202,23 +211,39 @@ export class CpuPool {
     return new OffloadedMd5(() => this.#lane(), () => this.#starting(), this.#shelf);
   }
 
-  /** Work on `plain`, which must not change until the returned promises settle. */
+  /**
+   * Work on `plain`, which must not change until the returned promises settle. Plaintext in
+   * shared memory (a SharedArrayBuffer) is read by the workers in place; other plaintext is
+   * copied once for them.
+   */
   chunk(plain: Uint8Array): ChunkWork {
     if (this.#slots.length === 0 || plain.byteLength < OFFLOAD_MIN_BYTES) {
       return inlineChunk(plain);
     }
     this.#demand();
+    const shared = isShared(plain);
     // The copy the workers see; away (detached) while a worker has it.
     let copy: Uint8Array<ArrayBuffer> | undefined;
     let finished = false;
     /** False when the look-ahead found that "auto" stores the chunk as it is. */
     let worthCompressing: boolean | undefined;
     const run = async (
-      make: (bytes: Uint8Array<ArrayBuffer>, id: number) => CpuRequest & { id: number },
+      make: (
+        bytes: Uint8Array<ArrayBuffer> | Uint8Array<SharedArrayBuffer>,
+        id: number,
+      ) => CpuRequest & { id: number },
       costPerByte: number,
     ): Promise<Answer | undefined> => {
       const slot = this.#pick();
       if (!slot) return undefined;
+      if (shared) {
+        return await this.#call(
+          slot,
+          make(shared, this.#nextId++),
+          [],
+          costPerByte * shared.byteLength,
+        );
+      }
       const bytes = copy ?? this.#shelf.copy(plain);
       copy = undefined;
       const answer = await this.#call(
@@ -427,6 +452,13 @@ export class CpuPool {
 /** Work on nothing: every step inline, on the calling thread. */
 export const inlineCpu: CpuPool = new CpuPool(0);
 
+/** The view itself when its bytes are in shared memory. */
+function isShared(bytes: Uint8Array): Uint8Array<SharedArrayBuffer> | undefined {
+  return typeof SharedArrayBuffer === "function" && bytes.buffer instanceof SharedArrayBuffer
+    ? bytes as Uint8Array<SharedArrayBuffer>
+    : undefined;
+}
+
 function sha256Hex(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
@@ -443,6 +475,10 @@ class InlineMd5 implements Md5Stream {
   #hash = createHash("md5");
 
   update(bytes: Uint8Array): undefined {
+    this.#hash.update(bytes);
+  }
+
+  updateHeld(bytes: Uint8Array): undefined {
     this.#hash.update(bytes);
   }
 
@@ -472,7 +508,7 @@ class OffloadedMd5 implements Md5Stream {
   #batch?: Uint8Array<ArrayBuffer>;
   #filled = 0;
   #inFlight = 0;
-  #waiter?: { resolve(): void; reject(err: Error): void };
+  #waiter?: { resolve(): void; reject(err: Error): void; promise: Promise<void> };
   #error?: Error;
   #finished = false;
   /** Full batches waiting for a starting worker, in order; set while #binding is. */
@@ -509,7 +545,26 @@ class OffloadedMd5 implements Md5Stream {
       if (this.#filled === batch.byteLength) this.#send();
     }
     if (!this.#behind()) return undefined;
-    return new Promise((resolve, reject) => this.#waiter = { resolve, reject });
+    // Every caller told to wait (updateHeld's caller may not have waited yet) gets the same wait.
+    if (this.#waiter) return this.#waiter.promise;
+    const { promise, resolve, reject } = Promise.withResolvers<void>();
+    promise.catch(() => {}); // a caller that did not wait learns of the failure from digest
+    this.#waiter = { resolve, reject, promise };
+    return promise;
+  }
+
+  updateHeld(bytes: Uint8Array): Promise<void> | undefined {
+    const shared = isShared(bytes);
+    if (shared && !this.#lane && !this.#local && !this.#binding && !this.#finished) {
+      if (shared.byteLength >= MD5_FIRST_BATCH_BYTES) this.#lane = this.#bind();
+    }
+    // Not yet bound (or hashed here): copied like any bytes. Bound: the bytes still batched go
+    // first, so that the worker sees the stream in order.
+    if (!shared || this.#finished || this.#error || this.#local || this.#binding || !this.#lane) {
+      return this.update(bytes);
+    }
+    if (this.#filled > 0) this.#send(true);
+    return this.#post(shared);
   }
 
   /** Whether the caller should wait before adding more. */
@@ -567,9 +622,9 @@ class OffloadedMd5 implements Md5Stream {
     this.#wake(this.#error);
   }
 
-  /** Sends the full batch to the stream's worker, binding one on first use. */
-  #send(): void {
-    const batch = this.#batch!;
+  /** Sends the full batch (or with `part`, what it holds) to the stream's worker, binding one on first use. */
+  #send(part = false): void {
+    const batch = part ? this.#batch!.subarray(0, this.#filled) : this.#batch!;
     this.#batch = undefined;
     this.#filled = 0;
     if (this.#binding) {
@@ -609,12 +664,16 @@ class OffloadedMd5 implements Md5Stream {
     this.#wake();
   }
 
-  /** Sends a full batch to the stream's worker. */
-  #post(batch: Uint8Array<ArrayBuffer>): void {
+  /**
+   * Sends a batch (transferred) or shared bytes (read in place) to the stream's worker; settles
+   * once the worker hashed them and the caller may add more.
+   */
+  #post(batch: Uint8Array<ArrayBuffer> | Uint8Array<SharedArrayBuffer>): Promise<void> {
     const lane = this.#lane!;
-    lane.call(
+    this.#inFlight++;
+    const hashed = lane.call(
       { op: "md5", id: 0, stream: this.#stream, bytes: batch, final: false },
-      [batch.buffer],
+      batch.buffer instanceof ArrayBuffer ? [batch.buffer] : [],
       COST.md5 * batch.byteLength,
     ).then(
       (answer) => {
@@ -626,8 +685,11 @@ class OffloadedMd5 implements Md5Stream {
         this.#inFlight--;
         this.#error ??= err;
         this.#wake(err);
+        throw err;
       },
     );
+    hashed.catch(() => {}); // the stream's error surfaces through update and digest
+    return hashed;
   }
 
   /** Lets a waiting `update` go on (or fail). */

@@ -108,6 +108,35 @@ Deno.test("md5 streams in parallel keep their own order and state", async () => 
   });
 });
 
+Deno.test("shared memory: MD5 streams and chunk work read it in place, with the same results", async () => {
+  // Text, then random bytes: chunks that compress and chunks that do not.
+  const data = new Uint8Array(9 * MiB + 123);
+  data.set(text(5 * MiB));
+  data.set(randomBytes(4 * MiB + 123), 5 * MiB);
+  for (const size of [0, 2]) {
+    await withPool(size, async (pool) => {
+      const stream = pool.md5();
+      // Copied pieces (a partial batch), then shared chunks the stream must see after them.
+      await stream.update(data.subarray(0, 100_000));
+      const waits: Promise<void>[] = [];
+      for (let at = 100_000; at < data.byteLength; at += 4 * MiB) {
+        const piece = data.subarray(at, Math.min(data.byteLength, at + 4 * MiB));
+        const shared = new Uint8Array(new SharedArrayBuffer(piece.byteLength));
+        shared.set(piece);
+        const work = pool.chunk(shared);
+        assertEquals(await work.sha256(), createHash("sha256").update(piece).digest("hex"));
+        const packed = await work.compress("on", undefined, 1024 * 1024);
+        assertSameBytes(packed, await compressChunk(piece, "on", undefined, 1024 * 1024), "packed");
+        work.done();
+        const wait = stream.updateHeld(shared);
+        if (wait) waits.push(wait);
+      }
+      await Promise.all(waits);
+      assertBytesEqual(await stream.digest(), md5(data), `md5 with ${size} workers`);
+    });
+  }
+});
+
 Deno.test("chunk work equals the inline path: ids, compression decisions and bytes", async () => {
   const repetitive = new Uint8Array(4 * MiB);
   for (let i = 0; i < repetitive.byteLength; i += 16384) {
