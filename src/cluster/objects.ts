@@ -11,6 +11,7 @@
 // object and the receiver recomputes as the bytes stream into storage: a body that does not
 // match is refused before its version commits. Nothing is held in memory whole on either side.
 // The receiver writes through the object layer as REPLICA (same version id, never queued again).
+import { backlogOf, NodeBackoff } from "./backoff.ts";
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { ApiError } from "../api/json.ts";
@@ -38,8 +39,6 @@ const HEADER_LIMIT = 64 * 1024;
 const BATCH = 100;
 /** Changes of different keys sent to one node at once (one key's stay in order). */
 const PARALLEL = 8;
-const RETRY_MIN_MS = 500;
-const RETRY_MAX_MS = 60_000;
 /** How often the changes every node has received are deleted from the queue (node.ts: 5 heartbeats). */
 const PRUNE_MS = 10_000;
 
@@ -201,7 +200,7 @@ const RETRIED = new Set([403, 404, 408, 409, 429]);
 const MISSING_BUCKET_MS = 120_000;
 
 export class ObjectReplicator {
-  #retry = new Map<string, { failures: number; until: number }>();
+  readonly #backoff = new NodeBackoff("Object replication");
   /** `<node>:<seq>` of changes answered NoSuchBucket, with when that was first answered. */
   #missingSince = new Map<string, number>();
   #busy = new Map<string, Promise<void>>();
@@ -233,7 +232,7 @@ export class ObjectReplicator {
       }
       for (const m of this.membership.view(now)) {
         if (m.state !== "alive" || this.#busy.has(m.id)) continue;
-        if ((this.#retry.get(m.id)?.until ?? 0) > now) continue;
+        if (this.#backoff.waiting(m.id, now)) continue;
         this.#busy.set(m.id, this.#catchUp(m.id, m.url));
       }
       this.#timer = setTimeout(round, this.pollMs);
@@ -266,10 +265,9 @@ export class ObjectReplicator {
 
   /** Object changes not yet delivered to a node, and how long the oldest has waited. */
   async backlog(node: string): Promise<{ depth: number; lagMs: number }> {
-    const { depth, oldest } = await this.meta.objectReplicationBacklog(
-      await this.meta.objectReplicationCursor(node),
+    return backlogOf(
+      await this.meta.objectReplicationBacklog(await this.meta.objectReplicationCursor(node)),
     );
-    return { depth, lagMs: oldest === undefined ? 0 : Math.max(0, Date.now() - oldest) };
   }
 
   /** Sends what lies after the node's cursor, change by change, until none is left or one fails. */
@@ -302,18 +300,10 @@ export class ObjectReplicator {
           }
           if (done < group.length) throw (outcomes[done] as PromiseRejectedResult).reason;
         }
-        this.#retry.delete(node);
+        this.#backoff.succeeded(node);
       }
     } catch (err) {
-      const failures = (this.#retry.get(node)?.failures ?? 0) + 1;
-      const wait = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** (failures - 1));
-      this.#retry.set(node, { failures, until: Date.now() + wait });
-      log(failures === 1 ? "warn" : "debug", "Object replication to a node failed; retrying", {
-        node,
-        failures,
-        retryMs: wait,
-        error: err instanceof Error ? err.message : String(err),
-      });
+      this.#backoff.failed(node, err);
     } finally {
       this.#busy.delete(node);
     }

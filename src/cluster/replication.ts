@@ -1,7 +1,7 @@
 // Bucket replication: every bucket change queued in the metadata (ReplicationQueue) is sent, as
 // the bucket's whole state then, to every node that is alive, from that node's own cursor; a node
 // that is down or failing is retried with exponential backoff and catches up from its cursor.
-import { log } from "../log.ts";
+import { backlogOf, NodeBackoff } from "./backoff.ts";
 import type {
   BucketChange,
   BucketConfigKind,
@@ -15,8 +15,6 @@ import type { Membership } from "./membership.ts";
 /** Changes read per batch, and the JSON bytes a batch grows to before it is sent. */
 const BATCH_CHANGES = 100;
 const BATCH_BYTES = 1024 * 1024;
-const RETRY_MIN_MS = 500;
-const RETRY_MAX_MS = 60_000;
 
 export type Deliver = (url: string, body: unknown) => Promise<unknown>;
 
@@ -41,7 +39,7 @@ function batch(changes: BucketChange[]): BucketChange[] {
 }
 
 export class BucketReplicator {
-  #retry = new Map<string, { failures: number; until: number }>();
+  readonly #backoff = new NodeBackoff("Bucket replication");
   /** Nodes being caught up now, with the promise of that work. */
   #busy = new Map<string, Promise<void>>();
   #timer?: ReturnType<typeof setTimeout>;
@@ -60,7 +58,7 @@ export class BucketReplicator {
       const now = Date.now();
       for (const m of this.membership.view(now)) {
         if (m.state !== "alive" || this.#busy.has(m.id)) continue;
-        if ((this.#retry.get(m.id)?.until ?? 0) > now) continue;
+        if (this.#backoff.waiting(m.id, now)) continue;
         this.#busy.set(m.id, this.#catchUp(m.id, m.url));
       }
       this.#timer = setTimeout(round, this.pollMs);
@@ -77,10 +75,7 @@ export class BucketReplicator {
 
   /** Changes not yet delivered to a node, and how long the oldest has waited. */
   async backlog(node: string): Promise<{ depth: number; lagMs: number }> {
-    const { depth, oldest } = await this.queue.replicationBacklog(
-      await this.queue.replicationCursor(node),
-    );
-    return { depth, lagMs: oldest === undefined ? 0 : Math.max(0, Date.now() - oldest) };
+    return backlogOf(await this.queue.replicationBacklog(await this.queue.replicationCursor(node)));
   }
 
   /** Sends everything after the node's cursor, batch by batch, until none is left or one fails. */
@@ -93,18 +88,10 @@ export class BucketReplicator {
         const sent = batch(pending);
         await this.deliver(url, { type: "buckets", changes: sent.map(wire) });
         await this.queue.setReplicationCursor(node, sent[sent.length - 1].seq);
-        this.#retry.delete(node);
+        this.#backoff.succeeded(node);
       }
     } catch (err) {
-      const failures = (this.#retry.get(node)?.failures ?? 0) + 1;
-      const wait = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** (failures - 1));
-      this.#retry.set(node, { failures, until: Date.now() + wait });
-      log(failures === 1 ? "warn" : "debug", "Bucket replication to a node failed; retrying", {
-        node,
-        failures,
-        retryMs: wait,
-        error: err instanceof Error ? err.message : String(err),
-      });
+      this.#backoff.failed(node, err);
     } finally {
       this.#busy.delete(node);
     }
