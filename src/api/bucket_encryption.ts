@@ -2,11 +2,8 @@
 import { S3Error } from "../http/errors.ts";
 import { xmlDocument } from "../http/xml.ts";
 import { keyIdOf } from "../kms/kms.ts";
-import {
-  defaultEncryption,
-  encryptionConfigurationXml,
-  parseEncryptionConfiguration,
-} from "../object/sse_default.ts";
+import { defaultEncryption } from "../object/sse_default.ts";
+import { encryptionConfigurationXml, parseEncryptionConfiguration } from "./encryption_xml.ts";
 import { bucketOf, type Handler, xmlResult } from "./context.ts";
 import { readVerifiedBody } from "./verified_body.ts";
 
