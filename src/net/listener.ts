@@ -1,5 +1,6 @@
-// The HTTP front door: an own accept loop that counts connections and times them, handing each
-// accepted socket to Deno's HTTP server (the same hyper-based engine as Deno.serve).
+// The HTTP front door: an own accept loop that counts connections and times them, serving
+// HTTP/1.1 on each accepted socket (src/net/http1/: Deno's built-in server sends
+// `100 Continue` before the handler can refuse a request).
 //
 // Deno.serve has no header-read or idle timeout and no connection cap, and an accept error
 // there rejects `server.finished`. Here:
@@ -20,26 +21,7 @@
 // open connections are not touched.
 
 import { withConnection } from "./connection_context.ts";
-
-/** Serves HTTP on one accepted connection (internal to Deno: what Deno.serve uses per socket). */
-type ServeOnConnection = (
-  conn: Deno.Conn,
-  signal: AbortSignal,
-  handler: Deno.ServeHandler<Deno.NetAddr>,
-  onError: (error: unknown) => Response | Promise<Response>,
-  onListen: (scheme: string) => void,
-) => { finished: Promise<void>; shutdown(): Promise<void> };
-
-function serveOnConnection(): ServeOnConnection {
-  const internals = (Deno as unknown as Record<symbol, Record<string, unknown>>)[
-    (Deno as unknown as { internal: symbol }).internal
-  ];
-  const fn = internals?.serveHttpOnConnection;
-  if (typeof fn !== "function") {
-    throw new Error(`This Deno (${Deno.version.deno}) cannot serve HTTP on an accepted socket`);
-  }
-  return fn as ServeOnConnection;
-}
+import { serveHttp1 } from "./http1/serve.ts";
 
 export interface ConnectionLimits {
   headerTimeoutMs: number;
@@ -149,7 +131,6 @@ export function serveConnections(
   opts: ListenOptions,
   handler: Deno.ServeHandler<Deno.NetAddr>,
 ): ConnectionServer {
-  const serveOn = serveOnConnection();
   let listener: Deno.Listener = opts.tls
     ? Deno.listenTls({ ...opts.tls, hostname: opts.hostname, port: opts.port })
     : Deno.listen({ hostname: opts.hostname, port: opts.port });
@@ -199,16 +180,13 @@ export function serveConnections(
 
   const serve = (conn: Deno.Conn, c: Connection) => {
     const info = { close: () => c.close(), tls };
-    const server = serveOn(
-      conn,
-      c.signal,
-      (req, serveInfo) => {
-        c.onRequest(serveInfo.completed);
-        return withConnection(info, () => handler(req, serveInfo));
-      },
-      opts.onError,
-      () => {},
-    );
+    const server = serveHttp1(conn, {
+      tls,
+      handler: (req, serveInfo) => withConnection(info, () => handler(req, serveInfo)),
+      onError: opts.onError,
+      onRequest: (completed) => c.onRequest(completed),
+    });
+    c.signal.addEventListener("abort", () => server.close(), { once: true });
     servers.add(server);
     c.closed = server.finished.catch((err) => {
       warnThrottled("A connection ended with an error", err);

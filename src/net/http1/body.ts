@@ -1,0 +1,99 @@
+// A request's body as a stream read from the connection on demand. `100 Continue` is sent when
+// the handler first reads the body, never before: a request refused from its head alone (bad
+// signature, no access) is answered without the client ever sending its body.
+
+import type { BodyFraming } from "./head.ts";
+import type { ConnReader } from "./reader.ts";
+
+const CONTINUE = new TextEncoder().encode("HTTP/1.1 100 Continue\r\n\r\n");
+
+export class RequestBody {
+  /** Body bytes not yet read (fixed length), or -1 while a chunked body is not finished. */
+  #remaining: number;
+  /** Bytes left in the current chunk of a chunked body. */
+  #chunkLeft = 0;
+  #done: boolean;
+  #continuePending: boolean;
+  #touched = false;
+  /** The response head has gone out: too late for `100 Continue`. */
+  responseStarted = false;
+  readonly stream: ReadableStream<Uint8Array>;
+
+  constructor(
+    readonly reader: ConnReader,
+    framing: BodyFraming,
+    expectContinue: boolean,
+    write: (bytes: Uint8Array) => Promise<void>,
+  ) {
+    this.#remaining = framing.kind === "length" ? framing.length : -1;
+    this.#done = framing.kind === "none";
+    this.#continuePending = expectContinue;
+    this.stream = new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        this.#touched = true;
+        if (this.#continuePending) {
+          this.#continuePending = false;
+          if (!this.responseStarted) await write(CONTINUE);
+        }
+        const chunk = await this.#next();
+        if (chunk) controller.enqueue(chunk);
+        if (this.#done) controller.close();
+      },
+    }, { highWaterMark: 0 });
+  }
+
+  /** The whole body has been read from the connection. */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** The client was never told to send the body (it waits for `100 Continue`). */
+  get withheld(): boolean {
+    return this.#continuePending;
+  }
+
+  /** The handler has started reading the body. */
+  get touched(): boolean {
+    return this.#touched;
+  }
+
+  async #next(): Promise<Uint8Array | null> {
+    if (this.#done) return null;
+    if (this.#remaining >= 0) {
+      const chunk = await this.reader.readSome(this.#remaining);
+      this.#remaining -= chunk.length;
+      if (this.#remaining === 0) this.#done = true;
+      return chunk;
+    }
+    if (this.#chunkLeft === 0) {
+      const line = await this.reader.readLine();
+      const size = /^([0-9a-fA-F]{1,15})[ \t]*(;.*)?$/.exec(line);
+      if (!size) throw new Error("malformed chunk size");
+      this.#chunkLeft = parseInt(size[1], 16);
+      if (this.#chunkLeft === 0) {
+        await this.reader.skipTrailers();
+        this.#done = true;
+        return null;
+      }
+    }
+    const chunk = await this.reader.readSome(this.#chunkLeft);
+    this.#chunkLeft -= chunk.length;
+    if (this.#chunkLeft === 0) await this.reader.readCrlf();
+    return chunk;
+  }
+
+  /**
+   * Reads and drops what is left of the body, at most `limit` bytes; false when more is left
+   * (the connection cannot be used for another request then).
+   */
+  async drain(limit: number): Promise<boolean> {
+    let dropped = 0;
+    while (!this.#done) {
+      if (this.#remaining > limit - dropped) return false;
+      const chunk = await this.#next();
+      dropped += chunk?.length ?? 0;
+      if (dropped > limit) return false;
+    }
+    return true;
+  }
+}

@@ -1,0 +1,247 @@
+// The HTTP/1.1 server over raw sockets: framing, strictness, keep-alive, Expect: 100-continue.
+import { serveConnections } from "../listener.ts";
+
+function assert(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Error(message);
+}
+function assertEquals<T>(actual: T, expected: T, message = ""): void {
+  if (actual !== expected) {
+    throw new Error(
+      `${message} expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`,
+    );
+  }
+}
+
+const enc = new TextEncoder();
+
+/** What the handler saw of each request, for the assertions. */
+interface Seen {
+  url: string;
+  method: string;
+  headers: [string, string][];
+  body: string | null;
+}
+
+async function withHttp1(
+  fn: (port: number, seen: Seen[]) => Promise<void>,
+): Promise<void> {
+  const seen: Seen[] = [];
+  const server = serveConnections({
+    hostname: "127.0.0.1",
+    port: 0,
+    limits: { headerTimeoutMs: 5000, idleTimeoutMs: 5000, maxConnections: 100 },
+    onError: () => new Response("handler failed", { status: 500 }),
+    warn: () => {},
+  }, async (req) => {
+    const url = new URL(req.url);
+    if (url.pathname === "/refuse") return new Response("no", { status: 403 });
+    if (url.pathname === "/ignore-body") return new Response("ignored");
+    const entry: Seen = {
+      url: req.url,
+      method: req.method,
+      headers: [...req.headers],
+      body: req.body ? await req.text() : null,
+    };
+    seen.push(entry);
+    if (url.pathname === "/stream") {
+      let n = 0;
+      return new Response(
+        new ReadableStream({
+          async pull(c) {
+            await new Promise((r) => setTimeout(r, 20));
+            if (n++ < 3) c.enqueue(enc.encode(`part${n};`));
+            else c.close();
+          },
+        }),
+      );
+    }
+    if (url.pathname === "/latin1") {
+      return new Response("ok", { headers: { "x-out": "caf\u00e9" } });
+    }
+    return new Response(`body=${entry.body ?? ""}`, { headers: { "x-method": req.method } });
+  });
+  try {
+    await fn(server.addr.port, seen);
+  } finally {
+    await server.shutdown();
+  }
+}
+
+/** Sends `bytes`, reads until the connection closes or `done(text)`; latin-1 text. */
+async function exchange(
+  port: number,
+  bytes: Uint8Array | string,
+  done: (text: string) => boolean = () => false,
+): Promise<string> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    await conn.write(typeof bytes === "string" ? enc.encode(bytes) : bytes);
+    return await readText(conn, done);
+  } finally {
+    conn.close();
+  }
+}
+
+async function readText(conn: Deno.Conn, done: (text: string) => boolean): Promise<string> {
+  let text = "";
+  const buf = new Uint8Array(64 * 1024);
+  const deadline = Date.now() + 5000;
+  while (!done(text) && Date.now() < deadline) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const n = await Promise.race([
+      conn.read(buf),
+      new Promise<"timeout">((r) => timer = setTimeout(() => r("timeout"), 300)),
+    ]);
+    clearTimeout(timer);
+    if (n === null) break;
+    if (n === "timeout") continue;
+    text += String.fromCharCode(...buf.subarray(0, n));
+  }
+  return text;
+}
+
+const responses = (text: string) => text.split(/(?=HTTP\/1\.1 \d{3} )/).filter((s) => s !== "");
+
+Deno.test("HTTP/1.1 server", async (t) => {
+  await withHttp1(async (port, seen) => {
+    await t.step("the URL keeps the target as sent (dot segments, encoded slashes)", async () => {
+      const text = await exchange(
+        port,
+        "GET /b/a/../c%2Fd/./e?x=1&y HTTP/1.1\r\nhost: h.example:9\r\nconnection: close\r\n\r\n",
+      );
+      assert(text.startsWith("HTTP/1.1 200 OK\r\n"), text);
+      assertEquals(seen.at(-1)!.url, "http://h.example:9/b/a/../c%2Fd/./e?x=1&y");
+    });
+
+    await t.step("small responses carry Content-Length and Date", async () => {
+      const text = await exchange(port, "GET /x HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n");
+      assert(/\r\ncontent-length: 5\r\n/.test(text), text);
+      assert(/\r\ndate: \w{3}, \d\d \w{3} \d{4} /.test(text), text);
+      assert(text.endsWith("\r\n\r\nbody="), text);
+    });
+
+    await t.step("a response still being produced goes out chunked, as it comes", async () => {
+      const text = await exchange(
+        port,
+        "GET /stream HTTP/1.1\r\nhost: a\r\n\r\n",
+        (s) => s.endsWith("0\r\n\r\n"),
+      );
+      assert(/\r\ntransfer-encoding: chunked\r\n/.test(text), text);
+      assert(text.endsWith("6\r\npart1;\r\n6\r\npart2;\r\n6\r\npart3;\r\n0\r\n\r\n"), text);
+    });
+
+    await t.step("HEAD sends the head only", async () => {
+      const text = await exchange(port, "HEAD /x HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n");
+      assert(text.startsWith("HTTP/1.1 200 OK\r\n") && text.endsWith("\r\n\r\n"), text);
+    });
+
+    await t.step("keep-alive: pipelined requests are answered in order", async () => {
+      const text = await exchange(
+        port,
+        "PUT /1 HTTP/1.1\r\nhost: a\r\ncontent-length: 3\r\n\r\nabc" +
+          "GET /2 HTTP/1.1\r\nhost: a\r\n\r\n" +
+          "PUT /3 HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\n" +
+          "2\r\nxy\r\n3;ext=1\r\nz12\r\n0\r\ntrailer-field: 1\r\n\r\n" +
+          "DELETE /4 HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n",
+      );
+      const parts = responses(text);
+      assertEquals(parts.length, 4, text);
+      assert(parts[0].endsWith("body=abc"), parts[0]);
+      assert(parts[1].endsWith("body="), parts[1]);
+      assert(parts[2].endsWith("body=xyz12"), parts[2]);
+      assert(/x-method: DELETE/.test(parts[3]), parts[3]);
+    });
+
+    await t.step("an unread small body is dropped and the connection goes on", async () => {
+      const text = await exchange(
+        port,
+        "PUT /ignore-body HTTP/1.1\r\nhost: a\r\ncontent-length: 5\r\n\r\nhello" +
+          "GET /after HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n",
+      );
+      const parts = responses(text);
+      assertEquals(parts.length, 2, text);
+      assert(parts[1].endsWith("body="), parts[1]);
+      assertEquals(seen.at(-1)!.url, "http://a/after");
+    });
+
+    await t.step("HTTP/1.0 closes after the response", async () => {
+      const text = await exchange(port, "GET /old HTTP/1.0\r\n\r\n");
+      assert(text.startsWith("HTTP/1.1 200 OK\r\n"), text);
+      assert(/\r\nconnection: close\r\n/.test(text), text);
+    });
+
+    await t.step("field values are octets both ways", async () => {
+      const head = enc.encode("GET /latin1 HTTP/1.1\r\nhost: a\r\nx-in: caf");
+      const bytes = new Uint8Array([...head, 0xe9, ...enc.encode("\r\nconnection: close\r\n\r\n")]);
+      const text = await exchange(port, bytes);
+      assert(text.includes("\r\nx-out: caf\u00e9\r\n"), text);
+      const xin = seen.at(-1)!.headers.find(([k]) => k === "x-in");
+      assertEquals(xin?.[1], "caf\u00e9");
+    });
+
+    await t.step("malformed heads are refused and close the connection", async () => {
+      const cases: [string, string][] = [
+        [
+          "GET / HTTP/1.1\r\nhost: a\r\ncontent-length: 3\r\ntransfer-encoding: chunked\r\n\r\n",
+          "400",
+        ],
+        ["PUT / HTTP/1.1\r\nhost: a\r\ncontent-length: 3\r\ncontent-length: 4\r\n\r\nabcd", "400"],
+        ["PUT / HTTP/1.1\r\nhost: a\r\ncontent-length: -1\r\n\r\n", "400"],
+        ["GET / HTTP/1.1\r\nhost: a\r\nx-a : b\r\n\r\n", "400"],
+        ["GET / HTTP/1.1\r\nhost: a\r\nx-a: b\r\n c\r\n\r\n", "400"],
+        ["GET / HTTP/1.1\r\n\r\n", "400"],
+        ["GET / HTTP/1.1\r\nhost: a\r\nhost: b\r\n\r\n", "400"],
+        ["GET /a b HTTP/1.1\r\nhost: a\r\n\r\n", "400"],
+        ["GET / HTTP/2.0\r\nhost: a\r\n\r\n", "505"],
+        ["PUT / HTTP/1.1\r\nhost: a\r\ntransfer-encoding: gzip\r\n\r\n", "501"],
+        ["PUT / HTTP/1.1\r\nhost: a\r\ncontent-length: 1\r\nexpect: 200-ok\r\n\r\nx", "417"],
+        [`GET / HTTP/1.1\r\nhost: a\r\nx-big: ${"a".repeat(70_000)}\r\n\r\n`, "431"],
+      ];
+      for (const [request, status] of cases) {
+        const before = seen.length;
+        const text = await exchange(port, request);
+        assert(
+          text.startsWith(`HTTP/1.1 ${status} `),
+          `${JSON.stringify(request.slice(0, 80))}: ${text}`,
+        );
+        assert(/\r\nconnection: close\r\n/.test(text), text);
+        assertEquals(seen.length, before, "the handler never ran");
+      }
+    });
+
+    await t.step("a malformed chunked body fails the request, not the server", async () => {
+      const text = await exchange(
+        port,
+        "PUT /bad HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+      );
+      assert(text.startsWith("HTTP/1.1 500 "), text);
+    });
+
+    await t.step("Expect: 100-continue waits for the handler to read the body", async () => {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      try {
+        await conn.write(enc.encode(
+          "PUT /refuse HTTP/1.1\r\nhost: a\r\ncontent-length: 1000000\r\nexpect: 100-continue\r\n\r\n",
+        ));
+        const refused = await readText(conn, () => false);
+        assert(refused.startsWith("HTTP/1.1 403 Forbidden\r\n"), refused);
+        assert(/\r\nconnection: close\r\n/.test(refused), "the unsent body ends the connection");
+      } finally {
+        conn.close();
+      }
+      const ok = await Deno.connect({ hostname: "127.0.0.1", port });
+      try {
+        await ok.write(enc.encode(
+          "PUT /upload HTTP/1.1\r\nhost: a\r\ncontent-length: 5\r\nexpect: 100-continue\r\n\r\n",
+        ));
+        const interim = await readText(ok, (s) => s.endsWith("\r\n\r\n"));
+        assertEquals(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+        await ok.write(enc.encode("hello"));
+        const final = await readText(ok, (s) => s.endsWith("body=hello"));
+        assert(final.startsWith("HTTP/1.1 200 OK\r\n"), final);
+      } finally {
+        ok.close();
+      }
+    });
+  });
+});

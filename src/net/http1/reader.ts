@@ -1,0 +1,135 @@
+// Buffered reading from one connection: request heads, body bytes (fixed length or chunked).
+
+import { HeadError, MAX_HEAD_BYTES } from "./head.ts";
+
+const BUFFER_BYTES = MAX_HEAD_BYTES;
+/** Largest single read straight into a body chunk (a fixed-length body with nothing buffered). */
+const DIRECT_READ_BYTES = 256 * 1024;
+/** Longest chunk-size line or trailer field of a chunked body. */
+const MAX_CHUNK_LINE = 4096;
+/** Most trailer bytes after a chunked body. */
+const MAX_TRAILER_BYTES = 16 * 1024;
+
+/** The connection ended in the middle of a request. */
+export class UnexpectedEof extends Error {
+  constructor() {
+    super("The connection ended in the middle of a request");
+  }
+}
+
+export class ConnReader {
+  readonly #buf = new Uint8Array(BUFFER_BYTES);
+  #start = 0;
+  #end = 0;
+
+  constructor(readonly conn: Deno.Conn) {}
+
+  /** Reads more bytes into the buffer; false at the end of the stream. */
+  async #fill(): Promise<boolean> {
+    if (this.#start === this.#end) this.#start = this.#end = 0;
+    else if (this.#end === this.#buf.length) {
+      if (this.#start === 0) return true; // full: the caller decides what that means
+      this.#buf.copyWithin(0, this.#start, this.#end);
+      this.#end -= this.#start;
+      this.#start = 0;
+    }
+    const n = await this.conn.read(this.#buf.subarray(this.#end));
+    if (n === null) return false;
+    this.#end += n;
+    return true;
+  }
+
+  /**
+   * The next request head (without its terminating blank line), null when the connection ends
+   * cleanly before one starts. Blank lines before a request line are skipped (RFC 9112 §2.2).
+   */
+  async readHead(): Promise<Uint8Array | null> {
+    let started = false;
+    let scanned = 0;
+    for (;;) {
+      while (this.#end - this.#start >= 2 && this.#buf[this.#start] === 13) {
+        if (this.#buf[this.#start + 1] !== 10) break;
+        this.#start += 2;
+      }
+      if (this.#end > this.#start) {
+        started = true;
+        const at = this.#findBlankLine(Math.max(this.#start, this.#start + scanned - 3));
+        if (at >= 0) {
+          const head = this.#buf.subarray(this.#start, at);
+          this.#start = at + 4;
+          return head;
+        }
+        scanned = this.#end - this.#start;
+        // The buffer holds MAX_HEAD_BYTES: a head that fills it is too large.
+        if (scanned >= MAX_HEAD_BYTES) throw new HeadError(431, "request head too large");
+      }
+      if (!(await this.#fill())) {
+        if (started) throw new UnexpectedEof();
+        return null;
+      }
+    }
+  }
+
+  #findBlankLine(from: number): number {
+    const buf = this.#buf;
+    let i = from;
+    for (;;) {
+      i = buf.indexOf(13, i);
+      if (i < 0 || i + 3 >= this.#end) return -1;
+      if (buf[i + 1] === 10 && buf[i + 2] === 13 && buf[i + 3] === 10) return i;
+      i++;
+    }
+  }
+
+  /** Up to `max` bytes of body, in a buffer of its own; throws UnexpectedEof at the end. */
+  async readSome(max: number): Promise<Uint8Array> {
+    if (this.#start === this.#end) {
+      if (max >= 16 * 1024) {
+        const chunk = new Uint8Array(Math.min(max, DIRECT_READ_BYTES));
+        const n = await this.conn.read(chunk);
+        if (n === null) throw new UnexpectedEof();
+        return n === chunk.length ? chunk : chunk.subarray(0, n);
+      }
+      if (!(await this.#fill())) throw new UnexpectedEof();
+    }
+    const n = Math.min(max, this.#end - this.#start);
+    const out = this.#buf.slice(this.#start, this.#start + n);
+    this.#start += n;
+    return out;
+  }
+
+  /** One CRLF-terminated line of a chunked body (chunk size or trailer field), as text. */
+  async readLine(): Promise<string> {
+    for (;;) {
+      const lf = this.#buf.subarray(this.#start, this.#end).indexOf(10);
+      if (lf >= 0) {
+        const end = this.#start + lf;
+        if (lf === 0 || this.#buf[end - 1] !== 13) throw new HeadError(400, "malformed chunk");
+        const line = String.fromCharCode(...this.#buf.subarray(this.#start, end - 1));
+        this.#start = end + 1;
+        return line;
+      }
+      if (this.#end - this.#start >= MAX_CHUNK_LINE) {
+        throw new HeadError(400, "chunk line too long");
+      }
+      if (!(await this.#fill())) throw new UnexpectedEof();
+    }
+  }
+
+  /** The CRLF after a chunk's data. */
+  async readCrlf(): Promise<void> {
+    if ((await this.readLine()) !== "") throw new HeadError(400, "malformed chunk");
+  }
+
+  /** The trailer fields after the last chunk, up to the blank line (checked and dropped). */
+  async skipTrailers(): Promise<void> {
+    let total = 0;
+    for (;;) {
+      const line = await this.readLine();
+      if (line === "") return;
+      total += line.length + 2;
+      if (total > MAX_TRAILER_BYTES) throw new HeadError(400, "trailer too large");
+      if (line.indexOf(":") <= 0) throw new HeadError(400, "malformed trailer field");
+    }
+  }
+}
