@@ -117,9 +117,13 @@ export async function writeResponse(
       if (close) text += "connection: close\r\n";
       await out.write(headBytes(text + "\r\n"));
       let sent = 0;
+      // The next piece is asked for before this one is written: reading (from disk) and
+      // writing (to the socket) overlap.
+      let next = readAhead(reader);
       for (;;) {
-        const { value, done } = await reader.read();
+        const { value, done } = await next;
         if (done) break;
+        next = readAhead(reader);
         sent += value.length;
         if (sent > length) {
           // More than declared: the framing is lost, the connection has to end.
@@ -133,7 +137,7 @@ export async function writeResponse(
     // No declared length: a body that is already whole goes out with its length, anything
     // else (a stream still being produced) with chunked coding.
     const first = await reader.read();
-    const secondRead = first.done ? null : reader.read();
+    const secondRead = first.done ? null : readAhead(reader);
     const second = secondRead ? await Promise.race([secondRead, afterTicks(8)]) : first;
     if (second !== null && second.done) {
       const bytes = first.done ? new Uint8Array(0) : first.value;
@@ -153,12 +157,12 @@ export async function writeResponse(
     if (close) text += "connection: close\r\n";
     await out.write(headBytes(`${text}transfer-encoding: chunked\r\n\r\n`));
     await writeChunk(out, first.value!);
-    let pending = secondRead;
+    let next = secondRead!;
     for (;;) {
-      const next = await (pending ?? reader.read());
-      pending = null;
-      if (next.done) break;
-      await writeChunk(out, next.value);
+      const { value, done } = await next;
+      if (done) break;
+      next = readAhead(reader);
+      await writeChunk(out, value);
     }
     await out.write(LAST_CHUNK);
     return !close;
@@ -167,6 +171,18 @@ export async function writeResponse(
     await reader.cancel(err).catch(() => {});
     throw err;
   }
+}
+
+/**
+ * The reader's next piece, read while the previous one is being written. Its failure is
+ * observed where it is awaited; until then it must not count as unhandled.
+ */
+function readAhead(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+): Promise<ReadableStreamReadResult<Uint8Array>> {
+  const read = reader.read();
+  read.catch(() => {});
+  return read;
 }
 
 /**
