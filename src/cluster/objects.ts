@@ -18,7 +18,13 @@ import { ApiError } from "../api/json.ts";
 import { currentAudit } from "../audit/scope.ts";
 import { S3Error } from "../http/errors.ts";
 import { log } from "../log.ts";
-import type { MetaStore, ObjectChange, ObjectVersion, TagSet } from "../meta/store.ts";
+import type { MetaStore, ObjectChange, ObjectVersion } from "../meta/store.ts";
+import {
+  parseParts,
+  parseStamps,
+  stampedParts,
+  type VersionParts,
+} from "../meta/version_stamps.ts";
 import { type ObjectLayer, single } from "../object/layer.ts";
 import type { CallOptions } from "./client.ts";
 import { streamToNode } from "./client.ts";
@@ -49,7 +55,8 @@ export type WireVersion = Omit<
 >;
 
 export interface ObjectMessage {
-  op: "put" | "delete" | "tags";
+  /** A version written or removed, or a later change of its tags, ACL or Object Lock. */
+  op: "put" | "delete" | "tags" | "acl" | "lock";
   bucket: string;
   key: string;
   versionId: string;
@@ -57,9 +64,14 @@ export interface ObjectMessage {
   version?: WireVersion;
   /** How the version was encrypted at its source (its bytes travel decrypted). */
   encryption?: WireEncryption;
-  /** The version's tags now (tags only; empty when they were removed). */
-  tags?: TagSet;
+  /**
+   * The version's stamped parts now (tags, ACL, retention, legal hold: the later changes, each
+   * with its stamp; for tags, acl and lock). The receiver takes those newer than its own.
+   */
+  parts?: VersionParts;
 }
+
+const LATER_CHANGES = new Set(["tags", "acl", "lock"]);
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
@@ -69,17 +81,18 @@ const isStringMap = (v: unknown) =>
 /** The change in a verified call's header, or undefined when it is malformed. */
 export function parseObjectMessage(value: unknown): ObjectMessage | undefined {
   if (!isObject(value)) return undefined;
-  const { op, bucket, key, versionId, version, tags } = value;
+  const { op, bucket, key, versionId, version } = value;
   const encryption = parseWireEncryption(value.encryption);
   if (encryption === false) return undefined;
-  if (op !== "put" && op !== "delete" && op !== "tags") return undefined;
+  if (op !== "put" && op !== "delete" && !LATER_CHANGES.has(op as string)) return undefined;
   if (typeof bucket !== "string" || typeof key !== "string" || typeof versionId !== "string") {
     return undefined;
   }
   if (bucket === "" || key === "" || versionId === "") return undefined;
   if (op === "delete") return { op, bucket, key, versionId };
-  if (op === "tags") {
-    return isStringMap(tags) ? { op, bucket, key, versionId, tags: tags as TagSet } : undefined;
+  if (op !== "put") {
+    const parts = parseParts(value.parts);
+    return parts ? { op: op as ObjectMessage["op"], bucket, key, versionId, parts } : undefined;
   }
   if (!isObject(version)) return undefined;
   const v = version;
@@ -94,7 +107,8 @@ export function parseObjectMessage(value: unknown): ObjectMessage | undefined {
     (v.retention === undefined ||
       (isObject(v.retention) && ["GOVERNANCE", "COMPLIANCE"].includes(v.retention.mode as string) &&
         Number.isSafeInteger(v.retention.until))) &&
-    (v.legalHold === undefined || typeof v.legalHold === "boolean") && v.sse === undefined;
+    (v.legalHold === undefined || typeof v.legalHold === "boolean") && v.sse === undefined &&
+    (v.stamps === undefined || parseStamps(v.stamps) !== undefined);
   if (!ok) return undefined;
   return {
     op,
@@ -158,14 +172,14 @@ export async function receiveObject(
     if (op !== "put") {
       await req.body?.cancel().catch(() => {});
       if (!sameHex(signedBody, sha256Hex(new Uint8Array(0)))) {
-        throw refused("cluster_bad_signature", "A deletion or tag change has no body.");
+        throw refused("cluster_bad_signature", "A deletion or later change has no body.");
       }
     }
     if (op === "delete") {
       await layer.deleteReplica(bucket, key, versionId);
-    } else if (op === "tags") {
-      // A version not here (left out by rules, or refused) has no tags to change.
-      await layer.setReplicaTags({ bucket, key, versionId }, message.tags!);
+    } else if (op !== "put") {
+      // A version not here (left out by rules, or refused) has nothing to change.
+      await layer.mergeReplicaParts({ bucket, key, versionId }, message.parts!);
     } else {
       const version = { ...message.version!, bucket, key, versionId };
       // Re-encrypted with this node's own keys (a KMS key id unknown here: KMS.NotFoundException).
@@ -329,7 +343,7 @@ export class ObjectReplicator {
     const { op, bucket, key, versionId } = change;
     let version: ObjectVersion | undefined;
     let source: Awaited<ReturnType<ReplicaKeys["source"]>> = {};
-    if (op === "tags") {
+    if (LATER_CHANGES.has(op)) {
       version = await this.meta.getObjectVersion(bucket, key, versionId);
       if (!version || version.deleteMarker) return "skipped";
     }
@@ -356,7 +370,7 @@ export class ObjectReplicator {
       if (!rule || (version.deleteMarker && !rule.deleteMarkers)) return "excluded";
       message.bucket = rule.destination;
     }
-    if (op === "tags") message.tags = version!.tags ?? {};
+    if (LATER_CHANGES.has(op)) message.parts = stampedParts(version!);
     const bytes = op === "put" && version !== undefined && !version.deleteMarker;
     if (op === "put" && version) {
       const {

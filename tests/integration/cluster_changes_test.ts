@@ -1,0 +1,186 @@
+// Later changes of a version between three nodes on loopback: ACL, retention and legal hold
+// changed on any node reach the others for the same version id, and concurrent changes of one
+// version on several nodes converge on one value everywhere.
+import {
+  CreateBucketCommand,
+  GetObjectAclCommand,
+  GetObjectLegalHoldCommand,
+  GetObjectRetentionCommand,
+  GetObjectTaggingCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  PutObjectAclCommand,
+  PutObjectCommand,
+  PutObjectLegalHoldCommand,
+  PutObjectRetentionCommand,
+  PutObjectTaggingCommand,
+  type S3Client,
+} from "@aws-sdk/client-s3";
+import { assert, assertEquals } from "./assert.ts";
+import {
+  type ClusterNodeProcess,
+  eventually,
+  seenBy,
+  startNode,
+  stopAll,
+} from "./cluster_helpers.ts";
+import { s3Client } from "./server.ts";
+
+async function clusterOf3(): Promise<ClusterNodeProcess[]> {
+  const a = await startNode("node-a");
+  const b = await startNode("node-b", { seeds: [a.url] });
+  const c = await startNode("node-c", { seeds: [a.url] });
+  for (const n of [a, b, c]) {
+    await eventually(`${n.id} sees the others`, () => seenBy(n), (s) =>
+      s.length === 2 &&
+      s.every((x) => x.endsWith(":alive")));
+  }
+  return [a, b, c];
+}
+
+const statusOf = (err: unknown) =>
+  (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+
+/** Whether `s3` has the bucket (404 while it has not replicated there yet). */
+async function hasBucket(s3: S3Client, bucket: string): Promise<boolean> {
+  try {
+    await s3.send(new HeadBucketCommand({ Bucket: bucket }));
+    return true;
+  } catch (err) {
+    if (statusOf(err) === 404) return false;
+    throw err;
+  }
+}
+
+async function hasVersion(s3: S3Client, bucket: string, key: string, versionId: string) {
+  try {
+    await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, VersionId: versionId }));
+    return true;
+  } catch (err) {
+    if (statusOf(err) === 404) return false;
+    throw err;
+  }
+}
+
+/** The version's ACL, retention, legal hold and tags as one node serves them. */
+async function partsOn(s3: S3Client, bucket: string, key: string, versionId: string) {
+  const target = { Bucket: bucket, Key: key, VersionId: versionId };
+  const acl = await s3.send(new GetObjectAclCommand(target));
+  const grants = (acl.Grants ?? [])
+    .map((g) => `${g.Grantee?.URI ?? g.Grantee?.ID}:${g.Permission}`)
+    .sort();
+  let retention: string | undefined;
+  try {
+    const r = await s3.send(new GetObjectRetentionCommand(target));
+    retention = `${r.Retention?.Mode} ${r.Retention?.RetainUntilDate?.toISOString()}`;
+  } catch (err) {
+    if (statusOf(err) !== 404) throw err;
+  }
+  const hold = await s3.send(new GetObjectLegalHoldCommand(target));
+  const tags = await s3.send(new GetObjectTaggingCommand(target));
+  return {
+    grants,
+    retention,
+    legalHold: hold.LegalHold?.Status,
+    tags: (tags.TagSet ?? []).map((t) => `${t.Key}=${t.Value}`).sort(),
+  };
+}
+
+Deno.test("cluster: later ACL, retention and legal hold changes replicate and converge", async (t) => {
+  const nodes = await clusterOf3();
+  const s3 = nodes.map((n) => s3Client(n.server));
+  try {
+    await s3[0].send(
+      new CreateBucketCommand({ Bucket: "locked", ObjectLockEnabledForBucket: true }),
+    );
+    for (const x of s3) {
+      await eventually("bucket everywhere", () => hasBucket(x, "locked"), Boolean);
+    }
+    const put = await s3[0].send(
+      new PutObjectCommand({ Bucket: "locked", Key: "doc.txt", Body: "hello" }),
+    );
+    const versionId = put.VersionId!;
+    for (const x of s3) {
+      await eventually(
+        "version everywhere",
+        () => hasVersion(x, "locked", "doc.txt", versionId),
+        Boolean,
+      );
+    }
+    const target = { Bucket: "locked", Key: "doc.txt", VersionId: versionId };
+
+    await t.step("each change made on one node reaches the others", async () => {
+      const until = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3_600_000);
+      await s3[1].send(new PutObjectAclCommand({ ...target, ACL: "public-read" }));
+      await s3[2].send(
+        new PutObjectRetentionCommand({
+          ...target,
+          Retention: { Mode: "GOVERNANCE", RetainUntilDate: until },
+        }),
+      );
+      await s3[0].send(new PutObjectLegalHoldCommand({ ...target, LegalHold: { Status: "ON" } }));
+      for (const [i, x] of s3.entries()) {
+        const parts = await eventually(
+          `${nodes[i].id} has every change`,
+          () => partsOn(x, "locked", "doc.txt", versionId),
+          (p) =>
+            p.grants.some((g) => g.endsWith("AllUsers:READ")) && p.retention !== undefined &&
+            p.legalHold === "ON",
+        );
+        assertEquals(parts.retention, `GOVERNANCE ${until.toISOString()}`);
+      }
+      // The changes left the version's replication status alone.
+      const head = await s3[0].send(new HeadObjectCommand(target));
+      assertEquals(head.ReplicationStatus, "COMPLETED");
+      const replica = await s3[1].send(new HeadObjectCommand(target));
+      assertEquals(replica.ReplicationStatus, "REPLICA");
+    });
+
+    await t.step("changes of one version made on all three nodes at once converge", async () => {
+      for (let round = 0; round < 3; round++) {
+        await Promise.all(s3.map((x, i) =>
+          Promise.all([
+            x.send(
+              new PutObjectTaggingCommand({
+                ...target,
+                Tagging: {
+                  TagSet: [{ Key: "by", Value: nodes[i].id }, {
+                    Key: "round",
+                    Value: String(round),
+                  }],
+                },
+              }),
+            ),
+            x.send(
+              new PutObjectAclCommand({ ...target, ACL: i === 1 ? "private" : "public-read" }),
+            ),
+            x.send(
+              new PutObjectLegalHoldCommand({
+                ...target,
+                LegalHold: { Status: i === 2 ? "OFF" : "ON" },
+              }),
+            ),
+          ])
+        ));
+        const views = await eventually(
+          `round ${round}: every node ends with the same parts`,
+          () => Promise.all(s3.map((x) => partsOn(x, "locked", "doc.txt", versionId))),
+          (v) =>
+            JSON.stringify(v[0]) === JSON.stringify(v[1]) &&
+            JSON.stringify(v[1]) === JSON.stringify(v[2]) &&
+            v[0].tags.includes(`round=${round}`),
+        );
+        // One of the writers won each part, the same one on every node.
+        assert(nodes.some((n) => views[0].tags.includes(`by=${n.id}`)), JSON.stringify(views[0]));
+        assert(["ON", "OFF"].includes(views[0].legalHold!));
+      }
+      // Nothing keeps changing once the writes stop.
+      const settled = await Promise.all(s3.map((x) => partsOn(x, "locked", "doc.txt", versionId)));
+      await new Promise((r) => setTimeout(r, 1500));
+      const later = await Promise.all(s3.map((x) => partsOn(x, "locked", "doc.txt", versionId)));
+      assertEquals(later, settled);
+    });
+  } finally {
+    await stopAll(nodes);
+  }
+});
