@@ -418,7 +418,9 @@ export class ObjectReplicator {
           throw new PermanentRefusal("404");
         }
       }
-      if (status >= 500 || RETRIED.has(status)) {
+      // A signed AccessDenied is the receiver's Object Lock keeping the version: final.
+      const locked = status === 403 && error.code === "AccessDenied";
+      if (status >= 500 || (RETRIED.has(status) && !locked)) {
         throw new Error(`${status} ${error.code ?? ""}: ${error.message ?? ""}`);
       }
       log("warn", "A node refused a replicated object change", {

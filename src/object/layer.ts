@@ -578,10 +578,20 @@ export class ObjectLayer {
     return await this.meta.mergeVersionParts(target, parts);
   }
 
-  /** Removes a version as another node did (not queued again; Object Lock was checked there). */
+  /**
+   * Removes a version as another node did (not queued again). Object Lock is checked here too,
+   * without the governance bypass (whether the source used one does not travel): a version under
+   * retention or legal hold here is kept, refused with AccessDenied.
+   */
   async deleteReplica(bucket: string, key: string, versionId: string): Promise<void> {
     await this.requireBucket(bucket);
-    const [outcome] = await this.meta.deleteObjects([{ bucket, key, versionId, replica: true }]);
+    const [outcome] = await this.meta.deleteObjects([{
+      bucket,
+      key,
+      versionId,
+      replica: true,
+      guard: (v) => assertDeletable(v, { bypassGovernance: false, now: Date.now() }),
+    }]);
     if (!outcome.ok) throw outcome.error;
     await this.chunks.collect(outcome.freed);
   }

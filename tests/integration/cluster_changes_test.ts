@@ -1,8 +1,10 @@
 // Later changes of a version between three nodes on loopback: ACL, retention and legal hold
 // changed on any node reach the others for the same version id, and concurrent changes of one
-// version on several nodes converge on one value everywhere.
+// version on several nodes converge on one value everywhere; a replicated deletion is refused
+// where the version is under Object Lock.
 import {
   CreateBucketCommand,
+  DeleteObjectCommand,
   GetObjectAclCommand,
   GetObjectLegalHoldCommand,
   GetObjectRetentionCommand,
@@ -17,7 +19,9 @@ import {
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { assert, assertEquals } from "./assert.ts";
+import { createHash } from "node:crypto";
 import {
+  clusterAuthorization,
   type ClusterNodeProcess,
   eventually,
   seenBy,
@@ -86,7 +90,7 @@ async function partsOn(s3: S3Client, bucket: string, key: string, versionId: str
   };
 }
 
-Deno.test("cluster: later ACL, retention and legal hold changes replicate and converge", async (t) => {
+Deno.test("cluster: later ACL, retention and legal hold changes replicate and converge; locks hold replicated deletions", async (t) => {
   const nodes = await clusterOf3();
   const s3 = nodes.map((n) => s3Client(n.server));
   try {
@@ -179,6 +183,79 @@ Deno.test("cluster: later ACL, retention and legal hold changes replicate and co
       await new Promise((r) => setTimeout(r, 1500));
       const later = await Promise.all(s3.map((x) => partsOn(x, "locked", "doc.txt", versionId)));
       assertEquals(later, settled);
+    });
+
+    await t.step("a replicated deletion is refused where the version is locked", async () => {
+      const until = new Date(Date.now() + 3_600_000);
+      const gov = await s3[0].send(
+        new PutObjectCommand({
+          Bucket: "locked",
+          Key: "gov.txt",
+          Body: "kept",
+          ObjectLockMode: "GOVERNANCE",
+          ObjectLockRetainUntilDate: until,
+        }),
+      );
+      const govId = gov.VersionId!;
+      for (const x of s3) {
+        await eventually(
+          "gov.txt everywhere",
+          () => hasVersion(x, "locked", "gov.txt", govId),
+          Boolean,
+        );
+      }
+      // The source may bypass governance retention; the receivers do not know it did, and keep it.
+      await s3[0].send(
+        new DeleteObjectCommand({
+          Bucket: "locked",
+          Key: "gov.txt",
+          VersionId: govId,
+          BypassGovernanceRetention: true,
+        }),
+      );
+      assertEquals(await hasVersion(s3[0], "locked", "gov.txt", govId), false);
+      const logs = await eventually(
+        "node-a logs both refusals",
+        () => Promise.resolve(nodes[0].server.logs()),
+        (l) =>
+          l.split("\n").filter((line) =>
+            line.includes("A node refused a replicated object change") && line.includes(govId)
+          ).length === 2,
+      );
+      assert(logs.includes("object protected by object lock"), "the reason is logged");
+      for (const x of s3.slice(1)) {
+        assertEquals(await hasVersion(x, "locked", "gov.txt", govId), true);
+      }
+      // Refused for good: the queue goes on with the next change.
+      const next = await s3[0].send(
+        new PutObjectCommand({ Bucket: "locked", Key: "next.txt", Body: "n" }),
+      );
+      for (const x of s3.slice(1)) {
+        await eventually(
+          "the next change arrives",
+          () => hasVersion(x, "locked", "next.txt", next.VersionId!),
+          Boolean,
+        );
+      }
+      // A deletion of a version under legal hold, sent as a node would send it: refused, signed.
+      await s3[1].send(
+        new PutObjectLegalHoldCommand({ ...target, LegalHold: { Status: "ON" } }),
+      );
+      const header = btoa(
+        JSON.stringify({ op: "delete", bucket: "locked", key: "doc.txt", versionId }),
+      );
+      const path = `/cluster/object?meta=${createHash("sha256").update(header).digest("hex")}`;
+      const res = await fetch(nodes[1].url + path, {
+        method: "POST",
+        headers: {
+          authorization: clusterAuthorization({ method: "POST", path, body: "", node: "node-a" }),
+          "x-cluster-object": header,
+          "x-store-replication-status": "REPLICA",
+        },
+      });
+      assertEquals(res.status, 403);
+      assertEquals((await res.json()).error.code, "AccessDenied");
+      assertEquals(await hasVersion(s3[1], "locked", "doc.txt", versionId), true);
     });
   } finally {
     await stopAll(nodes);
