@@ -1,7 +1,8 @@
 // Later changes of a version between three nodes on loopback: ACL, retention and legal hold
 // changed on any node reach the others for the same version id, and concurrent changes of one
 // version on several nodes converge on one value everywhere; a replicated deletion is refused
-// where the version is under Object Lock.
+// where the version is under Object Lock; the source's replication outcomes reach a webhook
+// through the event outbox.
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
@@ -29,6 +30,8 @@ import {
   stopAll,
 } from "./cluster_helpers.ts";
 import { s3Client } from "./server.ts";
+import { putConfig, webhookConfig } from "./notify_helpers.ts";
+import { type EventRecord, WebhookReceiver } from "./webhook_receiver.ts";
 
 async function clusterOf3(): Promise<ClusterNodeProcess[]> {
   const a = await startNode("node-a");
@@ -259,5 +262,91 @@ Deno.test("cluster: later ACL, retention and legal hold changes replicate and co
     });
   } finally {
     await stopAll(nodes);
+  }
+});
+
+Deno.test("cluster: replication outcomes reach a webhook as Replication events", async () => {
+  const hook = new WebhookReceiver().start();
+  const env = { STORE_NOTIFY_WEBHOOK_ALLOW: "127.0.0.1", STORE_NOTIFY_RETRY_MAX: "1" };
+  const a = await startNode("node-a", { env });
+  const b = await startNode("node-b", { seeds: [a.url], env });
+  const c = await startNode("node-c", { seeds: [a.url], env });
+  const nodes = [a, b, c];
+  try {
+    for (const n of nodes) {
+      await eventually(`${n.id} sees the others`, () => seenBy(n), (s) =>
+        s.length === 2 &&
+        s.every((x) => x.endsWith(":alive")));
+    }
+    const s3 = nodes.map((n) => s3Client(n.server));
+    await s3[0].send(new CreateBucketCommand({ Bucket: "evts", ObjectLockEnabledForBucket: true }));
+    for (const x of s3) await eventually("bucket everywhere", () => hasBucket(x, "evts"), Boolean);
+    const config = webhookConfig([
+      { id: "all", url: `${hook.url}/all`, events: ["store:Replication:*"] },
+      // Object notifications go on beside them, through the same outbox.
+      { id: "created", url: `${hook.url}/created`, events: ["store:ObjectCreated:Put"] },
+    ]);
+    const res = await putConfig(a.server, "evts", config);
+    assertEquals(res.status, 200, await res.text());
+    const put = await s3[0].send(
+      new PutObjectCommand({
+        Bucket: "evts",
+        Key: "kept.txt",
+        Body: "kept",
+        ObjectLockMode: "GOVERNANCE",
+        ObjectLockRetainUntilDate: new Date(Date.now() + 3_600_000),
+      }),
+    );
+    const versionId = put.VersionId!;
+    const data = (r: EventRecord) =>
+      (r as EventRecord & { replicationEventData: Record<string, string> }).replicationEventData;
+    await hook.until(() => hook.records("/all").length >= 2);
+    const completed = hook.records("/all");
+    assertEquals(
+      completed.map((r) => r.eventName),
+      Array(2).fill("store:Replication:OperationCompletedReplication"),
+    );
+    assertEquals(completed.map((r) => data(r).destinationNode).sort(), ["node-b", "node-c"]);
+    for (const r of completed) {
+      assertEquals(r.s3.bucket.name, "evts");
+      assertEquals(r.s3.object.key, "kept.txt");
+      assertEquals(r.s3.object.versionId, versionId);
+      assertEquals(r.s3.object.size, 4);
+      assertEquals(r.s3.configurationId, "all");
+      assertEquals(data(r).replicationStatus, "COMPLETED");
+      assertEquals(data(r).destinationBucket, "evts");
+      assertEquals(data(r).s3Operation, "OBJECT_PUT");
+      assertEquals(r.eventVersion, "2.2");
+      assertEquals(r.userIdentity.principalId, "node:node-a");
+    }
+    await hook.until(() => hook.records("/created").length >= 1);
+    assertEquals(hook.records("/created").map((r) => r.eventName), ["store:ObjectCreated:Put"]);
+    // The receivers' Object Lock refuses the deletion (node-a bypassed governance retention).
+    await s3[0].send(
+      new DeleteObjectCommand({
+        Bucket: "evts",
+        Key: "kept.txt",
+        VersionId: versionId,
+        BypassGovernanceRetention: true,
+      }),
+    );
+    await hook.until(() => hook.records("/all").length >= 4);
+    const failed = hook.records("/all").slice(2);
+    assertEquals(failed.map((r) => data(r).destinationNode).sort(), ["node-b", "node-c"]);
+    for (const r of failed) {
+      assertEquals(r.eventName, "store:Replication:OperationFailedReplication");
+      assertEquals(r.s3.object.versionId, versionId);
+      assertEquals(data(r).replicationStatus, "FAILED");
+      assertEquals(data(r).s3Operation, "OBJECT_DELETE");
+      assert(data(r).failureReason.includes("object lock"), data(r).failureReason);
+    }
+    // Nothing more: one event per version and node, only from the node that wrote it (the
+    // replicas' nodes learn no outcomes and record no events of their writes).
+    await new Promise((r) => setTimeout(r, 1000));
+    assertEquals(hook.records("/all").length, 4);
+    assertEquals(hook.records("/created").length, 1);
+  } finally {
+    await stopAll(nodes);
+    await hook.stop();
   }
 });
