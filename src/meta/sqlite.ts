@@ -734,6 +734,17 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(this.#cluster.backlog(after));
   }
 
+  pruneBucketChanges(nodes: string[]): Promise<number> {
+    return this.#batch.run(() => this.#cluster.prune(nodes));
+  }
+
+  forgetReplicationNode(node: string): Promise<boolean> {
+    return this.#batch.run(() => {
+      const buckets = this.#cluster.forget(node);
+      return this.#objectQueue.forget(node) || buckets;
+    });
+  }
+
   objectChanges(after: number, limit: number): Promise<ObjectChange[]> {
     return Promise.resolve(this.#objectQueue.changes(after, limit));
   }

@@ -613,6 +613,15 @@ export interface ReplicationQueue {
   setReplicationCursor(node: string, seq: number): Promise<void>;
   /** How many changes are queued after `after`, and when the oldest of them was queued. */
   replicationBacklog(after: number): Promise<{ depth: number; oldest?: number }>;
+  /**
+   * Deletes the rows of deleted buckets every node has received: at or before the lowest cursor
+   * of `nodes` and of every node with a stored cursor (as pruneObjectChanges). A live bucket's
+   * row stays (it is how a node that joins later learns the bucket), and so does the newest row.
+   * The stamps stay too, so a stale state never brings a deleted bucket back. Returns how many.
+   */
+  pruneBucketChanges(nodes: string[]): Promise<number>;
+  /** Drops a node's cursors in both queues (a node forgotten); whether it had any. */
+  forgetReplicationNode(node: string): Promise<boolean>;
 }
 
 /**

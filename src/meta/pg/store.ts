@@ -508,6 +508,17 @@ export class PgMetaStore implements MetaStore {
     return this.#read((q) => this.#cluster.backlog(q, after));
   }
 
+  pruneBucketChanges(nodes: string[]): Promise<number> {
+    return this.#tx((tx) => this.#cluster.prune(tx, nodes));
+  }
+
+  forgetReplicationNode(node: string): Promise<boolean> {
+    return this.#tx(async (tx) => {
+      const buckets = await this.#cluster.forget(tx, node);
+      return (await this.#objectQueue.forget(tx, node)) || buckets;
+    });
+  }
+
   objectChanges(after: number, limit: number): Promise<ObjectChange[]> {
     return this.#read((q) => this.#objectQueue.changes(q, after, limit));
   }
