@@ -1,7 +1,7 @@
 // Forgetting a node that is gone for good (DELETE /admin/cluster/nodes/{id}) with three real
 // nodes on loopback: refused while the node is alive, then it leaves every member list, gossip
 // does not bring it back, its cursors are released so both change queues prune again, and it
-// comes back only by starting again.
+// comes back only by starting again. A node away during the forget learns of it on its return.
 import {
   CreateBucketCommand,
   DeleteBucketCommand,
@@ -76,16 +76,18 @@ Deno.test("cluster: a node gone for good is forgotten everywhere and releases th
   const a = await startNode("node-a");
   const b = await startNode("node-b", { seeds: [a.url] });
   let c = await startNode("node-c", { seeds: [a.url] });
-  const nodes = [a, b, c];
+  // node-d is away while node-c is forgotten, and learns of it from the heartbeats after.
+  let d = await startNode("node-d", { seeds: [a.url] });
+  const nodes = [a, b, c, d];
   try {
     for (const n of nodes) {
       await eventually(`${n.id} sees the others`, () => seenBy(n), (s) =>
-        s.length === 2 &&
+        s.length === 3 &&
         s.every((x) => x.endsWith(":alive")));
     }
     const [sa, sb] = [s3Client(a.server), s3Client(b.server)];
     await sa.send(new CreateBucketCommand({ Bucket: "keep" }));
-    for (const n of [b, c]) {
+    for (const n of [b, c, d]) {
       await eventually(`keep on ${n.id}`, () => hasBucket(s3Client(n.server), "keep"), Boolean);
     }
 
@@ -107,7 +109,7 @@ Deno.test("cluster: a node gone for good is forgotten everywhere and releases th
         res = await fetch(`${a.url}/admin/cluster/nodes/node-c`, { method: "DELETE" });
         assertEquals(res.status, 401);
         await res.body?.cancel();
-        assertEquals(await seenBy(a), ["node-b:alive", "node-c:alive"]);
+        assertEquals(await seenBy(a), ["node-b:alive", "node-c:alive", "node-d:alive"]);
       },
     );
 
@@ -118,6 +120,9 @@ Deno.test("cluster: a node gone for good is forgotten everywhere and releases th
         await sa.send(new PutObjectCommand({ Bucket: "keep", Key: `a${i}`, Body: "x" }));
       }
       await sb.send(new PutObjectCommand({ Bucket: "keep", Key: "b0", Body: "x" }));
+      await s3Client(d.server).send(
+        new PutObjectCommand({ Bucket: "keep", Key: "d0", Body: "x" }),
+      );
       await sa.send(new CreateBucketCommand({ Bucket: "gone-soon" }));
       await sa.send(new DeleteBucketCommand({ Bucket: "gone-soon" }));
       // The newest row always stays: another bucket after the deleted one.
@@ -128,33 +133,51 @@ Deno.test("cluster: a node gone for good is forgotten everywhere and releases th
       assert(objectQueue(a) >= 5, `node-a's object queue: ${objectQueue(a)}`);
       assert(bucketQueue(a).includes("gone-soon"), `node-a's bucket queue: ${bucketQueue(a)}`);
       assert(cursors(a).includes("node-c"));
+      assert(cursors(d).includes("node-c"));
     });
 
     await t.step("forgotten: gone from every list, cursors released, queues pruned", async () => {
+      await d.server.stop();
+      await eventually("node-d dead on node-a", () => seenBy(a), (s) => s.includes("node-d:dead"));
       const res = await forget(a, "node-c");
       assertEquals(res.status, 200);
       const body = await res.json();
       assertEquals(body.forgotten.id, "node-c");
       assertEquals(body.told, ["node-b"]);
-      assertEquals(await seenBy(a), ["node-b:alive"]);
-      await eventually("node-b forgot node-c", () => seenBy(b), (s) => s.join() === "node-a:alive");
+      assertEquals(await seenBy(a), ["node-b:alive", "node-d:dead"]);
+      await eventually(
+        "node-b forgot node-c",
+        () => seenBy(b),
+        (s) => !s.join().includes("node-c"),
+      );
       assertEquals(cursors(a).includes("node-c"), false);
-      // Each still names node-c to the other in no list, however many heartbeats go by.
+      // node-d comes back (its cursors on disk still naming node-c) and learns of the forget.
+      d = await restartNode(d);
+      nodes[3] = d;
+      await eventually(
+        "node-d forgot node-c",
+        () => Promise.resolve(cursors(d)),
+        (c) => !c.includes("node-c"),
+      );
+      // No node names node-c to another any more, however many heartbeats go by.
       await new Promise((r) => setTimeout(r, 3000));
-      assertEquals(await seenBy(a), ["node-b:alive"]);
-      assertEquals(await seenBy(b), ["node-a:alive"]);
+      assertEquals(await seenBy(a), ["node-b:alive", "node-d:alive"]);
+      assertEquals(await seenBy(b), ["node-a:alive", "node-d:alive"]);
+      assertEquals(await seenBy(d), ["node-a:alive", "node-b:alive"]);
       await eventually(
         "node-a's object queue pruned",
         () => Promise.resolve(objectQueue(a)),
         (n) => n === 1,
         15_000,
       );
-      await eventually(
-        "node-b's object queue pruned",
-        () => Promise.resolve(objectQueue(b)),
-        (n) => n === 1,
-        15_000,
-      );
+      for (const n of [b, d]) {
+        await eventually(
+          `${n.id}'s object queue pruned`,
+          () => Promise.resolve(objectQueue(n)),
+          (count) => count === 1,
+          15_000,
+        );
+      }
       await eventually(
         "node-a's bucket queue pruned of the deleted bucket",
         () => Promise.resolve(bucketQueue(a)),
@@ -169,7 +192,7 @@ Deno.test("cluster: a node gone for good is forgotten everywhere and releases th
     await t.step("it comes back only by starting again", async () => {
       c = await restartNode(c);
       nodes[2] = c;
-      for (const n of [a, b]) {
+      for (const n of [a, b, d]) {
         await eventually(
           `${n.id} sees node-c again`,
           () => seenBy(n),
