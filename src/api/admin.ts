@@ -14,6 +14,7 @@ import { adminSharesRoute } from "../share/api.ts";
 import { ldapRoute } from "./admin_ldap.ts";
 import { kmsRoute } from "../kms/admin.ts";
 import { opsRoute } from "./admin_ops.ts";
+import { forgetNode } from "../cluster/admin.ts";
 import {
   ApiError,
   apiErrorResponse,
@@ -162,6 +163,9 @@ export async function adminRoute(req: Request, deps: AppDeps): Promise<Response>
   const [resource, accessKey, action, ...rest] = pathSegments(req.url, "/admin");
   const ops = accessKey === undefined ? opsRoute(req, deps, resource) : undefined;
   if (ops) return await ops;
+  if (resource === "cluster" && accessKey === "nodes" && action && rest.length === 0) {
+    return await forgetNode(req, deps.cluster, action);
+  }
   if (resource === "notify" && accessKey === "targets" && action === undefined) {
     if (req.method !== "GET") throw new ApiError(405, "method_not_allowed", "Use GET.");
     const targets = await deps.notifier.status();

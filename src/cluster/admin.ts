@@ -1,5 +1,24 @@
-// GET /admin/cluster: this node's view of the cluster, as the administration API shows it.
+// GET /admin/cluster: this node's view of the cluster, as the administration API shows it; and
+// DELETE /admin/cluster/nodes/{id}: forgetting a node that is gone for good.
+import { ApiError, jsonResponse } from "../api/json.ts";
 import type { ClusterNode } from "./node.ts";
+
+export async function forgetNode(
+  req: Request,
+  cluster: ClusterNode | undefined,
+  id: string,
+): Promise<Response> {
+  await req.body?.cancel().catch(() => {});
+  if (req.method !== "DELETE") throw new ApiError(405, "method_not_allowed", "Use DELETE.");
+  if (!cluster) {
+    throw new ApiError(404, "cluster_disabled", "Clustering is not configured on this node.");
+  }
+  const { forgotten, told } = await cluster.forget(id);
+  return jsonResponse(200, {
+    forgotten: { id: forgotten.id, at: new Date(forgotten.at).toISOString() },
+    told,
+  });
+}
 
 export async function clusterView(
   cluster: ClusterNode | undefined,

@@ -18,6 +18,8 @@ export interface MemberView extends NodeRef {
 
 interface Member extends NodeRef {
   lastHeartbeat?: number;
+  /** When its process started, as it said in its last direct contact. */
+  started?: number;
   learnedAt: number;
   /** Said it was stopping: dead until it is heard from again. */
   left?: boolean;
@@ -31,6 +33,28 @@ export interface Timing {
 const NODE_ID = /^[A-Za-z0-9._-]{1,64}$/;
 /** Nodes one node keeps track of at most; more named in lists are ignored. */
 export const MAX_MEMBERS = 256;
+
+/** A node forgotten by an administrator, and when (ms). */
+export interface Forgotten {
+  id: string;
+  at: number;
+}
+
+/** The start time a node gives with its reference (`node.started`), if any. */
+export function startedOf(value: unknown): number | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const { started } = value as Record<string, unknown>;
+  return Number.isSafeInteger(started) ? started as number : undefined;
+}
+
+/** Forgotten nodes from a message (malformed entries left out). */
+export function forgottenList(value: unknown): Forgotten[] {
+  if (!Array.isArray(value)) return [];
+  return value.filter((f): f is Forgotten =>
+    typeof f === "object" && f !== null && typeof f.id === "string" && NODE_ID.test(f.id) &&
+    Number.isSafeInteger(f.at)
+  ).slice(0, MAX_MEMBERS);
+}
 
 /** A node reference from a message, or undefined when it is not a well-formed one. */
 export function nodeRef(value: unknown): NodeRef | undefined {
@@ -48,23 +72,66 @@ export function nodeRef(value: unknown): NodeRef | undefined {
 
 export class Membership {
   #members = new Map<string, Member>();
+  /** Nodes forgotten, with when: kept out of the list until they start again after that. */
+  #forgotten = new Map<string, number>();
 
   constructor(readonly self: NodeRef, readonly timing: Timing) {}
 
-  /** Direct contact with a node: it is alive at this URL, and no other node is at that URL. */
-  heardFrom(ref: NodeRef, now = Date.now()): void {
-    if (ref.id === this.self.id) return;
+  /**
+   * Direct contact with a node: it is alive at this URL, and no other node is at that URL. False
+   * (nothing changes) when the node was forgotten and has not started again since (`started`,
+   * its process start as it says, must be after the forget).
+   */
+  heardFrom(ref: NodeRef, now = Date.now(), started?: number): boolean {
+    if (ref.id === this.self.id) return false;
+    const forgottenAt = this.#forgotten.get(ref.id);
+    if (forgottenAt !== undefined) {
+      if (started === undefined || started <= forgottenAt) return false;
+      this.#forgotten.delete(ref.id);
+    }
     for (const [id, m] of this.#members) {
       // A node restarted under a new id at the same address replaces the old entry.
       if (m.url === ref.url && id !== ref.id) this.#members.delete(id);
     }
     const known = this.#members.get(ref.id);
-    if (!known && this.#members.size >= MAX_MEMBERS) return;
+    if (!known && this.#members.size >= MAX_MEMBERS) return false;
     this.#members.set(ref.id, {
       ...ref,
       lastHeartbeat: now,
       learnedAt: known?.learnedAt ?? now,
+      started: started ?? known?.started,
     });
+    return true;
+  }
+
+  /**
+   * Forgets a node (forgotten at `at`): it leaves the list, and other nodes' lists do not bring it
+   * back; only its own call with a later start does. False when nothing changed (already
+   * forgotten then, or it has started again since).
+   */
+  forget(id: string, at: number): boolean {
+    if (id === this.self.id) return false;
+    const m = this.#members.get(id);
+    if (m?.started !== undefined && m.started > at) return false;
+    const before = this.#forgotten.get(id);
+    if (!m && before !== undefined && before >= at) return false;
+    this.#members.delete(id);
+    this.#forgotten.delete(id);
+    this.#forgotten.set(id, Math.max(before ?? 0, at));
+    // Bounded like the list: the oldest forget goes first.
+    if (this.#forgotten.size > MAX_MEMBERS) {
+      this.#forgotten.delete(this.#forgotten.keys().next().value!);
+    }
+    return true;
+  }
+
+  /** The nodes forgotten, sent with heartbeats so nodes that were away learn of them too. */
+  forgotten(): Forgotten[] {
+    return [...this.#forgotten].map(([id, at]) => ({ id, at }));
+  }
+
+  isForgotten(id: string): boolean {
+    return this.#forgotten.has(id);
   }
 
   /** Nodes named in another node's list: unknown ones are added (their URLs are not trusted
@@ -72,7 +139,10 @@ export class Membership {
   learn(refs: NodeRef[], now = Date.now()): number {
     let added = 0;
     for (const ref of refs) {
-      if (ref.id === this.self.id || ref.url === this.self.url || this.#members.has(ref.id)) {
+      if (
+        ref.id === this.self.id || ref.url === this.self.url || this.#members.has(ref.id) ||
+        this.#forgotten.has(ref.id)
+      ) {
         continue;
       }
       if (this.#members.size >= MAX_MEMBERS) break;

@@ -62,3 +62,31 @@ Deno.test("node references from messages are checked", () => {
     ]
   ) assertEquals(nodeRef(bad), undefined, JSON.stringify(bad));
 });
+
+const ids = (m: Membership) => m.view().map((v) => v.id);
+
+Deno.test("a forgotten node stays out of the list until it starts again after the forget", () => {
+  const m = new Membership(self, { suspectMs: 3000, deadMs: 6000 });
+  assertEquals(m.heardFrom(b, 0, 100), true);
+  m.heardFrom(c, 0, 100);
+  assertEquals(m.forget("b", 10_000), true);
+  assertEquals(m.forget("b", 10_000), false);
+  assertEquals(m.forget("a", 10_000), false);
+  assertEquals(ids(m), ["c"]);
+  assertEquals(m.forgotten(), [{ id: "b", at: 10_000 }]);
+  // Hearsay does not bring it back, nor does the old process still calling.
+  assertEquals(m.learn([b], 10_001), 0);
+  assertEquals(m.heardFrom(b, 10_002, 100), false);
+  assertEquals(m.heardFrom(b, 10_002), false);
+  assertEquals(ids(m), ["c"]);
+  // Started again after the forget: back, and a late forget of the old one changes nothing.
+  assertEquals(m.heardFrom(b, 20_000, 15_000), true);
+  assertEquals(ids(m), ["b", "c"]);
+  assertEquals(m.isForgotten("b"), false);
+  assertEquals(m.forget("b", 10_000), false);
+  assertEquals(ids(m), ["b", "c"]);
+  // A node never heard from directly (no start known) is forgotten too.
+  m.learn([{ id: "d", url: "http://127.0.0.1:4" }], 20_000);
+  assertEquals(m.forget("d", 21_000), true);
+  assertEquals(ids(m), ["b", "c"]);
+});

@@ -11,7 +11,15 @@ import {
   verifyCall,
   verifySignature,
 } from "./inbound.ts";
-import { Membership, type MemberView, type NodeRef, nodeRef } from "./membership.ts";
+import {
+  type Forgotten,
+  forgottenList,
+  Membership,
+  type MemberView,
+  type NodeRef,
+  nodeRef,
+  startedOf,
+} from "./membership.ts";
 import { NonceCache } from "./nonces.ts";
 import type { ClusterConfig } from "./settings.ts";
 import { WINDOW_MS } from "./signature.ts";
@@ -63,6 +71,8 @@ export class ClusterNode {
   #routes: Record<string, RouteSpec>;
   #replicator: BucketReplicator;
   #objects: ObjectReplicator;
+  /** When this process started: a node forgotten comes back only with a later start. */
+  readonly #started = Date.now();
 
   constructor(
     readonly config: ClusterConfig,
@@ -82,6 +92,9 @@ export class ClusterNode {
           ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
           body,
         }),
+      undefined,
+      // Five heartbeats, as the object queue.
+      config.heartbeatMs * 5,
     );
     this.#objects = new ObjectReplicator(
       queue,
@@ -165,6 +178,61 @@ export class ClusterNode {
     };
   }
 
+  /**
+   * Forgets a node that is gone for good (DELETE /admin/cluster/nodes/{id}): it leaves the member
+   * list here and, told now or through heartbeats later, on every other node; its cursors are
+   * released so the queues prune again. Refused for this node and for a node that is alive.
+   */
+  async forget(id: string): Promise<{ forgotten: Forgotten; told: string[] }> {
+    if (id === this.membership.self.id) {
+      throw new ApiError(409, "node_is_self", "A node cannot forget itself.");
+    }
+    const member = this.membership.view().find((m) => m.id === id);
+    if (member?.state === "alive") {
+      throw new ApiError(409, "node_alive", "The node is alive: stop it before forgetting it.");
+    }
+    const at = Date.now();
+    if (!member && !this.membership.isForgotten(id)) {
+      // Not in the list (e.g. since a restart here) but perhaps still holding the queues.
+      if (!(await this.queue.forgetReplicationNode(id))) {
+        throw new ApiError(404, "no_such_node", "No node of that id is known here.");
+      }
+    }
+    this.membership.forget(id, at);
+    await this.queue.forgetReplicationNode(id);
+    log("info", "Cluster node forgotten", { node: id });
+    const forgotten = { id, at };
+    const alive = this.membership.view().filter((m) => m.state === "alive");
+    const answers = await Promise.allSettled(
+      alive.map((m) =>
+        callNode(m.url, "/cluster/message", {
+          ...this.#callOptions(Math.max(5000, this.config.heartbeatMs * 2)),
+          body: { type: "forget", node: this.membership.self, forgotten: [forgotten] },
+        })
+      ),
+    );
+    return {
+      forgotten,
+      told: alive.filter((_, i) => answers[i].status === "fulfilled").map((m) => m.id),
+    };
+  }
+
+  /** Forgets the nodes another node forgot; their cursors here are released too. */
+  async #learnForgotten(value: unknown): Promise<void> {
+    for (const { id, at } of forgottenList(value)) {
+      if (!this.membership.forget(id, at)) continue;
+      log("info", "Cluster node forgotten", { node: id, at: new Date(at).toISOString() });
+      try {
+        await this.queue.forgetReplicationNode(id);
+      } catch (err) {
+        log("warn", "Releasing a forgotten node's cursors failed", {
+          node: id,
+          error: String(err),
+        });
+      }
+    }
+  }
+
   /** Answers a call under /cluster/ (signed JSON) or refuses it (JSON error). */
   async handle(req: Request): Promise<Response> {
     const scope = currentAudit();
@@ -235,25 +303,50 @@ export class ClusterNode {
     return ref;
   }
 
+  /** This node as it names itself in joins, heartbeats and answers (with its start). */
+  #me() {
+    return { ...this.membership.self, started: this.#started };
+  }
+
   #answer() {
-    return { node: this.membership.self, members: this.membership.refs() };
+    return {
+      node: this.#me(),
+      members: this.membership.refs(),
+      forgotten: this.membership.forgotten(),
+    };
+  }
+
+  /** Direct contact from a caller; a node forgotten that has not started again is refused. */
+  #heard(ref: NodeRef, json: Record<string, unknown>): void {
+    if (this.membership.heardFrom(ref, Date.now(), startedOf(json.node))) return;
+    throw new ApiError(
+      410,
+      "node_forgotten",
+      "This node was forgotten by the cluster; restart it to join again.",
+    );
   }
 
   #joined(call: VerifiedCall, json: Record<string, unknown>) {
     const ref = this.#sender(call, json);
-    this.membership.heardFrom(ref);
+    this.#heard(ref, json);
     log("info", "Cluster node joined", { node: ref.id, url: ref.url });
     return this.#answer();
   }
 
-  #heartbeat(call: VerifiedCall, json: Record<string, unknown>) {
-    this.membership.heardFrom(this.#sender(call, json));
+  async #heartbeat(call: VerifiedCall, json: Record<string, unknown>) {
+    this.#heard(this.#sender(call, json), json);
     this.#learn(json.members);
+    await this.#learnForgotten(json.forgotten);
     return this.#answer();
   }
 
-  #message(call: VerifiedCall, json: Record<string, unknown>) {
-    if (json.type === "buckets") return this.#applyBuckets(call, json.changes);
+  async #message(call: VerifiedCall, json: Record<string, unknown>) {
+    if (json.type === "buckets") return await this.#applyBuckets(call, json.changes);
+    if (json.type === "forget") {
+      this.#sender(call, json);
+      await this.#learnForgotten(json.forgotten);
+      return { ok: true };
+    }
     if (json.type === "leave") {
       this.#sender(call, json);
       this.membership.leaving(call.node);
@@ -312,9 +405,7 @@ export class ClusterNode {
     for (const url of this.config.seeds) {
       if (this.#joinedSeeds.has(url) || this.membership.knowsUrl(url)) continue;
       this.#once(url, async () => {
-        const joined = await this.#exchange(url, "/cluster/join", {
-          node: this.membership.self,
-        }, timeoutMs);
+        const joined = await this.#exchange(url, "/cluster/join", { node: this.#me() }, timeoutMs);
         if (joined) this.#joinedSeeds.add(url);
       });
     }
@@ -323,7 +414,11 @@ export class ClusterNode {
         this.#exchange(
           m.url,
           "/cluster/heartbeat",
-          { node: this.membership.self, members: this.membership.refs() },
+          {
+            node: this.#me(),
+            members: this.membership.refs(),
+            forgotten: this.membership.forgotten(),
+          },
           timeoutMs,
         ).then(() => {}));
     }
@@ -349,8 +444,10 @@ export class ClusterNode {
         log("warn", "Cluster node answered without naming itself", { url });
         return false;
       }
-      this.membership.heardFrom(ref);
+      // A node forgotten here that still answers (its old process) is not taken back.
+      if (!this.membership.heardFrom(ref, Date.now(), startedOf(answer.node))) return false;
       this.#learn(answer.members);
+      await this.#learnForgotten(answer.forgotten);
       return true;
     } catch (err) {
       log("debug", "Cluster call failed", { url, path, error: String(err) });

@@ -18,7 +18,14 @@ import { ApiError } from "../api/json.ts";
 import { currentAudit } from "../audit/scope.ts";
 import { S3Error } from "../http/errors.ts";
 import { log } from "../log.ts";
-import type { MetaStore, ObjectChange, ObjectVersion, TagSet } from "../meta/store.ts";
+import type { MetaStore, ObjectChange, ObjectVersion, OutboxEvent } from "../meta/store.ts";
+import { replicationEvent } from "../events/outbox.ts";
+import {
+  parseParts,
+  parseStamps,
+  stampedParts,
+  type VersionParts,
+} from "../meta/version_stamps.ts";
 import { type ObjectLayer, single } from "../object/layer.ts";
 import type { CallOptions } from "./client.ts";
 import { streamToNode } from "./client.ts";
@@ -49,7 +56,8 @@ export type WireVersion = Omit<
 >;
 
 export interface ObjectMessage {
-  op: "put" | "delete" | "tags";
+  /** A version written or removed, or a later change of its tags, ACL or Object Lock. */
+  op: "put" | "delete" | "tags" | "acl" | "lock";
   bucket: string;
   key: string;
   versionId: string;
@@ -57,9 +65,14 @@ export interface ObjectMessage {
   version?: WireVersion;
   /** How the version was encrypted at its source (its bytes travel decrypted). */
   encryption?: WireEncryption;
-  /** The version's tags now (tags only; empty when they were removed). */
-  tags?: TagSet;
+  /**
+   * The version's stamped parts now (tags, ACL, retention, legal hold: the later changes, each
+   * with its stamp; for tags, acl and lock). The receiver takes those newer than its own.
+   */
+  parts?: VersionParts;
 }
+
+const LATER_CHANGES = new Set(["tags", "acl", "lock"]);
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
@@ -69,17 +82,18 @@ const isStringMap = (v: unknown) =>
 /** The change in a verified call's header, or undefined when it is malformed. */
 export function parseObjectMessage(value: unknown): ObjectMessage | undefined {
   if (!isObject(value)) return undefined;
-  const { op, bucket, key, versionId, version, tags } = value;
+  const { op, bucket, key, versionId, version } = value;
   const encryption = parseWireEncryption(value.encryption);
   if (encryption === false) return undefined;
-  if (op !== "put" && op !== "delete" && op !== "tags") return undefined;
+  if (op !== "put" && op !== "delete" && !LATER_CHANGES.has(op as string)) return undefined;
   if (typeof bucket !== "string" || typeof key !== "string" || typeof versionId !== "string") {
     return undefined;
   }
   if (bucket === "" || key === "" || versionId === "") return undefined;
   if (op === "delete") return { op, bucket, key, versionId };
-  if (op === "tags") {
-    return isStringMap(tags) ? { op, bucket, key, versionId, tags: tags as TagSet } : undefined;
+  if (op !== "put") {
+    const parts = parseParts(value.parts);
+    return parts ? { op: op as ObjectMessage["op"], bucket, key, versionId, parts } : undefined;
   }
   if (!isObject(version)) return undefined;
   const v = version;
@@ -94,7 +108,8 @@ export function parseObjectMessage(value: unknown): ObjectMessage | undefined {
     (v.retention === undefined ||
       (isObject(v.retention) && ["GOVERNANCE", "COMPLIANCE"].includes(v.retention.mode as string) &&
         Number.isSafeInteger(v.retention.until))) &&
-    (v.legalHold === undefined || typeof v.legalHold === "boolean") && v.sse === undefined;
+    (v.legalHold === undefined || typeof v.legalHold === "boolean") && v.sse === undefined &&
+    (v.stamps === undefined || parseStamps(v.stamps) !== undefined);
   if (!ok) return undefined;
   return {
     op,
@@ -158,14 +173,14 @@ export async function receiveObject(
     if (op !== "put") {
       await req.body?.cancel().catch(() => {});
       if (!sameHex(signedBody, sha256Hex(new Uint8Array(0)))) {
-        throw refused("cluster_bad_signature", "A deletion or tag change has no body.");
+        throw refused("cluster_bad_signature", "A deletion or later change has no body.");
       }
     }
     if (op === "delete") {
       await layer.deleteReplica(bucket, key, versionId);
-    } else if (op === "tags") {
-      // A version not here (left out by rules, or refused) has no tags to change.
-      await layer.setReplicaTags({ bucket, key, versionId }, message.tags!);
+    } else if (op !== "put") {
+      // A version not here (left out by rules, or refused) has nothing to change.
+      await layer.mergeReplicaParts({ bucket, key, versionId }, message.parts!);
     } else {
       const version = { ...message.version!, bucket, key, versionId };
       // Re-encrypted with this node's own keys (a KMS key id unknown here: KMS.NotFoundException).
@@ -185,10 +200,23 @@ export async function receiveObject(
  * What one delivery came to: sent, refused for good, nothing to send (the version is gone), or
  * not to be replicated (no Enabled rule of the bucket's replication configuration takes it).
  */
-type Delivery = "delivered" | "failed" | "skipped" | "excluded";
+type Outcome = "delivered" | "failed" | "skipped" | "excluded";
+
+/** A delivery's outcome, with what the source's replication event says of it. */
+interface Delivery {
+  outcome: Outcome;
+  /** The version sent (puts). */
+  version?: ObjectVersion;
+  /** The bucket written into on the node. */
+  destination?: string;
+  /** Why the node refused it (failed). */
+  reason?: string;
+}
 
 /** A refusal that will not change by retrying (anything else is retried with backoff). */
 class PermanentRefusal extends Error {}
+
+const outcome = (o: Outcome): Delivery => ({ outcome: o });
 
 /** Statuses retried: the receiver's signature checks, a bucket not there yet, overload, faults. */
 const RETRIED = new Set([403, 404, 408, 409, 429]);
@@ -294,6 +322,7 @@ export class ObjectReplicator {
           if (done > 0) {
             await this.meta.setObjectReplicationCursor(node, group[done - 1].seq);
             await this.#settle(
+              node,
               group.slice(0, done),
               outcomes.slice(0, done).map((o) => (o as PromiseFulfilledResult<Delivery>).value),
             );
@@ -309,40 +338,76 @@ export class ObjectReplicator {
     }
   }
 
-  /** FAILED at once; COMPLETED once every node known has received the change. */
-  async #settle(changes: ObjectChange[], outcomes: Delivery[]): Promise<void> {
+  /**
+   * FAILED at once; COMPLETED once every node known has received the change. Each outcome of a
+   * version written or removed here is also an event in the outbox (Replication:*), with the
+   * statuses in one group commit on SQLite.
+   */
+  async #settle(node: string, changes: ObjectChange[], deliveries: Delivery[]): Promise<void> {
     const cursors = await Promise.all(
       this.membership.view().map((m) => this.meta.objectReplicationCursor(m.id)),
     );
     const everywhere = Math.min(...cursors);
+    const events = await this.#events(node, changes, deliveries);
     // Started together: the group commit writes them in one transaction.
-    await Promise.all(changes.map((change, i) => {
-      if (change.op !== "put" || outcomes[i] === "skipped") return;
-      const target = { bucket: change.bucket, key: change.key, versionId: change.versionId };
-      if (outcomes[i] === "failed") return this.meta.setReplicationStatus(target, "FAILED");
-      if (outcomes[i] === "excluded") return this.meta.setReplicationStatus(target, null);
-      if (everywhere >= change.seq) return this.meta.setReplicationStatus(target, "COMPLETED");
-    }));
+    await Promise.all([
+      ...changes.map((change, i) => {
+        const { outcome } = deliveries[i];
+        if (change.op !== "put" || outcome === "skipped") return;
+        const target = { bucket: change.bucket, key: change.key, versionId: change.versionId };
+        if (outcome === "failed") return this.meta.setReplicationStatus(target, "FAILED");
+        if (outcome === "excluded") return this.meta.setReplicationStatus(target, null);
+        if (everywhere >= change.seq) return this.meta.setReplicationStatus(target, "COMPLETED");
+      }),
+      events.length > 0 ? this.meta.appendEvents(events) : undefined,
+    ]);
+    if (events.length > 0) this.layer.committed.fire();
+  }
+
+  /** The replication events of delivered or refused writes and removals. */
+  async #events(
+    node: string,
+    changes: ObjectChange[],
+    deliveries: Delivery[],
+  ): Promise<OutboxEvent[]> {
+    const events: OutboxEvent[] = [];
+    const owners = new Map<string, string>();
+    for (const [i, change] of changes.entries()) {
+      const d = deliveries[i];
+      if (change.op !== "put" && change.op !== "delete") continue;
+      if (d.outcome !== "delivered" && d.outcome !== "failed") continue;
+      if (!owners.has(change.bucket)) {
+        owners.set(change.bucket, (await this.meta.getBucket(change.bucket))?.owner ?? "");
+      }
+      events.push(replicationEvent(change, d.version, {
+        status: d.outcome === "delivered" ? "COMPLETED" : "FAILED",
+        node,
+        operation: change.op,
+        destinationBucket: d.destination ?? change.bucket,
+        ...(d.reason === undefined ? {} : { reason: d.reason }),
+      }, { self: this.membership.self.id, owner: owners.get(change.bucket)! }));
+    }
+    return events;
   }
 
   async #deliver(node: string, url: string, change: ObjectChange): Promise<Delivery> {
     const { op, bucket, key, versionId } = change;
     let version: ObjectVersion | undefined;
     let source: Awaited<ReturnType<ReplicaKeys["source"]>> = {};
-    if (op === "tags") {
+    if (LATER_CHANGES.has(op)) {
       version = await this.meta.getObjectVersion(bucket, key, versionId);
-      if (!version || version.deleteMarker) return "skipped";
+      if (!version || version.deleteMarker) return outcome("skipped");
     }
     if (op === "put") {
       version = await this.meta.getObjectVersion(bucket, key, versionId);
       // Removed since: its deletion is further down the queue.
-      if (!version) return "skipped";
+      if (!version) return outcome("skipped");
       try {
         source = await this.keys.source(version);
       } catch (err) {
         if (!(err instanceof NotReplicable)) throw err;
         log("warn", `An object is not replicated: ${err.message}`, { bucket, key, versionId });
-        return "failed";
+        return { outcome: "failed", version, reason: err.message };
       }
     }
     const message: ObjectMessage = { op, bucket, key, versionId };
@@ -351,12 +416,12 @@ export class ObjectReplicator {
     if (rules !== undefined) {
       // With rules, a change goes only where an Enabled rule sends it; deletions of a version
       // are not replicated, and delete markers only where the rule says so (as the protocol has).
-      if (!version) return "excluded";
+      if (!version) return outcome("excluded");
       const rule = ruleFor(JSON.parse(rules) as ReplicationConfig, { key, tags: version.tags });
-      if (!rule || (version.deleteMarker && !rule.deleteMarkers)) return "excluded";
+      if (!rule || (version.deleteMarker && !rule.deleteMarkers)) return outcome("excluded");
       message.bucket = rule.destination;
     }
-    if (op === "tags") message.tags = version!.tags ?? {};
+    if (LATER_CHANGES.has(op)) message.parts = stampedParts(version!);
     const bytes = op === "put" && version !== undefined && !version.deleteMarker;
     if (op === "put" && version) {
       const {
@@ -392,7 +457,7 @@ export class ObjectReplicator {
       const missing = `${node}:${change.seq}`;
       if (status === 200) {
         this.#missingSince.delete(missing);
-        return "delivered";
+        return { outcome: "delivered", version, destination: message.bucket };
       }
       const error = (value.error ?? {}) as { code?: string; message?: string };
       if (status === 404 && error.code === "NoSuchBucket") {
@@ -401,14 +466,17 @@ export class ObjectReplicator {
         if (Date.now() - since > this.missingBucketMs) {
           this.#missingSince.delete(missing);
           log("warn", "A node has no bucket for a replicated object change", { node, bucket, key });
-          throw new PermanentRefusal("404");
+          throw new PermanentRefusal(`404 NoSuchBucket: no bucket ${message.bucket} there`);
         }
       }
-      if (status >= 500 || RETRIED.has(status)) {
+      // A signed AccessDenied is the receiver's Object Lock keeping the version: final.
+      const locked = status === 403 && error.code === "AccessDenied";
+      if (status >= 500 || (RETRIED.has(status) && !locked)) {
         throw new Error(`${status} ${error.code ?? ""}: ${error.message ?? ""}`);
       }
       log("warn", "A node refused a replicated object change", {
         node,
+        op,
         bucket,
         key,
         versionId,
@@ -416,9 +484,11 @@ export class ObjectReplicator {
         code: error.code,
         reason: error.message,
       });
-      throw new PermanentRefusal(String(status));
+      throw new PermanentRefusal(`${status} ${error.code ?? ""}: ${error.message ?? ""}`);
     } catch (err) {
-      if (err instanceof PermanentRefusal) return "failed";
+      if (err instanceof PermanentRefusal) {
+        return { outcome: "failed", version, destination: message.bucket, reason: err.message };
+      }
       if (body instanceof ReadableStream) await body.cancel().catch(() => {});
       throw err;
     }

@@ -222,3 +222,49 @@ Deno.test("object sender: an unsigned answer is not trusted: PENDING, cursor kep
     },
   );
 });
+
+Deno.test("object sender: a signed 403 is retried, unless it is AccessDenied (Object Lock)", async () => {
+  let answer = { status: 403, body: { error: { code: "cluster_expired", message: "clock" } } };
+  await withSender(() => answer, async ({ meta, got, put, status }) => {
+    await put("k", new Uint8Array([1]));
+    await eventually("retried", () => Promise.resolve(got.length), (n) => n >= 2, 10_000);
+    assertEquals(await status("k"), "PENDING");
+    answer = {
+      status: 403,
+      body: { error: { code: "AccessDenied", message: "protected by object lock" } },
+    };
+    await eventually("FAILED", () => status("k"), (s) => s === "FAILED", 10_000);
+    assertEquals(await meta.objectReplicationCursor("n2"), 1);
+  });
+});
+
+Deno.test("object sender: outcomes are Replication events in the outbox, one per node", async () => {
+  let answer = { status: 200, body: { ok: true } as unknown };
+  await withSender(() => answer, async ({ meta, put, status }) => {
+    await put("ok", new Uint8Array([1, 2]));
+    await eventually("COMPLETED", () => status("ok"), (s) => s === "COMPLETED", 10_000);
+    answer = { status: 400, body: { error: { code: "invalid_message", message: "no" } } };
+    await put("bad", new Uint8Array([3]));
+    await eventually("FAILED", () => status("bad"), (s) => s === "FAILED", 10_000);
+    const events = await eventually(
+      "two events",
+      () => meta.readEvents(0, 100),
+      (e) => e.filter((x) => x.name.startsWith("Replication:")).length === 2,
+      10_000,
+    );
+    const replication = events.filter((e) => e.name.startsWith("Replication:"));
+    assertEquals(replication.map((e) => [e.name, e.key]), [
+      ["Replication:OperationCompletedReplication", "ok"],
+      ["Replication:OperationFailedReplication", "bad"],
+    ]);
+    const [done, failed] = replication.map((e) => JSON.parse(e.detail));
+    assertEquals(done.replication, {
+      status: "COMPLETED",
+      node: "n2",
+      operation: "put",
+      destinationBucket: "b",
+    });
+    assertEquals([done.size, done.owner, done.principal], [2, "o", "node:a"]);
+    assertEquals(failed.replication.reason, "400 invalid_message: no");
+  });
+});

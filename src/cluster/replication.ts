@@ -2,6 +2,7 @@
 // the bucket's whole state then, to every node that is alive, from that node's own cursor; a node
 // that is down or failing is retried with exponential backoff and catches up from its cursor.
 import { backlogOf, NodeBackoff } from "./backoff.ts";
+import { log } from "../log.ts";
 import type {
   BucketChange,
   BucketConfigKind,
@@ -44,18 +45,28 @@ export class BucketReplicator {
   #busy = new Map<string, Promise<void>>();
   #timer?: ReturnType<typeof setTimeout>;
   #stopped = false;
+  #nextPrune = 0;
+  #pruning?: Promise<void>;
 
   constructor(
     readonly queue: ReplicationQueue,
     readonly membership: Membership,
     readonly deliver: Deliver,
     readonly pollMs = 100,
+    /** How often deleted buckets every node has received leave the queue (as objects.ts). */
+    readonly pruneMs = 10_000,
   ) {}
 
   start(): void {
+    // The first pruning waits a round, so the member list has been learned after a restart.
+    this.#nextPrune = Date.now() + this.pruneMs;
     const round = () => {
       if (this.#stopped) return;
       const now = Date.now();
+      if (now >= this.#nextPrune && !this.#pruning) {
+        this.#nextPrune = now + this.pruneMs;
+        this.#pruning = this.#prune().finally(() => this.#pruning = undefined);
+      }
       for (const m of this.membership.view(now)) {
         if (m.state !== "alive" || this.#busy.has(m.id)) continue;
         if (this.#backoff.waiting(m.id, now)) continue;
@@ -70,7 +81,25 @@ export class BucketReplicator {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await Promise.allSettled(this.#busy.values());
+    await Promise.allSettled([...this.#busy.values(), this.#pruning]);
+  }
+
+  /**
+   * Deletes the rows of deleted buckets every node has received. Each node known gets a cursor
+   * row first (at 0 when it has received nothing), so a node known once holds the queue even
+   * after a restart, until it catches up or is forgotten.
+   */
+  async #prune(): Promise<void> {
+    try {
+      const nodes = this.membership.view().map((m) => m.id);
+      for (const node of nodes) await this.queue.setReplicationCursor(node, 0);
+      const pruned = await this.queue.pruneBucketChanges(nodes);
+      if (pruned > 0) log("debug", "Deleted buckets every node has received pruned", { pruned });
+    } catch (err) {
+      log("warn", "Pruning the bucket-change queue failed", {
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
   }
 
   /** Changes not yet delivered to a node, and how long the oldest has waited. */

@@ -16,6 +16,9 @@ export const EVENT_NAMES = [
   "ObjectAcl:Put",
   "LifecycleExpiration:Delete",
   "LifecycleExpiration:DeleteMarkerCreated",
+  // Cluster replication (src/cluster/objects.ts): the source learned a node's outcome.
+  "Replication:OperationCompletedReplication",
+  "Replication:OperationFailedReplication",
 ] as const;
 
 export type EventName = typeof EVENT_NAMES[number];

@@ -29,6 +29,47 @@ export interface EventDetail {
   versionId?: string;
   /** Epoch milliseconds when the change was made. */
   time: number;
+  /** Replication events: which node's outcome this is. */
+  replication?: ReplicationFacts;
+}
+
+/** A replication outcome: one version (or removal of one) and one other node. */
+export interface ReplicationFacts {
+  status: "COMPLETED" | "FAILED";
+  /** The node the change went to. */
+  node: string;
+  /** Put: a version or delete marker written; delete: a version removed. */
+  operation: "put" | "delete";
+  /** The bucket the change was written into there (a rule's destination, else the same). */
+  destinationBucket: string;
+  /** Why the node refused it, for FAILED. */
+  reason?: string;
+}
+
+/** The outbox row of a replication outcome learned by the node that wrote the change. */
+export function replicationEvent(
+  target: { bucket: string; key: string; versionId: string },
+  version: Pick<ObjectVersion, "size" | "etag" | "deleteMarker"> | undefined,
+  facts: ReplicationFacts,
+  ctx: { self: string; owner: string },
+): OutboxEvent {
+  const name = facts.status === "COMPLETED"
+    ? "Replication:OperationCompletedReplication"
+    : "Replication:OperationFailedReplication";
+  const detail: EventDetail = {
+    principal: `node:${ctx.self}`,
+    sourceIp: "",
+    requestId: crypto.randomUUID(),
+    owner: ctx.owner,
+    time: Date.now(),
+    replication: facts,
+  };
+  if (version && !version.deleteMarker) {
+    detail.size = version.size;
+    detail.etag = version.etag.replace(/^"|"$/g, "");
+  }
+  if (target.versionId !== "null") detail.versionId = target.versionId;
+  return { bucket: target.bucket, key: target.key, name, detail: JSON.stringify(detail) };
 }
 
 /** The outbox row of an event about `version` (its key, size, ETag and version id). */

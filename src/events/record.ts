@@ -5,8 +5,12 @@ import type { StoredEvent } from "../meta/store.ts";
 import { spellEvent, TEST_EVENT } from "./names.ts";
 import type { EventDetail } from "./outbox.ts";
 
-/** Event structure versions: 2.3 for lifecycle, ACL and tagging events, 2.1 for the others. */
+/**
+ * Event structure versions: 2.3 for lifecycle, ACL and tagging events, 2.2 for replication
+ * events, 2.1 for the others.
+ */
 function eventVersion(name: string): string {
+  if (name.startsWith("Replication:")) return "2.2";
   return /^(LifecycleExpiration|ObjectAcl|ObjectTagging):/.test(name) ? "2.3" : "2.1";
 }
 
@@ -35,6 +39,7 @@ export function eventRecord(event: StoredEvent, ctx: RecordContext): Record<stri
   if (d.etag !== undefined) object.eTag = d.etag;
   if (d.versionId !== undefined) object.versionId = d.versionId;
   object.sequencer = sequencer(event.seq);
+  const replication = d.replication ? { replicationEventData: replicationData(d) } : {};
   return {
     eventVersion: eventVersion(event.name),
     eventSource: ctx.dialect.eventSource,
@@ -57,6 +62,20 @@ export function eventRecord(event: StoredEvent, ctx: RecordContext): Record<stri
       },
       object,
     },
+    ...replication,
+  };
+}
+
+/** What a replication event says beyond the object: the node, its outcome and why it failed. */
+function replicationData(d: EventDetail): Record<string, unknown> {
+  const r = d.replication!;
+  return {
+    replicationStatus: r.status,
+    destinationNode: r.node,
+    destinationBucket: r.destinationBucket,
+    s3Operation: r.operation === "put" ? "OBJECT_PUT" : "OBJECT_DELETE",
+    requestTime: new Date(d.time).toISOString(),
+    ...(r.reason === undefined ? {} : { failureReason: r.reason }),
   };
 }
 

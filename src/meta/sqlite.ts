@@ -66,13 +66,21 @@ import type {
   WriteRecords,
 } from "./store.ts";
 import type { ObjectChange, ReplicationStatus } from "./store.ts";
+import {
+  keepNewerParts,
+  mergeParts,
+  nextStamp,
+  parseStamps,
+  type VersionPart,
+  type VersionParts,
+} from "./version_stamps.ts";
 
 type Row = Record<string, SQLInputValue>;
 
 const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
   "user_meta, headers, owner, vid, chunked, sse, acl, parts, lock_mode, lock_until, legal_hold" +
-  ", checksum, tags, replication";
+  ", checksum, tags, replication, stamps";
 
 /** VERSION_COLUMNS of the table aliased `v`, for joins. */
 const JOINED_VERSION_COLUMNS = VERSION_COLUMNS.split(", ").map((c) => `v.${c}`).join(", ");
@@ -118,6 +126,7 @@ function toVersion(row: Row): ObjectVersion {
     legalHold: row.legal_hold === 1,
     tags: row.tags ? JSON.parse(row.tags as string) : undefined,
     replication: (row.replication as ReplicationStatus | null) ?? undefined,
+    stamps: row.stamps ? parseStamps(JSON.parse(row.stamps as string)) : undefined,
   };
 }
 
@@ -334,6 +343,7 @@ export class SqliteMetaStore implements MetaStore {
       if (old && replica && (old.last_modified as number) > v.lastModified) {
         return { displaced: [], freed: [] };
       }
+      if (old && replica) v = keepNewerParts(v, toVersion(old));
       if (old) {
         const oldVersion = toVersion(old);
         displaced.push(oldVersion);
@@ -420,6 +430,11 @@ export class SqliteMetaStore implements MetaStore {
     }
     const tags = v.deleteMarker ? null : tagsColumn(v.tags);
     if (tags !== null) this.#stmt("UPDATE versions SET tags = ? WHERE vid = ?").run(tags, opts.vid);
+    // A version written here starts unstamped; a replica keeps the stamps it had at its source.
+    if (replication === "REPLICA" && v.stamps && Object.keys(v.stamps).length > 0) {
+      this.#stmt("UPDATE versions SET stamps = ? WHERE vid = ?")
+        .run(JSON.stringify(v.stamps), opts.vid);
+    }
   }
 
   getObjectVersion(
@@ -633,6 +648,10 @@ export class SqliteMetaStore implements MetaStore {
           ...ids,
         );
       }
+      const parts: VersionPart[] = [];
+      if (change.retention !== undefined) parts.push("retention");
+      if (change.legalHold !== undefined) parts.push("legalHold");
+      if (parts.length > 0) this.#stampChange(target, parts, "lock");
       return true;
     }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
   }
@@ -715,6 +734,17 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(this.#cluster.backlog(after));
   }
 
+  pruneBucketChanges(nodes: string[]): Promise<number> {
+    return this.#batch.run(() => this.#cluster.prune(nodes));
+  }
+
+  forgetReplicationNode(node: string): Promise<boolean> {
+    return this.#batch.run(() => {
+      const buckets = this.#cluster.forget(node);
+      return this.#objectQueue.forget(node) || buckets;
+    });
+  }
+
   objectChanges(after: number, limit: number): Promise<ObjectChange[]> {
     return Promise.resolve(this.#objectQueue.changes(after, limit));
   }
@@ -766,6 +796,7 @@ export class SqliteMetaStore implements MetaStore {
         "UPDATE versions SET acl = ? WHERE bucket = ? AND key = ? AND version_id = ?",
       ).run(acl, target.bucket, target.key, target.versionId);
       if (result.changes === 1 && outbox) this.#events.append(outbox);
+      if (result.changes === 1) this.#stampChange(target, ["acl"], "acl");
       return result.changes === 1;
     }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
   }
@@ -774,7 +805,6 @@ export class SqliteMetaStore implements MetaStore {
     target: { bucket: string; key: string; versionId: string },
     tags: TagSet,
     outbox?: OutboxEvent,
-    replica = false,
   ): Promise<boolean> {
     return this.#change(() => {
       const result = this.#stmt(
@@ -782,9 +812,60 @@ export class SqliteMetaStore implements MetaStore {
           "WHERE bucket = ? AND key = ? AND version_id = ? AND delete_marker = 0",
       ).run(tagsColumn(tags), target.bucket, target.key, target.versionId);
       if (result.changes === 1 && outbox) this.#events.append(outbox);
-      if (result.changes === 1 && !replica) this.#objectChanged("tags", target);
+      if (result.changes === 1) this.#stampChange(target, ["tags"], "tags");
       return result.changes === 1;
     }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
+  }
+
+  mergeVersionParts(
+    target: { bucket: string; key: string; versionId: string },
+    parts: VersionParts,
+  ): Promise<boolean> {
+    return this.#change(() => {
+      const row = this.#stmt(
+        `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
+      ).get(target.bucket, target.key, target.versionId) as Row | undefined;
+      if (!row) return false;
+      const v = mergeParts(toVersion(row), parts);
+      if (!v) return true;
+      this.#stmt(
+        "UPDATE versions SET tags = ?, acl = ?, lock_mode = ?, lock_until = ?, legal_hold = ?, " +
+          "stamps = ? WHERE bucket = ? AND key = ? AND version_id = ?",
+      ).run(
+        v.deleteMarker ? null : tagsColumn(v.tags),
+        v.acl ?? null,
+        v.retention?.mode ?? null,
+        v.retention?.until ?? null,
+        v.legalHold ? 1 : 0,
+        JSON.stringify(v.stamps),
+        target.bucket,
+        target.key,
+        target.versionId,
+      );
+      return true;
+    }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
+  }
+
+  /**
+   * A change made here of some parts of a version (clustering on): stamps them after every
+   * earlier change of the version and queues the change; inside its transaction.
+   */
+  #stampChange(
+    target: { bucket: string; key: string; versionId: string },
+    parts: VersionPart[],
+    op: ObjectChange["op"],
+  ): void {
+    if (!this.#replicating) return;
+    const row = this.#stmt(
+      "SELECT stamps FROM versions WHERE bucket = ? AND key = ? AND version_id = ?",
+    ).get(target.bucket, target.key, target.versionId) as Row | undefined;
+    if (!row) return;
+    const stamps = row.stamps ? parseStamps(JSON.parse(row.stamps as string)) ?? {} : {};
+    const stamp = nextStamp(stamps, this.#cluster.node);
+    for (const part of parts) stamps[part] = stamp;
+    this.#stmt("UPDATE versions SET stamps = ? WHERE bucket = ? AND key = ? AND version_id = ?")
+      .run(JSON.stringify(stamps), target.bucket, target.key, target.versionId);
+    this.#objectChanged(op, target);
   }
 
   appendEvents(events: OutboxEvent[]): Promise<number> {

@@ -197,6 +197,25 @@ export class SqliteCluster {
     ).run(node, seq);
   }
 
+  prune(nodes: string[]): number {
+    const rows = this.stmt("SELECT node, seq FROM cluster_cursors").all() as Row[];
+    const cursors = new Map(rows.map((r) => [r.node as string, r.seq as number]));
+    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
+    if (!(upTo > 0)) return 0;
+    return Number(
+      this.stmt(
+        "DELETE FROM cluster_changes WHERE seq <= ? " +
+          "AND seq < (SELECT max(seq) FROM cluster_changes) " +
+          "AND NOT EXISTS (SELECT 1 FROM buckets WHERE name = cluster_changes.bucket)",
+      ).run(upTo).changes,
+    );
+  }
+
+  /** Drops a node's cursor; whether it had one. */
+  forget(node: string): boolean {
+    return this.stmt("DELETE FROM cluster_cursors WHERE node = ?").run(node).changes > 0;
+  }
+
   backlog(after: number): { depth: number; oldest?: number } {
     const row = this.stmt(
       "SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_changes WHERE seq > ?",

@@ -65,6 +65,11 @@ export class SqliteObjectQueue {
     );
   }
 
+  /** Drops a node's cursor; whether it had one. */
+  forget(node: string): boolean {
+    return this.stmt("DELETE FROM cluster_object_cursors WHERE node = ?").run(node).changes > 0;
+  }
+
   setStatus(bucket: string, key: string, versionId: string, status: string | null): boolean {
     return this.stmt(
       "UPDATE versions SET replication = ? WHERE bucket = ? AND key = ? AND version_id = ? " +

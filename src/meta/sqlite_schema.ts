@@ -433,4 +433,9 @@ export const MIGRATIONS: string[] = [
   );
   ALTER TABLE versions ADD COLUMN replication TEXT;
   `,
+  `
+  -- Stamps of a version's later changes (src/meta/version_stamps.ts): JSON of part to
+  -- {ms, node} for its tags, ACL, retention and legal hold; NULL until one changes.
+  ALTER TABLE versions ADD COLUMN stamps TEXT;
+  `,
 ];

@@ -1,5 +1,6 @@
 // The MetaStore interface: a narrow, async view of ordered metadata records.
 import type { AuditAnchor, AuditEntry, AuditFacts } from "../audit/chain.ts";
+import type { VersionParts, VersionStamps } from "./version_stamps.ts";
 
 export interface BucketRecord {
   name: string;
@@ -76,6 +77,12 @@ export interface ObjectVersion {
    * version written as REPLICA is never queued again. Undefined without clustering.
    */
   replication?: ReplicationStatus;
+  /**
+   * Clustering: the stamp of each part (tags, ACL, retention, legal hold) changed since the
+   * version was written (src/meta/version_stamps.ts). Written only with a REPLICA (as its source
+   * had them) or by the changes themselves.
+   */
+  stamps?: VersionStamps;
 }
 
 export type ReplicationStatus = "PENDING" | "COMPLETED" | "FAILED" | "REPLICA";
@@ -606,6 +613,15 @@ export interface ReplicationQueue {
   setReplicationCursor(node: string, seq: number): Promise<void>;
   /** How many changes are queued after `after`, and when the oldest of them was queued. */
   replicationBacklog(after: number): Promise<{ depth: number; oldest?: number }>;
+  /**
+   * Deletes the rows of deleted buckets every node has received: at or before the lowest cursor
+   * of `nodes` and of every node with a stored cursor (as pruneObjectChanges). A live bucket's
+   * row stays (it is how a node that joins later learns the bucket), and so does the newest row.
+   * The stamps stay too, so a stale state never brings a deleted bucket back. Returns how many.
+   */
+  pruneBucketChanges(nodes: string[]): Promise<number>;
+  /** Drops a node's cursors in both queues (a node forgotten); whether it had any. */
+  forgetReplicationNode(node: string): Promise<boolean>;
 }
 
 /**
@@ -614,8 +630,11 @@ export interface ReplicationQueue {
  */
 export interface ObjectChange {
   seq: number;
-  /** A version or marker written, a version removed, or a version's tags replaced. */
-  op: "put" | "delete" | "tags";
+  /**
+   * A version or marker written, a version removed, or a later change of a version's tags, ACL
+   * or Object Lock (retention, legal hold).
+   */
+  op: "put" | "delete" | "tags" | "acl" | "lock";
   bucket: string;
   key: string;
   versionId: string;
@@ -751,14 +770,22 @@ export interface MetaStore
   ): Promise<boolean>;
   /**
    * Replaces the tag set of one version (an empty set removes its tags); false when the version
-   * does not exist or is a delete marker, which has no tags. With clustering on, the change is
-   * queued for the other nodes in the same transaction, unless it is a `replica` (one received).
+   * does not exist or is a delete marker, which has no tags. With clustering on, this change,
+   * setObjectAcl and setObjectLock stamp the part they change (version_stamps.ts) and queue the
+   * change for the other nodes in the same transaction.
    */
   setObjectTags(
     target: { bucket: string; key: string; versionId: string },
     tags: TagSet,
     outbox?: OutboxEvent,
-    replica?: boolean,
+  ): Promise<boolean>;
+  /**
+   * Takes the parts another node changed (each only when its stamp is newer than the one here),
+   * not queued again; false when the version is not here.
+   */
+  mergeVersionParts(
+    target: { bucket: string; key: string; versionId: string },
+    parts: VersionParts,
   ): Promise<boolean>;
 
   /** Fails with DuplicateError when the name or access key is taken. */

@@ -28,6 +28,7 @@ import { checkWriteCondition, commitGuard, type WriteCondition } from "./write_c
 import { toHex } from "../http/hex.ts";
 import { type ChecksumAlgorithm, ChecksumCheck } from "../http/checksum.ts";
 import type { NewJob, WriteRecords } from "../meta/store.ts";
+import type { VersionParts } from "../meta/version_stamps.ts";
 import type { EventName } from "../events/names.ts";
 import { type EventOrigin, objectEvent, removalEvent } from "../events/outbox.ts";
 import { Signal } from "../events/signal.ts";
@@ -565,19 +566,32 @@ export class ObjectLayer {
     }
   }
 
-  /** Replaces a version's tags as another node did (not queued again); false when it is not here. */
-  async setReplicaTags(
+  /**
+   * Takes a version's tags, ACL, retention and legal hold as another node changed them, each only
+   * when its stamp is newer than the one here (not queued again); false when it is not here.
+   */
+  async mergeReplicaParts(
     target: { bucket: string; key: string; versionId: string },
-    tags: TagSet,
+    parts: VersionParts,
   ): Promise<boolean> {
     await this.requireBucket(target.bucket);
-    return await this.meta.setObjectTags(target, tags, undefined, true);
+    return await this.meta.mergeVersionParts(target, parts);
   }
 
-  /** Removes a version as another node did (not queued again; Object Lock was checked there). */
+  /**
+   * Removes a version as another node did (not queued again). Object Lock is checked here too,
+   * without the governance bypass (whether the source used one does not travel): a version under
+   * retention or legal hold here is kept, refused with AccessDenied.
+   */
   async deleteReplica(bucket: string, key: string, versionId: string): Promise<void> {
     await this.requireBucket(bucket);
-    const [outcome] = await this.meta.deleteObjects([{ bucket, key, versionId, replica: true }]);
+    const [outcome] = await this.meta.deleteObjects([{
+      bucket,
+      key,
+      versionId,
+      replica: true,
+      guard: (v) => assertDeletable(v, { bypassGovernance: false, now: Date.now() }),
+    }]);
     if (!outcome.ok) throw outcome.error;
     await this.chunks.collect(outcome.freed);
   }

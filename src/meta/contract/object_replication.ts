@@ -5,6 +5,7 @@
 import { assert, assertEquals } from "../../../tests/integration/assert.ts";
 import { bucket, upload, version } from "./helpers.ts";
 import type { Opener } from "./replication.ts";
+import { newerStamp, stampedParts } from "../version_stamps.ts";
 
 type Test = (name: string, fn: () => Promise<void>) => void;
 
@@ -52,26 +53,120 @@ export function objectReplicationCases(test: Test, open: Opener): void {
     await meta.close();
   });
 
-  test("tag changes queue with the version's id; REPLICA and no-op ones do not", async () => {
+  test("later changes (tags, ACL, retention, legal hold) are stamped and queued; merges are not", async () => {
     const meta = await open({ clusterNode: "a" });
     await meta.createBucket(bucket("b", { versioning: "Enabled" }));
     await meta.putObjectVersion(version("k", { versionId: "v1" }));
     const v1 = { bucket: "b", key: "k", versionId: "v1" };
+    assertEquals((await meta.getObjectVersion("b", "k", "v1"))?.stamps, undefined);
     assertEquals(await meta.setObjectTags(v1, { a: "1" }), true);
     assertEquals(await meta.setObjectTags(v1, {}), true);
-    // Received from another node: applied, not queued again.
-    assertEquals(await meta.setObjectTags(v1, { r: "2" }, undefined, true), true);
-    assertEquals((await meta.getObjectVersion("b", "k", "v1"))?.tags, { r: "2" });
+    assertEquals(await meta.setObjectAcl(v1, '{"owner":"o"}'), true);
+    const until = Date.now() + 86_400_000;
+    assert(await meta.setObjectLock(v1, { retention: { mode: "GOVERNANCE", until } }));
+    assert(await meta.setObjectLock(v1, { legalHold: true }));
     // Nothing changed (no such version): nothing queued.
     assertEquals(await meta.setObjectTags({ ...v1, versionId: "gone" }, { a: "1" }), false);
-    assertEquals(ops(await meta.objectChanges(0, 10)), ["put k v1", "tags k v1", "tags k v1"]);
+    assertEquals(ops(await meta.objectChanges(0, 10)), [
+      "put k v1",
+      "tags k v1",
+      "tags k v1",
+      "acl k v1",
+      "lock k v1",
+      "lock k v1",
+    ]);
+    const stamps = (await meta.getObjectVersion("b", "k", "v1"))!.stamps!;
+    assertEquals(Object.values(stamps).map((s) => s.node), ["a", "a", "a", "a"]);
+    // Each change is stamped after every earlier one of the version, whatever the clock says.
+    assert(stamps.tags!.ms < stamps.acl!.ms && stamps.acl!.ms < stamps.retention!.ms);
+    assert(stamps.retention!.ms < stamps.legalHold!.ms);
+    // Received from another node: an older part is ignored, a newer one taken; not queued again.
+    const older = { ms: stamps.tags!.ms - 1, node: "z" };
+    const newer = { ms: stamps.legalHold!.ms + 5, node: "b" };
+    assert(
+      await meta.mergeVersionParts(v1, {
+        tags: { stamp: older, value: { old: "1" } },
+        acl: { stamp: newer, value: null },
+        legalHold: { stamp: newer, value: false },
+      }),
+    );
+    const merged = (await meta.getObjectVersion("b", "k", "v1"))!;
+    assertEquals(merged.tags, undefined);
+    assertEquals(merged.acl, undefined);
+    assertEquals(merged.legalHold, false);
+    assertEquals(merged.retention, { mode: "GOVERNANCE", until });
+    assertEquals(merged.stamps, { ...stamps, acl: newer, legalHold: newer });
+    assertEquals((await meta.objectChanges(0, 10)).length, 6);
+    assertEquals(await meta.mergeVersionParts({ ...v1, versionId: "gone" }, {}), false);
+    // A change made here after a newer stamp was received is stamped after it.
+    assert(await meta.setObjectLock(v1, { legalHold: true }));
+    const after = (await meta.getObjectVersion("b", "k", "v1"))!.stamps!.legalHold!;
+    assert(after.ms > newer.ms && after.node === "a");
     await meta.close();
     const off = await open({});
     await off.createBucket(bucket("b"));
     await off.putObjectVersion(version("k"));
     await off.setObjectTags({ bucket: "b", key: "k", versionId: "null" }, { a: "1" });
+    await off.setObjectAcl({ bucket: "b", key: "k", versionId: "null" }, "{}");
     assertEquals(await off.objectChanges(0, 10), []);
+    assertEquals((await off.getObjectVersion("b", "k"))?.stamps, undefined);
     await off.close();
+  });
+
+  test("two nodes changing one version at once converge, whatever order changes arrive in", async () => {
+    const a = await open({ clusterNode: "a" });
+    const b = await open({ clusterNode: "b" });
+    const v1 = { bucket: "b", key: "k", versionId: "v1" };
+    await a.createBucket(bucket("b", { versioning: "Enabled" }));
+    await b.createBucket(bucket("b", { versioning: "Enabled" }));
+    const written = version("k", { versionId: "v1", lastModified: 5000 });
+    await a.putObjectVersion(written);
+    await b.putObjectVersion({ ...written, replication: "REPLICA" });
+    // Both change the same parts before either hears of the other's change.
+    await a.setObjectTags(v1, { by: "a" });
+    await b.setObjectTags(v1, { by: "b" });
+    await b.setObjectAcl(v1, '{"owner":"b"}');
+    await a.setObjectAcl(v1, '{"owner":"a"}');
+    await a.setObjectLock(v1, { legalHold: true });
+    const fromA = stampedParts((await a.getObjectVersion("b", "k", "v1"))!);
+    const fromB = stampedParts((await b.getObjectVersion("b", "k", "v1"))!);
+    await a.mergeVersionParts(v1, fromB);
+    await b.mergeVersionParts(v1, fromA);
+    // Sent again (a retry): changes nothing.
+    await a.mergeVersionParts(v1, fromB);
+    const [va, vb] = [
+      (await a.getObjectVersion("b", "k", "v1"))!,
+      (await b.getObjectVersion("b", "k", "v1"))!,
+    ];
+    for (const part of ["tags", "acl", "legalHold", "stamps"] as const) {
+      assertEquals(va[part], vb[part], part);
+    }
+    const tagsWinner = newerStamp(fromA.tags!.stamp, fromB.tags!.stamp) ? "a" : "b";
+    assertEquals(va.tags, { by: tagsWinner });
+    const aclWinner = newerStamp(fromA.acl!.stamp, fromB.acl!.stamp) ? "a" : "b";
+    assertEquals(va.acl, `{"owner":"${aclWinner}"}`);
+    assertEquals(vb.legalHold, true);
+    // The same millisecond: the higher node id wins, in either order.
+    const ms = Date.now() + 60_000;
+    await a.mergeVersionParts(v1, { tags: { stamp: { ms, node: "y" }, value: { by: "y" } } });
+    await a.mergeVersionParts(v1, { tags: { stamp: { ms, node: "x" }, value: { by: "x" } } });
+    await b.mergeVersionParts(v1, { tags: { stamp: { ms, node: "x" }, value: { by: "x" } } });
+    await b.mergeVersionParts(v1, { tags: { stamp: { ms, node: "y" }, value: { by: "y" } } });
+    assertEquals((await a.getObjectVersion("b", "k", "v1"))?.tags, { by: "y" });
+    assertEquals((await b.getObjectVersion("b", "k", "v1"))?.tags, { by: "y" });
+    // The version's own write sent again (a retry after a crash) keeps the later changes here.
+    const source = (await a.getObjectVersion("b", "k", "v1"))!;
+    await b.putObjectVersion({
+      ...written,
+      replication: "REPLICA",
+      tags: { stale: "1" },
+      stamps: { tags: { ms: 1, node: "a" } },
+    });
+    const again = (await b.getObjectVersion("b", "k", "v1"))!;
+    assertEquals(again.tags, source.tags);
+    assertEquals(again.stamps, source.stamps);
+    await a.close();
+    await b.close();
   });
 
   test("cursors only move forward; the backlog counts what lies after one", async () => {

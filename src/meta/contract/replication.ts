@@ -188,4 +188,47 @@ export function replicationCases(test: Test, open: Opener): void {
     assertEquals(await meta.replicationCursor("b"), 5);
     await meta.close();
   });
+
+  test("deleted buckets every node has received are pruned; live ones and the newest stay", async () => {
+    const meta = await open({ clusterNode: "a" });
+    for (const name of ["gone1", "live", "gone2", "gone3"]) await meta.createBucket(bucket(name));
+    for (const name of ["gone1", "gone2", "gone3"]) await meta.deleteBucket(name);
+    const names = async () => (await meta.bucketChanges(0, 10)).map((c) => c.bucket);
+    assertEquals(await names(), ["live", "gone1", "gone2", "gone3"]);
+    const last = (await meta.bucketChanges(0, 10)).at(-1)!.seq;
+    await meta.setReplicationCursor("n1", last);
+    // n2 has received nothing yet: nothing goes.
+    assertEquals(await meta.pruneBucketChanges(["n1", "n2"]), 0);
+    await meta.setReplicationCursor("n2", last - 1);
+    assertEquals(await meta.pruneBucketChanges(["n1", "n2"]), 2);
+    assertEquals(await names(), ["live", "gone3"]);
+    await meta.setReplicationCursor("n2", last);
+    // The newest is kept: positions keep growing past the cursors.
+    assertEquals(await meta.pruneBucketChanges(["n1", "n2"]), 0);
+    await meta.createBucket(bucket("next"));
+    const next = await meta.bucketChanges(last, 10);
+    assertEquals(next.map((c) => [c.bucket, c.seq]), [["next", last + 1]]);
+    // A stale state of a pruned bucket does not bring it back: its stamp stays.
+    assertEquals(
+      await meta.applyBucketState({
+        bucket: "gone1",
+        record: { stamp: { ms: 1, node: "z" }, value: { owner: "o", createdAt: 1, region: "r" } },
+        configs: {},
+      }),
+      "stale",
+    );
+    // A node forgotten releases its cursors: a node with none is not waited for any more.
+    await meta.setObjectReplicationCursor("n3", 0);
+    await meta.setReplicationCursor("n3", 0);
+    assertEquals(await meta.pruneBucketChanges([]), 0);
+    assertEquals(await meta.forgetReplicationNode("n3"), true);
+    assertEquals(await meta.forgetReplicationNode("n3"), false);
+    assertEquals(await meta.replicationCursor("n3"), 0);
+    await meta.deleteBucket("next");
+    await meta.setReplicationCursor("n1", last + 2);
+    await meta.setReplicationCursor("n2", last + 2);
+    assertEquals(await meta.pruneBucketChanges([]), 1);
+    assertEquals(await names(), ["live", "next"]);
+    await meta.close();
+  });
 }

@@ -211,6 +211,23 @@ export class PgCluster {
       ON CONFLICT (node) DO UPDATE SET seq = GREATEST(cluster_cursors.seq, excluded.seq)`;
   }
 
+  async prune(q: Queryable, nodes: string[]): Promise<number> {
+    const rows = await q`SELECT node, seq FROM cluster_cursors`;
+    const cursors = new Map(rows.map((r) => [r.node as string, num(r.seq)]));
+    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
+    if (!(upTo > 0)) return 0;
+    const result = await q`
+      DELETE FROM cluster_changes c WHERE c.seq <= ${upTo}
+        AND c.seq < (SELECT max(seq) FROM cluster_changes)
+        AND NOT EXISTS (SELECT 1 FROM buckets b WHERE b.name = c.bucket)`;
+    return result.count;
+  }
+
+  /** Drops a node's cursor; whether it had one. */
+  async forget(q: Queryable, node: string): Promise<boolean> {
+    return (await q`DELETE FROM cluster_cursors WHERE node = ${node}`).count > 0;
+  }
+
   async backlog(q: Queryable, after: number): Promise<{ depth: number; oldest?: number }> {
     const [row] = await q`
       SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_changes WHERE seq > ${after}`;

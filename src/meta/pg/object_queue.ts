@@ -80,6 +80,11 @@ export class PgObjectQueue {
     return result.count;
   }
 
+  /** Drops a node's cursor; whether it had one. */
+  async forget(q: Queryable, node: string): Promise<boolean> {
+    return (await q`DELETE FROM cluster_object_cursors WHERE node = ${node}`).count > 0;
+  }
+
   async setStatus(
     q: Queryable,
     t: { bucket: string; key: string; versionId: string },

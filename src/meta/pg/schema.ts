@@ -211,6 +211,8 @@ export const MIGRATIONS: string[] = [
   [KMS_DDL, JOBS_DDL, CLUSTER_DDL].join("\n"),
   // The cluster's object-change queue and the versions' replication status.
   OBJECT_QUEUE_DDL,
+  // Stamps of a version's later changes (src/meta/version_stamps.ts).
+  `ALTER TABLE versions ADD COLUMN stamps TEXT;`,
 ];
 
 /** Applies the migrations not applied yet; returns how many there are in all. */

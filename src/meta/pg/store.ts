@@ -68,6 +68,13 @@ import { migrate, MIGRATIONS } from "./schema.ts";
 import { read, transaction } from "./tx.ts";
 import { PgUploads } from "./uploads.ts";
 import { lockKeys, PgVersions, tagsColumn } from "./versions.ts";
+import {
+  mergeParts,
+  nextStamp,
+  parseStamps,
+  type VersionPart,
+  type VersionParts,
+} from "../version_stamps.ts";
 
 export interface PgOptions {
   /** postgres://user:pass@host:port/db, with sslmode in the query (STORE_META_URL). */
@@ -417,6 +424,10 @@ export class PgMetaStore implements MetaStore {
           UPDATE versions SET legal_hold = ${change.legalHold}
           WHERE bucket = ${bucket} AND key = ${key} AND version_id = ${versionId}`;
       }
+      const parts: VersionPart[] = [];
+      if (change.retention !== undefined) parts.push("retention");
+      if (change.legalHold !== undefined) parts.push("legalHold");
+      if (parts.length > 0) await this.#stampChange(tx, target, parts, "lock");
       return true;
     }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
   }
@@ -495,6 +506,17 @@ export class PgMetaStore implements MetaStore {
 
   replicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
     return this.#read((q) => this.#cluster.backlog(q, after));
+  }
+
+  pruneBucketChanges(nodes: string[]): Promise<number> {
+    return this.#tx((tx) => this.#cluster.prune(tx, nodes));
+  }
+
+  forgetReplicationNode(node: string): Promise<boolean> {
+    return this.#tx(async (tx) => {
+      const buckets = await this.#cluster.forget(tx, node);
+      return (await this.#objectQueue.forget(tx, node)) || buckets;
+    });
   }
 
   objectChanges(after: number, limit: number): Promise<ObjectChange[]> {
@@ -596,6 +618,7 @@ export class PgMetaStore implements MetaStore {
           AND version_id = ${target.versionId}
         RETURNING 1`;
       if (rows.length === 1 && outbox) await this.#appendEvent(tx, outbox);
+      if (rows.length === 1) await this.#stampChange(tx, target, ["acl"], "acl");
       return rows.length === 1;
     }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
   }
@@ -604,7 +627,6 @@ export class PgMetaStore implements MetaStore {
     target: { bucket: string; key: string; versionId: string },
     tags: TagSet,
     outbox?: OutboxEvent,
-    replica = false,
   ): Promise<boolean> {
     return this.#change(async (tx) => {
       const rows = await tx`
@@ -613,11 +635,53 @@ export class PgMetaStore implements MetaStore {
           AND version_id = ${target.versionId} AND NOT delete_marker
         RETURNING 1`;
       if (rows.length === 1 && outbox) await this.#appendEvent(tx, outbox);
-      if (rows.length === 1 && this.#replicating && !replica) {
-        await this.#objectQueue.append(tx, "tags", target);
-      }
+      if (rows.length === 1) await this.#stampChange(tx, target, ["tags"], "tags");
       return rows.length === 1;
     }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
+  }
+
+  mergeVersionParts(
+    target: { bucket: string; key: string; versionId: string },
+    parts: VersionParts,
+  ): Promise<boolean> {
+    return this.#change(async (tx) => {
+      const version = await this.#versions.lockRow(tx, target);
+      if (!version) return false;
+      const v = mergeParts(version, parts);
+      if (!v) return true;
+      await tx`
+        UPDATE versions SET tags = ${v.deleteMarker ? null : tagsColumn(v.tags)},
+          acl = ${v.acl ?? null}, lock_mode = ${v.retention?.mode ?? null},
+          lock_until = ${v.retention?.until ?? null}, legal_hold = ${v.legalHold ?? false},
+          stamps = ${JSON.stringify(v.stamps)}
+        WHERE bucket = ${target.bucket} AND key = ${target.key}
+          AND version_id = ${target.versionId}`;
+      return true;
+    }, (r) => r ? { key: target.key, versionId: target.versionId } : undefined);
+  }
+
+  /**
+   * A change made here of some parts of a version (clustering on): stamps them after every
+   * earlier change of the version and queues the change; inside its transaction.
+   */
+  async #stampChange(
+    tx: Q,
+    target: { bucket: string; key: string; versionId: string },
+    parts: VersionPart[],
+    op: ObjectChange["op"],
+  ): Promise<void> {
+    if (!this.#replicating) return;
+    const [row] = await tx`
+      SELECT stamps FROM versions WHERE bucket = ${target.bucket} AND key = ${target.key}
+        AND version_id = ${target.versionId} FOR UPDATE`;
+    if (!row) return;
+    const stamps = row.stamps ? parseStamps(JSON.parse(row.stamps)) ?? {} : {};
+    const stamp = nextStamp(stamps, this.#cluster.node);
+    for (const part of parts) stamps[part] = stamp;
+    await tx`
+      UPDATE versions SET stamps = ${JSON.stringify(stamps)}
+      WHERE bucket = ${target.bucket} AND key = ${target.key} AND version_id = ${target.versionId}`;
+    await this.#objectQueue.append(tx, op, target);
   }
 
   createUpload(upload: UploadRecord): Promise<void> {

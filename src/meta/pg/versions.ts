@@ -15,11 +15,12 @@ import {
 import type { PgChunks, RefChanges } from "./chunks.ts";
 import type { Q } from "./connect.ts";
 import type { PgObjectQueue } from "./object_queue.ts";
+import { keepNewerParts, parseStamps } from "../version_stamps.ts";
 
 const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
   "user_meta, headers, owner, vid, chunked, sse, acl, parts, lock_mode, lock_until, legal_hold, " +
-  "checksum, tags, replication";
+  "checksum, tags, replication, stamps";
 
 function toVersion(row: Row): ObjectVersion {
   let data: DataRef = { kind: "none" };
@@ -46,6 +47,7 @@ function toVersion(row: Row): ObjectVersion {
     legalHold: row.legal_hold,
     tags: row.tags ? JSON.parse(row.tags) : undefined,
     replication: row.replication ?? undefined,
+    stamps: row.stamps ? parseStamps(JSON.parse(row.stamps)) : undefined,
   };
 }
 
@@ -116,6 +118,7 @@ export class PgVersions {
       DELETE FROM versions WHERE bucket = ${v.bucket} AND key = ${v.key}
         AND version_id = ${v.versionId}
       RETURNING ${q.unsafe(VERSION_COLUMNS)}`;
+    if (old && replica) v = keepNewerParts(v, toVersion(old));
     if (old) {
       const oldVersion = toVersion(old);
       displaced.push(oldVersion);
@@ -164,10 +167,14 @@ export class PgVersions {
     opts: { seq: number; vid: number; chunked: boolean; latest: boolean },
   ): Promise<void> {
     const replication = v.replication === "REPLICA" ? "REPLICA" : this.queue ? "PENDING" : null;
+    // A version written here starts unstamped; a replica keeps the stamps it had at its source.
+    const stamps = replication === "REPLICA" && v.stamps && Object.keys(v.stamps).length > 0
+      ? JSON.stringify(v.stamps)
+      : null;
     await q`
       INSERT INTO versions (bucket, key, seq, version_id, is_latest, delete_marker, size, etag,
         last_modified, content_type, user_meta, headers, owner, inline_data, acl, vid, chunked,
-        sse, parts, lock_mode, lock_until, legal_hold, checksum, tags, replication)
+        sse, parts, lock_mode, lock_until, legal_hold, checksum, tags, replication, stamps)
       VALUES (${v.bucket}, ${v.key}, ${opts.seq}, ${v.versionId}, ${opts.latest}, ${v.deleteMarker},
         ${v.size}, ${v.etag}, ${v.lastModified}, ${v.contentType}, ${JSON.stringify(v.userMeta)},
         ${JSON.stringify(v.headers)}, ${v.owner},
@@ -175,7 +182,7 @@ export class PgVersions {
         ${opts.chunked}, ${v.sse ?? null}, ${v.parts ? JSON.stringify(v.parts) : null},
         ${v.retention?.mode ?? null}, ${v.retention?.until ?? null}, ${v.legalHold ?? false},
         ${v.checksum ? JSON.stringify(v.checksum) : null},
-        ${v.deleteMarker ? null : tagsColumn(v.tags)}, ${replication})`;
+        ${v.deleteMarker ? null : tagsColumn(v.tags)}, ${replication}, ${stamps})`;
     if (replication === "PENDING") await this.queue!.append(q, "put", v);
   }
 
