@@ -164,6 +164,16 @@ Deno.test("HTTP/1.1 server", async (t) => {
       assertEquals(seen.at(-1)!.url, "http://a/after");
     });
 
+    await t.step("a long head (40 KiB of fields) is read whole", async () => {
+      const fields = Array.from({ length: 40 }, (_, i) => `x-f${i}: ${"v".repeat(1000)}\r\n`);
+      const text = await exchange(
+        port,
+        `GET /long HTTP/1.1\r\nhost: a\r\n${fields.join("")}connection: close\r\n\r\n`,
+      );
+      assert(text.startsWith("HTTP/1.1 200 OK\r\n"), text.slice(0, 200));
+      assertEquals(seen.at(-1)!.headers.filter(([k]) => k.startsWith("x-f")).length, 40);
+    });
+
     await t.step("HTTP/1.0 closes after the response", async () => {
       const text = await exchange(port, "GET /old HTTP/1.0\r\n\r\n");
       assert(text.startsWith("HTTP/1.1 200 OK\r\n"), text);

@@ -2,7 +2,8 @@
 
 import { HeadError, MAX_HEAD_BYTES } from "./head.ts";
 
-const BUFFER_BYTES = MAX_HEAD_BYTES;
+/** A connection's buffer between requests; it grows for a longer head, up to MAX_HEAD_BYTES. */
+const BUFFER_BYTES = 8 * 1024;
 /** Largest single read straight into a body chunk (a fixed-length body with nothing buffered). */
 const DIRECT_READ_BYTES = 256 * 1024;
 /** Longest chunk-size line or trailer field of a chunked body. */
@@ -18,7 +19,7 @@ export class UnexpectedEof extends Error {
 }
 
 export class ConnReader {
-  readonly #buf = new Uint8Array(BUFFER_BYTES);
+  #buf = new Uint8Array(BUFFER_BYTES);
   #start = 0;
   #end = 0;
 
@@ -26,12 +27,22 @@ export class ConnReader {
 
   /** Reads more bytes into the buffer; false at the end of the stream. */
   async #fill(): Promise<boolean> {
-    if (this.#start === this.#end) this.#start = this.#end = 0;
-    else if (this.#end === this.#buf.length) {
-      if (this.#start === 0) return true; // full: the caller decides what that means
-      this.#buf.copyWithin(0, this.#start, this.#end);
-      this.#end -= this.#start;
-      this.#start = 0;
+    if (this.#start === this.#end) {
+      this.#start = this.#end = 0;
+      // A buffer grown for a long head is given back while the connection waits.
+      if (this.#buf.length > BUFFER_BYTES) this.#buf = new Uint8Array(BUFFER_BYTES);
+    } else if (this.#end === this.#buf.length) {
+      if (this.#start === 0) {
+        // Full of one unfinished head or line: the callers' limits stop it at MAX_HEAD_BYTES.
+        if (this.#buf.length >= MAX_HEAD_BYTES) return true;
+        const grown = new Uint8Array(Math.min(MAX_HEAD_BYTES, this.#buf.length * 2));
+        grown.set(this.#buf);
+        this.#buf = grown;
+      } else {
+        this.#buf.copyWithin(0, this.#start, this.#end);
+        this.#end -= this.#start;
+        this.#start = 0;
+      }
     }
     const n = await this.conn.read(this.#buf.subarray(this.#end));
     if (n === null) return false;
@@ -60,7 +71,6 @@ export class ConnReader {
           return head;
         }
         scanned = this.#end - this.#start;
-        // The buffer holds MAX_HEAD_BYTES: a head that fills it is too large.
         if (scanned >= MAX_HEAD_BYTES) throw new HeadError(431, "request head too large");
       }
       if (!(await this.#fill())) {
