@@ -324,7 +324,9 @@ export class AntiEntropy {
       if (theirs && theirs.n === segment.digest.n && theirs.x === segment.digest.x) continue;
       report.rangesDiffering++;
       let leaf: VersionFacts[] = [];
-      for await (const v of listRange(this.deps.meta, bucket, segment, LEAF, read)) {
+      // The range holds n versions here: one more read finds its end.
+      const page = Math.min(PAGE, segment.digest.n + 1);
+      for await (const v of listRange(this.deps.meta, bucket, segment, page, read)) {
         leaf.push(facts(v));
         if (leaf.length < LEAF) continue;
         await this.#repairLeaf(report, bucket, peer, leaf, rules);
