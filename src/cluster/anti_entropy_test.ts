@@ -6,15 +6,22 @@ import { AntiEntropy, type VersionTarget } from "./anti_entropy.ts";
 import { AntiEntropyAnswers } from "./anti_entropy_answer.ts";
 import { Membership } from "./membership.ts";
 import { SqliteMetaStore } from "../meta/sqlite.ts";
+import { PgMetaStore } from "../meta/pg/store.ts";
+import postgres from "postgres";
+import { createPostgres } from "../../tests/services/postgres.ts";
 import { bucket, version } from "../meta/contract/helpers.ts";
 import type { BucketState, MetaStore, ObjectVersion } from "../meta/store.ts";
 import { type ReplicationConfig, ruleFor } from "./rules.ts";
 
 const wire = <T>(value: T): T => JSON.parse(JSON.stringify(value));
 
-function pair(rate = 0) {
-  const here = new SqliteMetaStore(":memory:", { clusterNode: "a" });
-  const there = new SqliteMetaStore(":memory:", { clusterNode: "b" });
+type Open = (node: string) => Promise<MetaStore>;
+const sqlite: Open = (node) =>
+  Promise.resolve(new SqliteMetaStore(":memory:", { clusterNode: node }));
+
+async function pair(rate = 0, open = sqlite) {
+  const here = await open("a");
+  const there = await open("b");
   const membership = new Membership({ id: "a", url: "http://a" }, {
     suspectMs: 60_000,
     deadMs: 120_000,
@@ -61,8 +68,8 @@ async function putBoth(here: MetaStore, there: MetaStore, item: ObjectVersion) {
   await there.putObjectVersion({ ...item, replication: "REPLICA" });
 }
 
-Deno.test("a pass sends exactly what the other node lacks, buckets first; the next sends nothing", async () => {
-  const { here, there, pass, sent } = pair();
+async function exactSends(open: Open) {
+  const { here, there, pass, sent } = await pair(0, open);
   try {
     await here.createBucket(bucket("one", { versioning: "Enabled" }));
     await there.applyBucketState(wire((await here.bucketChanges(0, 10))[0]));
@@ -106,10 +113,29 @@ Deno.test("a pass sends exactly what the other node lacks, buckets first; the ne
     await here.close();
     await there.close();
   }
+}
+
+Deno.test("a pass sends exactly what the other node lacks, buckets first; the next sends nothing", () =>
+  exactSends(sqlite));
+
+Deno.test("the same between two nodes with their metadata in PostgreSQL", async () => {
+  const pg = await createPostgres();
+  await pg.start();
+  const admin = postgres(pg.url, { max: 1, onnotice: () => {} });
+  try {
+    await exactSends(async (node) => {
+      await admin.unsafe(`CREATE DATABASE ae_${node}`);
+      const url = pg.url.replace(/\/postgres$/, `/ae_${node}`);
+      return await PgMetaStore.open({ url, pool: 2, clusterNode: node });
+    });
+  } finally {
+    await admin.end({ timeout: 1 });
+    await pg.dispose();
+  }
 });
 
 Deno.test("under replication rules only this node's own versions that a rule sends are sent", async () => {
-  const { here, there, pass, sent } = pair();
+  const { here, there, pass, sent } = await pair();
   try {
     await here.createBucket(bucket("ruled", { versioning: "Enabled" }));
     await here.createBucket(bucket("dest", { versioning: "Enabled" }));
@@ -155,7 +181,7 @@ Deno.test("under replication rules only this node's own versions that a rule sen
 });
 
 Deno.test("the pass reads at most `rate` versions a second; stop ends a running pass", async () => {
-  const { here, there, pass } = pair(2000);
+  const { here, there, pass } = await pair(2000);
   try {
     await here.createBucket(bucket("slow"));
     await there.applyBucketState(wire((await here.bucketChanges(0, 10))[0]));
