@@ -64,7 +64,7 @@ export function parseFacts(value: unknown): VersionFacts | undefined {
 }
 
 export class AntiEntropyAnswers {
-  constructor(readonly meta: MetaStore) {}
+  constructor(readonly meta: MetaStore, readonly pendingScan = PENDING_SCAN) {}
 
   /** Answers one verified call from `from` (the node that signed it). */
   answer(from: string, json: Record<string, unknown>): Promise<unknown> {
@@ -155,12 +155,14 @@ export class AntiEntropyAnswers {
   async #pendingDeletions(node: string, bucket: string): Promise<Set<string> | "busy"> {
     const found = new Set<string>();
     let after = await this.meta.objectReplicationCursor(node);
-    for (let scanned = 0; scanned < PENDING_SCAN;) {
-      const page = await this.meta.objectChanges(after, LIST_PAGE);
+    // One row more than the bound tells whether there are more.
+    for (let scanned = 0; scanned <= this.pendingScan;) {
+      const limit = Math.min(LIST_PAGE, this.pendingScan + 1 - scanned);
+      const page = await this.meta.objectChanges(after, limit);
       for (const c of page) {
         if (c.op === "delete" && c.bucket === bucket) found.add(`${c.key}\n${c.versionId}`);
       }
-      if (page.length < LIST_PAGE) return found;
+      if (page.length < limit) return found;
       scanned += page.length;
       after = page[page.length - 1].seq;
     }

@@ -208,6 +208,26 @@ Deno.test("answers: digests and have from a real store; pending deletions are no
       missing: [0],
       busy: false,
     });
+    // With more changes waiting for node a than are looked through, nothing is lacking: busy.
+    await meta.putObjectVersion(version("k5", { versionId: "k5v" }));
+    await meta.putObjectVersion(version("k6", { versionId: "k6v" }));
+    const unknown = { ...here[1], versionId: "other" };
+    assertEquals(
+      await new AntiEntropyAnswers(meta, 1).answer("a", {
+        op: "have",
+        bucket: "b",
+        versions: [unknown],
+      }),
+      { exists: true, missing: [], busy: true },
+    );
+    assertEquals(
+      await new AntiEntropyAnswers(meta, 2).answer("a", {
+        op: "have",
+        bucket: "b",
+        versions: [unknown],
+      }),
+      { exists: true, missing: [0], busy: false },
+    );
     // Bucket states: one digest per bucket, equal for equal stamps.
     const page = await answers.answer("a", { op: "buckets", after: 0 }) as {
       buckets: { bucket: string; d: string }[];
