@@ -6,9 +6,11 @@
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
+  GetBucketTaggingCommand,
   GetObjectCommand,
   ListObjectVersionsCommand,
   PutBucketReplicationCommand,
+  PutBucketTaggingCommand,
   PutBucketVersioningCommand,
   PutObjectCommand,
   type S3Client,
@@ -298,58 +300,69 @@ Deno.test("anti-entropy: a node that joined after the queue was pruned gets ever
 
 Deno.test("anti-entropy: queue rows lost while a node was down are repaired by the periodic pass", async () => {
   // b passes every 2 s; a and c never do.
+  const B_ENV = { STORE_CLUSTER_ANTI_ENTROPY: "2s" };
   let a = await startNode("node-a", { env: OFF });
-  const b = await startNode("node-b", {
-    seeds: [a.url],
-    env: { STORE_CLUSTER_ANTI_ENTROPY: "2s" },
-  });
+  let b = await startNode("node-b", { seeds: [a.url], env: B_ENV });
   let c = await startNode("node-c", { seeds: [a.url], env: OFF });
   const nodes = [a, b, c];
   try {
     await allAlive(nodes);
+    await c.server.stop();
+    // Made while c is down: a bucket with tags and 20 objects.
     const s3a = s3Client(a.server);
     await s3a.send(new CreateBucketCommand({ Bucket: "lost" }));
-    await eventually("bucket on c", async () => {
-      try {
-        await s3Client(c.server).send(new ListObjectVersionsCommand({ Bucket: "lost" }));
-        return true;
-      } catch {
-        return false;
-      }
-    }, (ok) => ok);
-    await c.server.stop();
+    await s3a.send(
+      new PutBucketTaggingCommand({
+        Bucket: "lost",
+        Tagging: { TagSet: [{ Key: "team", Value: "blue" }] },
+      }),
+    );
     for (let i = 0; i < 20; i++) {
       await s3a.send(new PutObjectCommand({ Bucket: "lost", Key: `x${i}`, Body: `lost ${i}` }));
     }
     const expected = await contents(s3a, "lost");
     await eventually(
       "b has them",
-      () => contents(s3Client(b.server), "lost"),
+      () => contents(s3Client(b.server), "lost").catch(() => []),
       (got) => JSON.stringify(got) === JSON.stringify(expected),
       30_000,
     );
-    // a's changes for c are lost with its queue rows (deleted while a is stopped).
-    await a.server.stop();
-    const db = new DatabaseSync(`${a.dataDir}/meta.db`);
-    const deleted = db.prepare("DELETE FROM cluster_object_changes").run().changes;
-    db.close();
-    assert(Number(deleted) >= 20, String(deleted));
+    // The changes for c are lost while a and b are stopped: a's queue rows are deleted, and b's
+    // bucket queue (which queued the bucket again when it took it) counts them as delivered to c.
+    await Promise.all([a.server.stop(), b.server.stop()]);
+    const dbA = new DatabaseSync(`${a.dataDir}/meta.db`);
+    assert(Number(dbA.prepare("DELETE FROM cluster_object_changes").run().changes) >= 20);
+    assert(Number(dbA.prepare("DELETE FROM cluster_changes").run().changes) >= 1);
+    dbA.close();
+    const dbB = new DatabaseSync(`${b.dataDir}/meta.db`);
+    dbB.prepare(
+      "INSERT INTO cluster_cursors (node, seq) SELECT 'node-c', max(seq) FROM cluster_changes " +
+        "WHERE true ON CONFLICT(node) DO UPDATE SET seq = excluded.seq",
+    ).run();
+    dbB.close();
     a = await startNode("node-a", { port: a.port, dataDir: a.dataDir, env: OFF });
-    nodes[0] = a;
+    b = await startNode("node-b", { port: b.port, dataDir: b.dataDir, seeds: [a.url], env: B_ENV });
     c = await startNode("node-c", { port: c.port, dataDir: c.dataDir, seeds: [a.url], env: OFF });
-    nodes[2] = c;
-    // b holds the versions as replicas, and repairs c from them on its own schedule.
+    nodes.splice(0, 3, a, b, c);
+    // b holds the bucket's state and the versions as replicas, and repairs c on its own schedule.
     const s3c = s3Client(c.server);
     await eventually(
-      "c has every version",
-      () => contents(s3c, "lost"),
+      "c has the bucket and every version",
+      () => contents(s3c, "lost").catch(() => []),
       (got) => JSON.stringify(got) === JSON.stringify(expected),
       60_000,
     );
+    const tags = await s3c.send(new GetBucketTaggingCommand({ Bucket: "lost" }));
+    assertEquals(tags.TagSet, [{ Key: "team", Value: "blue" }]);
     const status = await antiEntropyStatus(b);
     assertEquals(status.interval_seconds, 2);
     assertEquals(status.repaired_total, 20);
     assert(status.passes >= 1);
+    // The bucket's state reached c from b's passes too (each pass that sent something logs it).
+    const passes = b.server.logs().split("\n").filter((l) => l.includes('"Anti-entropy pass"'))
+      .map((l) => JSON.parse(l) as { bucketStatesSent: number; repaired: number });
+    assert(passes.some((p) => p.bucketStatesSent >= 1), b.server.logs());
+    assertEquals(passes.reduce((n, p) => n + p.repaired, 0), 20);
     // c's copies are replicas, with the same version ids (in `expected`) as on a.
     const head = await s3c.send(new GetObjectCommand({ Bucket: "lost", Key: "x3" }));
     await head.Body!.transformToByteArray();
