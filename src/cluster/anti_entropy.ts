@@ -197,6 +197,7 @@ export class AntiEntropy {
         }
       }
       for await (const bucket of this.#liveBuckets()) {
+        if (reachable.length === 0) break;
         report.buckets++;
         for (const peer of [...reachable]) {
           const ok = await this.#peerStep(
