@@ -273,6 +273,8 @@ Deno.test("cluster: settings parsed, seeds normalised, own URL left out of the s
     heartbeatMs: 2000,
     suspectMs: 10_000,
     deadMs: 60_000,
+    antiEntropyMs: 600_000,
+    antiEntropyRate: 5000,
   });
   const timed = load({
     STORE_CLUSTER_NODE_ID: "a",
@@ -308,6 +310,33 @@ Deno.test("cluster: incomplete, short-secret and malformed settings are refused"
   rejects({ ...base, STORE_CLUSTER_HEARTBEAT: "0" }, /STORE_CLUSTER_HEARTBEAT must be/);
   rejects({ ...base, STORE_CLUSTER_SUSPECT_AFTER: "2" }, /SUSPECT_AFTER must be longer/);
   rejects({ ...base, STORE_CLUSTER_DEAD_AFTER: "10" }, /DEAD_AFTER must be longer/);
+});
+
+Deno.test("cluster: STORE_CLUSTER_ANTI_ENTROPY interval and rate", () => {
+  const base = {
+    STORE_CLUSTER_NODE_ID: "a",
+    STORE_CLUSTER_ADVERTISE_URL: "http://127.0.0.1:9000",
+    STORE_CLUSTER_SECRET: SECRET,
+  };
+  const pass = (env: Record<string, string>) => {
+    const c = load({ ...base, ...env }).cluster!;
+    return [c.antiEntropyMs, c.antiEntropyRate];
+  };
+  assertEquals(pass({}), [600_000, 5000]);
+  assertEquals(pass({ STORE_CLUSTER_ANTI_ENTROPY: "off" }), [undefined, 5000]);
+  assertEquals(pass({ STORE_CLUSTER_ANTI_ENTROPY: "OFF" }), [undefined, 5000]);
+  assertEquals(pass({ STORE_CLUSTER_ANTI_ENTROPY: "90" }), [90_000, 5000]);
+  assertEquals(pass({ STORE_CLUSTER_ANTI_ENTROPY: "30s" }), [30_000, 5000]);
+  assertEquals(pass({ STORE_CLUSTER_ANTI_ENTROPY: "10m" }), [600_000, 5000]);
+  assertEquals(pass({ STORE_CLUSTER_ANTI_ENTROPY: "2h" }), [7_200_000, 5000]);
+  assertEquals(pass({ STORE_CLUSTER_ANTI_ENTROPY_RATE: "0" }), [600_000, 0]);
+  assertEquals(pass({ STORE_CLUSTER_ANTI_ENTROPY_RATE: "250" }), [600_000, 250]);
+  for (const bad of ["0", "0s", "10 m", "1d", "-5", "soon", "169h"]) {
+    rejects({ ...base, STORE_CLUSTER_ANTI_ENTROPY: bad }, /STORE_CLUSTER_ANTI_ENTROPY must be/);
+  }
+  for (const bad of ["-1", "fast", "1000001", "1.5"]) {
+    rejects({ ...base, STORE_CLUSTER_ANTI_ENTROPY_RATE: bad }, /ANTI_ENTROPY_RATE must be/);
+  }
 });
 
 Deno.test("STORE_META_URL and STORE_META_POOL: PostgreSQL metadata", () => {

@@ -13,7 +13,7 @@ import { errorsRoute } from "../errorlog/admin.ts";
 import { adminSharesRoute } from "../share/api.ts";
 import { ldapRoute } from "./admin_ldap.ts";
 import { kmsRoute } from "../kms/admin.ts";
-import { opsRoute } from "./admin_ops.ts";
+import { antiEntropyRoute, opsRoute } from "./admin_ops.ts";
 import { forgetNode } from "../cluster/admin.ts";
 import {
   ApiError,
@@ -165,6 +165,9 @@ export async function adminRoute(req: Request, deps: AppDeps): Promise<Response>
   if (ops) return await ops;
   if (resource === "cluster" && accessKey === "nodes" && action && rest.length === 0) {
     return await forgetNode(req, deps.cluster, action);
+  }
+  if (resource === "cluster" && accessKey === "anti-entropy" && action === undefined) {
+    return await antiEntropyRoute(req, deps);
   }
   if (resource === "notify" && accessKey === "targets" && action === undefined) {
     if (req.method !== "GET") throw new ApiError(405, "method_not_allowed", "Use GET.");

@@ -3,7 +3,7 @@
 // metrics token).
 import { timingSafeEqual } from "node:crypto";
 import type { AppDeps } from "../protocol.ts";
-import { clusterView } from "../cluster/admin.ts";
+import { clusterView, passView } from "../cluster/admin.ts";
 import { ApiError, apiErrorResponse, jsonResponse, limitedSignIn } from "./json.ts";
 
 /** The /admin resources of this module, or undefined for others. */
@@ -36,6 +36,23 @@ export function opsRoute(
       return clusterView(deps.cluster).then((view) => jsonResponse(200, view));
   }
   return undefined;
+}
+
+/**
+ * POST /admin/cluster/anti-entropy: runs an anti-entropy pass now (or joins the running one) and
+ * answers its report; with ?wait=false answers 202 at once.
+ */
+export async function antiEntropyRoute(req: Request, deps: AppDeps): Promise<Response> {
+  if (req.method !== "POST") throw new ApiError(405, "method_not_allowed", "Use POST.");
+  if (!deps.cluster) {
+    throw new ApiError(409, "cluster_disabled", "Clustering is not configured on this node.");
+  }
+  const pass = deps.cluster.antiEntropy.runNow();
+  if (new URL(req.url).searchParams.get("wait") === "false") {
+    pass.catch(() => {});
+    return jsonResponse(202, { running: true });
+  }
+  return jsonResponse(200, passView(await pass));
 }
 
 function only(req: Request, method: string, body: () => unknown): Promise<Response> {

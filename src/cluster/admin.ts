@@ -2,6 +2,7 @@
 // DELETE /admin/cluster/nodes/{id}: forgetting a node that is gone for good.
 import { ApiError, jsonResponse } from "../api/json.ts";
 import type { ClusterNode } from "./node.ts";
+import type { AntiEntropyStatus, PassReport } from "./anti_entropy.ts";
 
 export async function forgetNode(
   req: Request,
@@ -44,5 +45,42 @@ export async function clusterView(
       object_lag_seconds: Math.round((n.objectLagMs ?? 0) / 100) / 10,
     }),
   }));
-  return { enabled: true, node: status.node, nodes, total: nodes.length };
+  return {
+    enabled: true,
+    node: status.node,
+    nodes,
+    total: nodes.length,
+    anti_entropy: antiEntropyView(status.antiEntropy),
+  };
+}
+
+const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+
+/** A pass report as the administration API shows it. */
+export function passView(p: PassReport): Record<string, unknown> {
+  return {
+    started_at: iso(p.startedAt),
+    ended_at: iso(p.endedAt),
+    nodes: p.nodes,
+    buckets: p.buckets,
+    versions_compared: p.versionsCompared,
+    ranges_differing: p.rangesDiffering,
+    bucket_states_sent: p.bucketStatesSent,
+    repaired: p.repaired,
+    failed: p.failed,
+    ...(p.error ? { error: p.error } : {}),
+  };
+}
+
+function antiEntropyView(s: AntiEntropyStatus): Record<string, unknown> {
+  return {
+    interval_seconds: s.intervalMs === null ? null : s.intervalMs / 1000,
+    rate: s.rate,
+    running: s.running,
+    passes: s.passes,
+    repaired_total: s.repairedTotal,
+    versions_compared_total: s.versionsComparedTotal,
+    current_pass: s.current ? passView(s.current) : null,
+    last_pass: s.last ? passView(s.last) : null,
+  };
 }

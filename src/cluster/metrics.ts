@@ -7,7 +7,7 @@ import type { ClusterNode } from "./node.ts";
 const STATES: NodeState[] = ["alive", "suspect", "dead", "joining"];
 
 export async function renderClusterMetrics(out: Exposition, cluster: ClusterNode): Promise<void> {
-  const { nodes } = await cluster.status();
+  const { nodes, antiEntropy } = await cluster.status();
   const others = nodes.filter((n) => !n.self);
   out.family("store_cluster_nodes", "gauge", "Other nodes of the cluster by their state here.");
   for (const state of STATES) {
@@ -45,4 +45,21 @@ export async function renderClusterMetrics(out: Exposition, cluster: ClusterNode
   for (const n of others) {
     out.sample("store_cluster_object_lag_seconds", (n.objectLagMs ?? 0) / 1000, { node: n.id });
   }
+  out.family(
+    "store_cluster_anti_entropy_repaired_total",
+    "counter",
+    "Versions anti-entropy passes sent to nodes that lacked them.",
+  );
+  out.sample("store_cluster_anti_entropy_repaired_total", antiEntropy.repairedTotal);
+  out.family(
+    "store_cluster_anti_entropy_versions_compared_total",
+    "counter",
+    "Local versions anti-entropy passes read to compare with the other nodes.",
+  );
+  out.sample(
+    "store_cluster_anti_entropy_versions_compared_total",
+    antiEntropy.versionsComparedTotal,
+  );
+  out.family("store_cluster_anti_entropy_passes_total", "counter", "Anti-entropy passes run.");
+  out.sample("store_cluster_anti_entropy_passes_total", antiEntropy.passes);
 }

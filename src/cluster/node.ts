@@ -28,6 +28,8 @@ import type { ObjectLayer } from "../object/layer.ts";
 import { BucketReplicator, parseBucketState } from "./replication.ts";
 import { ObjectReplicator, receiveObject } from "./objects.ts";
 import type { ReplicaKeys } from "./object_keys.ts";
+import { AntiEntropy, type AntiEntropyStatus } from "./anti_entropy.ts";
+import { AntiEntropyAnswers } from "./anti_entropy_answer.ts";
 
 /** Bytes a join, heartbeat or ping body may have; a message (bucket states) may have more. */
 const BODY_LIMIT = 64 * 1024;
@@ -47,6 +49,7 @@ export interface ClusterStatus {
     objectQueueDepth?: number;
     objectLagMs?: number;
   })[];
+  antiEntropy: AntiEntropyStatus;
 }
 
 type Route = (call: VerifiedCall, json: Record<string, unknown>) => unknown;
@@ -73,6 +76,8 @@ export class ClusterNode {
   #objects: ObjectReplicator;
   /** When this process started: a node forgotten comes back only with a later start. */
   readonly #started = Date.now();
+  /** Anti-entropy passes (src/cluster/anti_entropy.ts); `antiEntropy.runNow()` runs one. */
+  readonly antiEntropy: AntiEntropy;
 
   constructor(
     readonly config: ClusterConfig,
@@ -107,6 +112,19 @@ export class ClusterNode {
       // Five heartbeats: after a restart, the member list is whole again by then.
       config.heartbeatMs * 5,
     );
+    const answers = new AntiEntropyAnswers(queue);
+    this.antiEntropy = new AntiEntropy({
+      meta: queue,
+      membership: this.membership,
+      ask: (url, body) =>
+        callNode(url, "/cluster/anti-entropy", { ...this.#callOptions(60_000), body }),
+      sendBuckets: (url, changes) =>
+        callNode(url, "/cluster/message", {
+          ...this.#callOptions(60_000),
+          body: { type: "buckets", changes },
+        }),
+      sendVersion: (node, url, target) => this.#objects.repair(node, url, target),
+    }, { intervalMs: config.antiEntropyMs, rate: config.antiEntropyRate });
     this.#routes = {
       join: { method: "POST", run: (call, json) => this.#joined(call, json) },
       heartbeat: {
@@ -124,6 +142,12 @@ export class ClusterNode {
         run: (call, json) => this.#message(call, json),
         bodyLimit: MESSAGE_LIMIT,
       },
+      "anti-entropy": {
+        method: "POST",
+        run: (call, json) => answers.answer(call.node, json),
+        routine: true,
+        bodyLimit: MESSAGE_LIMIT,
+      },
     };
   }
 
@@ -136,13 +160,18 @@ export class ClusterNode {
     this.#tick();
     this.#replicator.start();
     this.#objects.start();
+    this.antiEntropy.start();
   }
 
   /** Stops heartbeats and tells the nodes that are alive that this one is going. */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await Promise.all([this.#replicator.stop(), this.#objects.stop()]);
+    await Promise.all([
+      this.#replicator.stop(),
+      this.#objects.stop(),
+      this.antiEntropy.stop(),
+    ]);
     const alive = this.membership.view().filter((m) => m.state === "alive");
     await Promise.allSettled(
       alive.map((m) =>
@@ -175,6 +204,7 @@ export class ClusterNode {
       enabled: true,
       node: this.membership.self,
       nodes: [{ ...self, self: true }, ...others],
+      antiEntropy: this.antiEntropy.status(),
     };
   }
 

@@ -200,7 +200,7 @@ export async function receiveObject(
  * What one delivery came to: sent, refused for good, nothing to send (the version is gone), or
  * not to be replicated (no Enabled rule of the bucket's replication configuration takes it).
  */
-type Outcome = "delivered" | "failed" | "skipped" | "excluded";
+export type Outcome = "delivered" | "failed" | "skipped" | "excluded";
 
 /** A delivery's outcome, with what the source's replication event says of it. */
 interface Delivery {
@@ -289,6 +289,19 @@ export class ObjectReplicator {
         error: err instanceof Error ? err.message : String(err),
       });
     }
+  }
+
+  /**
+   * Sends one version (or marker) to one node now, outside the queue (anti-entropy repairs):
+   * the same call, rules and encryption as a queued change; throws when it is to be retried.
+   */
+  repair(
+    node: string,
+    url: string,
+    target: { bucket: string; key: string; versionId: string },
+  ): Promise<Outcome> {
+    return this.#deliver(node, url, { seq: 0, op: "put", ...target, queuedAt: Date.now() })
+      .then((d) => d.outcome);
   }
 
   /** Object changes not yet delivered to a node, and how long the oldest has waited. */
@@ -460,7 +473,7 @@ export class ObjectReplicator {
         return { outcome: "delivered", version, destination: message.bucket };
       }
       const error = (value.error ?? {}) as { code?: string; message?: string };
-      if (status === 404 && error.code === "NoSuchBucket") {
+      if (status === 404 && error.code === "NoSuchBucket" && change.seq > 0) {
         const since = this.#missingSince.get(missing) ?? Date.now();
         this.#missingSince.set(missing, since);
         if (Date.now() - since > this.missingBucketMs) {

@@ -23,7 +23,7 @@ export type Deliver = (url: string, body: unknown) => Promise<unknown>;
  * The part of a change that goes over the wire: the documents of the kinds that replicate (the
  * others, e.g. default encryption naming this node's keys, stay on the node that set them).
  */
-function wire(c: BucketChange): BucketState {
+export function wire(c: BucketChange): BucketState {
   const { seq: _seq, queuedAt: _queuedAt, configs, ...state } = c;
   const sent = Object.entries(configs).filter(([kind]) => CONFIG_KINDS.has(kind));
   return { ...state, configs: Object.fromEntries(sent) };

@@ -17,6 +17,10 @@ export interface ClusterConfig {
   suspectMs: number;
   /** Silence after which a node is dead (STORE_CLUSTER_DEAD_AFTER, seconds). */
   deadMs: number;
+  /** Between anti-entropy passes (STORE_CLUSTER_ANTI_ENTROPY); undefined: `off`. */
+  antiEntropyMs?: number;
+  /** Versions an anti-entropy pass reads a second at most (..._RATE); 0: no limit. */
+  antiEntropyRate: number;
 }
 
 export class ClusterConfigError extends Error {}
@@ -70,12 +74,39 @@ function timing(env: Env) {
   return { heartbeatMs: heartbeat * 1000, suspectMs: suspect * 1000, deadMs: dead * 1000 };
 }
 
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 };
+const MAX_INTERVAL_MS = 7 * 24 * 3_600_000;
+
+/** `off`, or a duration: whole seconds, or a whole number with `s`, `m` or `h`. */
+function antiEntropy(env: Env) {
+  const raw = (env("STORE_CLUSTER_ANTI_ENTROPY") ?? "").trim().toLowerCase();
+  const rawRate = env("STORE_CLUSTER_ANTI_ENTROPY_RATE") ?? "";
+  if (rawRate !== "" && (!/^\d+$/.test(rawRate) || Number(rawRate) > 1_000_000)) {
+    throw new ClusterConfigError(
+      "STORE_CLUSTER_ANTI_ENTROPY_RATE must be a whole number of versions a second, " +
+        "0 (no limit) to 1000000",
+    );
+  }
+  const antiEntropyRate = rawRate === "" ? 5000 : Number(rawRate);
+  if (raw === "off") return { antiEntropyRate };
+  if (raw === "") return { antiEntropyMs: 10 * 60_000, antiEntropyRate };
+  const match = /^(\d+)([smh]?)$/.exec(raw);
+  const ms = match ? Number(match[1]) * UNIT_MS[match[2] || "s"] : 0;
+  if (ms < 1000 || ms > MAX_INTERVAL_MS) {
+    throw new ClusterConfigError(
+      "STORE_CLUSTER_ANTI_ENTROPY must be off or a duration such as 600, 30s, 10m or 1h " +
+        "(1 second to 7 days)",
+    );
+  }
+  return { antiEntropyMs: ms, antiEntropyRate };
+}
+
 export function loadClusterConfig(env: Env): ClusterConfig | undefined {
   const nodeId = env("STORE_CLUSTER_NODE_ID") || undefined;
   const advertise = env("STORE_CLUSTER_ADVERTISE_URL") || undefined;
   const rawSeeds = env("STORE_CLUSTER_SEEDS") || undefined;
   const secret = env("STORE_CLUSTER_SECRET") || undefined;
-  const times = timing(env);
+  const times = { ...timing(env), ...antiEntropy(env) };
   if (!nodeId && !advertise && !rawSeeds && !secret) return undefined;
   if (!nodeId || !advertise || !secret) {
     throw new ClusterConfigError(

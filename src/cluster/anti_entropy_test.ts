@@ -1,0 +1,207 @@
+// A whole anti-entropy pass (anti_entropy.ts) between two SQLite stores in one process: the other
+// node's answers come from AntiEntropyAnswers on its store, bucket states are applied to it, and
+// the versions sent are copied into it as replicas, so what a pass sends can be counted exactly.
+import { assert, assertEquals } from "../../tests/integration/assert.ts";
+import { AntiEntropy, type VersionTarget } from "./anti_entropy.ts";
+import { AntiEntropyAnswers } from "./anti_entropy_answer.ts";
+import { Membership } from "./membership.ts";
+import { SqliteMetaStore } from "../meta/sqlite.ts";
+import { PgMetaStore } from "../meta/pg/store.ts";
+import postgres from "postgres";
+import { createPostgres } from "../../tests/services/postgres.ts";
+import { bucket, version } from "../meta/contract/helpers.ts";
+import type { BucketState, MetaStore, ObjectVersion } from "../meta/store.ts";
+import { type ReplicationConfig, ruleFor } from "./rules.ts";
+
+const wire = <T>(value: T): T => JSON.parse(JSON.stringify(value));
+
+type Open = (node: string) => Promise<MetaStore>;
+const sqlite: Open = (node) =>
+  Promise.resolve(new SqliteMetaStore(":memory:", { clusterNode: node }));
+
+async function pair(rate = 0, open = sqlite) {
+  const here = await open("a");
+  const there = await open("b");
+  const membership = new Membership({ id: "a", url: "http://a" }, {
+    suspectMs: 60_000,
+    deadMs: 120_000,
+  });
+  membership.heardFrom({ id: "b", url: "http://b" });
+  const answers = new AntiEntropyAnswers(there);
+  const sent: string[] = [];
+  const pass = new AntiEntropy({
+    meta: here,
+    membership,
+    ask: async (_url, body) =>
+      wire(await answers.answer("a", wire(body) as Record<string, unknown>)) as Record<
+        string,
+        unknown
+      >,
+    sendBuckets: (_url, states: BucketState[]) =>
+      Promise.all(wire(states).map((s) => there.applyBucketState(s))),
+    // What the object sender does, at the metadata level: the version as a replica there, in
+    // its rule's destination bucket.
+    sendVersion: async (_node, _url, t: VersionTarget) => {
+      const v = await here.getObjectVersion(t.bucket, t.key, t.versionId);
+      if (!v) return "skipped";
+      sent.push(`${t.bucket}/${t.key}/${t.versionId}`);
+      const rules = await here.getBucketConfig(t.bucket, "replication");
+      const destination = rules ? ruleFor(JSON.parse(rules), v)!.destination : t.bucket;
+      await there.putObjectVersion({ ...v, bucket: destination, replication: "REPLICA" });
+      return "delivered";
+    },
+  }, { rate });
+  return { here, there, pass, sent };
+}
+
+const v = (b: string, key: string, over: Partial<ObjectVersion> = {}) =>
+  version(key, {
+    bucket: b,
+    versionId: `${key}-v`,
+    etag: `"${key}"`,
+    lastModified: 1_700_000_000_000,
+    ...over,
+  });
+
+async function putBoth(here: MetaStore, there: MetaStore, item: ObjectVersion) {
+  await here.putObjectVersion(item);
+  await there.putObjectVersion({ ...item, replication: "REPLICA" });
+}
+
+async function exactSends(open: Open) {
+  const { here, there, pass, sent } = await pair(0, open);
+  try {
+    await here.createBucket(bucket("one", { versioning: "Enabled" }));
+    await there.applyBucketState(wire((await here.bucketChanges(0, 10))[0]));
+    // 1,000 keys on both (four ranges of 256), three missing there, one there only.
+    // Started together: the group commit writes them in a few transactions.
+    await Promise.all(Array.from({ length: 1000 }, (_, i) => {
+      const item = v("one", `k${String(i).padStart(4, "0")}`);
+      return [5, 500, 999].includes(i) ? here.putObjectVersion(item) : putBoth(here, there, item);
+    }));
+    await there.putObjectVersion(v("one", "k0500b"));
+    // A bucket (with a configuration) the other node lacks altogether.
+    await here.createBucket(bucket("two"));
+    await here.putBucketConfig("two", "tagging", '{"t":"1"}');
+    await here.putObjectVersion(v("two", "only"));
+    const first = await pass.runNow();
+    assertEquals(sent.sort(), [
+      "one/k0005/k0005-v",
+      "one/k0500/k0500-v",
+      "one/k0999/k0999-v",
+      "two/only/only-v",
+    ]);
+    assertEquals([first.repaired, first.failed, first.buckets, first.bucketStatesSent], [
+      4,
+      0,
+      2,
+      1,
+    ]);
+    assertEquals(await there.getBucketConfig("two", "tagging"), '{"t":"1"}');
+    assertEquals(first.nodes, ["b"]);
+    // Ranges differing in "one": the two with a missing key, the one with k0500b, the last.
+    assert(first.rangesDiffering >= 3 && first.rangesDiffering <= 5, JSON.stringify(first));
+    sent.length = 0;
+    const second = await pass.runNow();
+    // k0500b is there only: its range still differs, and nothing is sent or deleted.
+    assertEquals([second.repaired, second.bucketStatesSent, second.rangesDiffering], [0, 0, 1]);
+    assertEquals(sent, []);
+    assert(await there.getObjectVersion("one", "k0500b", "k0500b-v"));
+    assertEquals(pass.status().passes, 2);
+    assertEquals(pass.status().repairedTotal, 4);
+  } finally {
+    await here.close();
+    await there.close();
+  }
+}
+
+Deno.test("a pass sends exactly what the other node lacks, buckets first; the next sends nothing", () =>
+  exactSends(sqlite));
+
+Deno.test("the same between two nodes with their metadata in PostgreSQL", async () => {
+  const pg = await createPostgres();
+  await pg.start();
+  const admin = postgres(pg.url, { max: 1, onnotice: () => {} });
+  try {
+    await exactSends(async (node) => {
+      await admin.unsafe(`CREATE DATABASE ae_${node}`);
+      const url = pg.url.replace(/\/postgres$/, `/ae_${node}`);
+      return await PgMetaStore.open({ url, pool: 2, clusterNode: node });
+    });
+  } finally {
+    await admin.end({ timeout: 1 });
+    await pg.dispose();
+  }
+});
+
+Deno.test("under replication rules only this node's own versions that a rule sends are sent", async () => {
+  const { here, there, pass, sent } = await pair();
+  try {
+    await here.createBucket(bucket("ruled", { versioning: "Enabled" }));
+    await here.createBucket(bucket("dest", { versioning: "Enabled" }));
+    const rules: ReplicationConfig = {
+      role: "",
+      rules: [
+        { id: "k", enabled: true, prefix: "keep/", destination: "ruled", deleteMarkers: false },
+        { id: "m", enabled: true, prefix: "moved/", destination: "dest", deleteMarkers: false },
+      ],
+    };
+    await here.putBucketConfig("ruled", "replication", JSON.stringify(rules));
+    await here.putObjectVersion(v("ruled", "keep/1"));
+    await here.putObjectVersion(v("ruled", "skip/1"));
+    await here.putObjectVersion(v("ruled", "moved/1"));
+    await here.putObjectVersion(v("ruled", "moved/2"));
+    // A replica received here is its source's to repair; a marker the rule leaves out stays.
+    await here.putObjectVersion(v("ruled", "keep/replica", { replication: "REPLICA" }));
+    await here.putObjectVersion(
+      v("ruled", "keep/marker", { deleteMarker: true, size: 0, data: { kind: "none" } }),
+    );
+    const first = await pass.runNow();
+    assertEquals(sent.sort(), [
+      "ruled/keep/1/keep/1-v",
+      "ruled/moved/1/moved/1-v",
+      "ruled/moved/2/moved/2-v",
+    ]);
+    assertEquals([first.repaired, first.failed, first.bucketStatesSent], [3, 0, 2]);
+    assert(await there.getObjectVersion("dest", "moved/1", "moved/1-v"));
+    // Removed there (as replicas, not queued back): keep/1 from "ruled", moved/1 from "dest".
+    sent.length = 0;
+    await there.deleteObjects([
+      { bucket: "ruled", key: "keep/1", versionId: "keep/1-v", replica: true },
+      { bucket: "dest", key: "moved/1", versionId: "moved/1-v", replica: true },
+    ]);
+    const second = await pass.runNow();
+    // moved/2 is in "dest" there, which is asked about for the moved/ versions.
+    assertEquals(sent.sort(), ["ruled/keep/1/keep/1-v", "ruled/moved/1/moved/1-v"]);
+    assertEquals(second.failed, 0);
+  } finally {
+    await here.close();
+    await there.close();
+  }
+});
+
+Deno.test("the pass reads at most `rate` versions a second; stop ends a running pass", async () => {
+  const { here, there, pass } = await pair(2000);
+  try {
+    await here.createBucket(bucket("slow"));
+    await there.applyBucketState(wire((await here.bucketChanges(0, 10))[0]));
+    await Promise.all(
+      Array.from({ length: 1500 }, (_, i) => putBoth(here, there, v("slow", `k${i}`))),
+    );
+    const started = Date.now();
+    const report = await pass.runNow();
+    const took = Date.now() - started;
+    assertEquals([report.versionsCompared, report.rangesDiffering], [1500, 0]);
+    // 1,500 versions at 2,000 a second.
+    assert(took >= 600, String(took));
+    const running = pass.runNow();
+    await new Promise((r) => setTimeout(r, 100));
+    await pass.stop();
+    const stopped = await running;
+    assertEquals(stopped.error, "stopped");
+    assert(stopped.versionsCompared < 1500, JSON.stringify(stopped));
+  } finally {
+    await here.close();
+    await there.close();
+  }
+});
