@@ -24,6 +24,7 @@ import {
   type ClusterNodeProcess,
   clusterStatus,
   eventually,
+  queuedObjectChanges,
   rawCall,
   seenBy,
   startNode,
@@ -88,16 +89,6 @@ async function contents(s3: S3Client, bucket: string): Promise<string[]> {
     VersionIdMarker = page.NextVersionIdMarker;
   } while (KeyMarker);
   return out.sort();
-}
-
-function queued(node: ClusterNodeProcess): number {
-  const db = new DatabaseSync(`${node.dataDir}/meta.db`, { readOnly: true });
-  try {
-    return (db.prepare("SELECT count(*) AS n FROM cluster_object_changes").get() as { n: number })
-      .n;
-  } finally {
-    db.close();
-  }
 }
 
 async function allAlive(nodes: ClusterNodeProcess[]): Promise<void> {
@@ -178,7 +169,7 @@ Deno.test("anti-entropy: a node that joined after the queue was pruned gets ever
     // Every node has received everything: the queues are pruned (every 5 heartbeats here).
     await eventually(
       "queues pruned",
-      () => Promise.resolve([queued(a), queued(b)]),
+      () => Promise.resolve([queuedObjectChanges(a), queuedObjectChanges(b)]),
       (q) => q.every((n) => n <= 1),
       30_000,
     );

@@ -10,7 +10,6 @@ import {
   GetObjectLegalHoldCommand,
   GetObjectRetentionCommand,
   GetObjectTaggingCommand,
-  HeadBucketCommand,
   HeadObjectCommand,
   PutObjectAclCommand,
   PutObjectCommand,
@@ -22,6 +21,7 @@ import {
 import { assert, assertEquals } from "./assert.ts";
 import { createHash } from "node:crypto";
 import {
+  bucketExists,
   clusterAuthorization,
   type ClusterNodeProcess,
   eventually,
@@ -47,17 +47,6 @@ async function clusterOf3(): Promise<ClusterNodeProcess[]> {
 
 const statusOf = (err: unknown) =>
   (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-
-/** Whether `s3` has the bucket (404 while it has not replicated there yet). */
-async function hasBucket(s3: S3Client, bucket: string): Promise<boolean> {
-  try {
-    await s3.send(new HeadBucketCommand({ Bucket: bucket }));
-    return true;
-  } catch (err) {
-    if (statusOf(err) === 404) return false;
-    throw err;
-  }
-}
 
 async function hasVersion(s3: S3Client, bucket: string, key: string, versionId: string) {
   try {
@@ -101,7 +90,7 @@ Deno.test("cluster: later ACL, retention and legal hold changes replicate and co
       new CreateBucketCommand({ Bucket: "locked", ObjectLockEnabledForBucket: true }),
     );
     for (const x of s3) {
-      await eventually("bucket everywhere", () => hasBucket(x, "locked"), Boolean);
+      await eventually("bucket everywhere", () => bucketExists(x, "locked"), Boolean);
     }
     const put = await s3[0].send(
       new PutObjectCommand({ Bucket: "locked", Key: "doc.txt", Body: "hello" }),
@@ -280,7 +269,9 @@ Deno.test("cluster: replication outcomes reach a webhook as Replication events",
     }
     const s3 = nodes.map((n) => s3Client(n.server));
     await s3[0].send(new CreateBucketCommand({ Bucket: "evts", ObjectLockEnabledForBucket: true }));
-    for (const x of s3) await eventually("bucket everywhere", () => hasBucket(x, "evts"), Boolean);
+    for (const x of s3) {
+      await eventually("bucket everywhere", () => bucketExists(x, "evts"), Boolean);
+    }
     const config = webhookConfig([
       { id: "all", url: `${hook.url}/all`, events: ["store:Replication:*"] },
       // Object notifications go on beside them, through the same outbox.

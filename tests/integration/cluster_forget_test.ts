@@ -5,7 +5,6 @@
 import {
   CreateBucketCommand,
   DeleteBucketCommand,
-  HeadBucketCommand,
   HeadObjectCommand,
   PutObjectCommand,
   type S3Client,
@@ -13,6 +12,7 @@ import {
 import { DatabaseSync } from "node:sqlite";
 import { assert, assertEquals } from "./assert.ts";
 import {
+  bucketExists,
   type ClusterNodeProcess,
   eventually,
   restartNode,
@@ -48,18 +48,6 @@ const cursors = (n: ClusterNodeProcess) =>
     "SELECT node FROM cluster_cursors UNION ALL SELECT node FROM cluster_object_cursors",
   ).map((r) => r.node as string);
 
-async function hasBucket(s3: S3Client, bucket: string): Promise<boolean> {
-  try {
-    await s3.send(new HeadBucketCommand({ Bucket: bucket }));
-    return true;
-  } catch (err) {
-    if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) {
-      return false;
-    }
-    throw err;
-  }
-}
-
 async function has(s3: S3Client, key: string): Promise<boolean> {
   try {
     await s3.send(new HeadObjectCommand({ Bucket: "keep", Key: key }));
@@ -88,7 +76,7 @@ Deno.test("cluster: a node gone for good is forgotten everywhere and releases th
     const [sa, sb] = [s3Client(a.server), s3Client(b.server)];
     await sa.send(new CreateBucketCommand({ Bucket: "keep" }));
     for (const n of [b, c, d]) {
-      await eventually(`keep on ${n.id}`, () => hasBucket(s3Client(n.server), "keep"), Boolean);
+      await eventually(`keep on ${n.id}`, () => bucketExists(s3Client(n.server), "keep"), Boolean);
     }
 
     await t.step(

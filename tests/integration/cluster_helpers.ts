@@ -1,6 +1,8 @@
 // Three-node clusters on loopback for tests: each node on its own port and data directory, and
 // an independent signer of cluster calls written from the README's description of the format.
 import { createHash, createHmac, randomBytes } from "node:crypto";
+import { HeadBucketCommand, type S3Client } from "@aws-sdk/client-s3";
+import { DatabaseSync } from "node:sqlite";
 import { ADMIN_PASSWORD, ADMIN_USER, startServer, type TestServer } from "./server.ts";
 
 export const CLUSTER_SECRET = "cluster-test-secret-0123456789abcdef";
@@ -146,4 +148,28 @@ export function rawCall(
     },
     body: call.body,
   });
+}
+
+/** Whether the bucket exists on the node the client talks to (HeadBucket: 404 is false). */
+export async function bucketExists(s3: S3Client, bucket: string): Promise<boolean> {
+  try {
+    await s3.send(new HeadBucketCommand({ Bucket: bucket }));
+    return true;
+  } catch (err) {
+    if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) {
+      return false;
+    }
+    throw err;
+  }
+}
+
+/** Rows in a node's object-change queue (its SQLite metadata, read beside the running server). */
+export function queuedObjectChanges(node: ClusterNodeProcess): number {
+  const db = new DatabaseSync(`${node.dataDir}/meta.db`, { readOnly: true });
+  try {
+    return (db.prepare("SELECT count(*) AS n FROM cluster_object_changes").get() as { n: number })
+      .n;
+  } finally {
+    db.close();
+  }
 }

@@ -24,13 +24,13 @@ import {
 } from "@aws-sdk/client-s3";
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
-import { DatabaseSync } from "node:sqlite";
 import { assert, assertEquals } from "./assert.ts";
 import {
   clusterAuthorization,
   type ClusterNodeProcess,
   clusterStatus,
   eventually,
+  queuedObjectChanges,
   restartNode,
   seenBy,
   startNode,
@@ -83,17 +83,6 @@ async function versions(s3: S3Client, bucket: string, key: string): Promise<stri
     ...(out.DeleteMarkers ?? []).map((v) => ({ id: v.VersionId!, at: v.IsLatest, kind: "m" })),
   ];
   return all.map((v) => `${v.kind}:${v.id}${v.at ? ":latest" : ""}`).sort();
-}
-
-/** Rows in a node's object-change queue (its SQLite metadata, read beside the running server). */
-function queued(node: ClusterNodeProcess): number {
-  const db = new DatabaseSync(`${node.dataDir}/meta.db`, { readOnly: true });
-  try {
-    return (db.prepare("SELECT count(*) AS n FROM cluster_object_changes").get() as { n: number })
-      .n;
-  } finally {
-    db.close();
-  }
 }
 
 async function keys(s3: S3Client, bucket: string): Promise<number> {
@@ -707,7 +696,7 @@ Deno.test("cluster: a node that was down catches up; kill -9 loses nothing", asy
       const depth = /^store_cluster_object_queue_depth\{node="node-c"\} (\d+)$/m.exec(metrics);
       assert(depth && Number(depth[1]) >= WRITES / 2 + 1, metrics);
       // Pruned every 5 heartbeats (5 s here) while c was down: what c has not received stays.
-      assert(queued(a) >= WRITES / 2 + 1);
+      assert(queuedObjectChanges(a) >= WRITES / 2 + 1);
       c = await restartNode(c);
       nodes[2] = c;
       await eventually(
@@ -729,7 +718,12 @@ Deno.test("cluster: a node that was down catches up; kill -9 loses nothing", asy
         (n) => n === 0,
       );
       // Once every node has everything, a's queue is pruned down to its newest row.
-      await eventually("a's queue pruned", () => Promise.resolve(queued(a)), (n) => n <= 1, 30_000);
+      await eventually(
+        "a's queue pruned",
+        () => Promise.resolve(queuedObjectChanges(a)),
+        (n) => n <= 1,
+        30_000,
+      );
     });
 
     await t.step("kill -9 of the sender right after its acknowledgements", async () => {

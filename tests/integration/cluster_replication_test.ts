@@ -7,7 +7,6 @@ import {
   GetBucketPolicyCommand,
   GetBucketTaggingCommand,
   GetBucketVersioningCommand,
-  HeadBucketCommand,
   HeadObjectCommand,
   ListBucketsCommand,
   PutBucketCorsCommand,
@@ -19,6 +18,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { assert, assertEquals } from "./assert.ts";
 import {
+  bucketExists,
   type ClusterNodeProcess,
   clusterStatus,
   eventually,
@@ -29,18 +29,6 @@ import {
   stopAll,
 } from "./cluster_helpers.ts";
 import { ADMIN_PASSWORD, ADMIN_USER, s3Client, startServer } from "./server.ts";
-
-async function exists(s3: S3Client, bucket: string): Promise<boolean> {
-  try {
-    await s3.send(new HeadBucketCommand({ Bucket: bucket }));
-    return true;
-  } catch (err) {
-    if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) {
-      return false;
-    }
-    throw err;
-  }
-}
 
 async function tags(s3: S3Client, bucket: string): Promise<string> {
   try {
@@ -61,7 +49,7 @@ async function versioning(s3: S3Client, bucket: string): Promise<string> {
 
 /** Milliseconds until `bucket` exists on `s3`, polled every 20 ms. */
 async function timeUntilExists(s3: S3Client, bucket: string, since: number): Promise<number> {
-  await eventually(`${bucket} exists`, () => exists(s3, bucket), (x) => x, 15_000);
+  await eventually(`${bucket} exists`, () => bucketExists(s3, bucket), (x) => x, 15_000);
   return Date.now() - since;
 }
 
@@ -184,12 +172,12 @@ Deno.test("cluster: buckets and their configurations reach every node", async (t
         const bad = await rawCall(a.url, call(malformed));
         assertEquals([bad.status, (await bad.json()).error.code], [400, "invalid_message"]);
         for (const name of ["evil-one", "evil-two", "evil-three"]) {
-          assertEquals(await exists(s3.a, name), false, name);
+          assertEquals(await bucketExists(s3.a, name), false, name);
         }
         // Correctly signed, it is applied (and passed on): the secret is what is trusted.
         const ok = await rawCall(a.url, call(create("signed-one")));
         assertEquals(await ok.json(), { applied: 1, stale: 0, kept: 0 });
-        await eventually("passed on to b", () => exists(s3.b, "signed-one"), (x) => x);
+        await eventually("passed on to b", () => bucketExists(s3.b, "signed-one"), (x) => x);
       },
     );
 
@@ -213,12 +201,12 @@ Deno.test("cluster: buckets and their configurations reach every node", async (t
 
     await t.step("a node that was down catches up: creations, deletions, changes", async () => {
       await s3.a.send(new CreateBucketCommand({ Bucket: "rep-gone" }));
-      await eventually("rep-gone on c", () => exists(s3.c(), "rep-gone"), (x) => x);
+      await eventually("rep-gone on c", () => bucketExists(s3.c(), "rep-gone"), (x) => x);
       await c.server.kill();
       await eventually("c dead on a", () => seenBy(a), (s) => s.includes("node-c:dead"));
       await s3.b.send(new DeleteBucketCommand({ Bucket: "rep-gone" }));
       await s3.a.send(new CreateBucketCommand({ Bucket: "rep-two" }));
-      await eventually("rep-two on b", () => exists(s3.b, "rep-two"), (x) => x);
+      await eventually("rep-two on b", () => bucketExists(s3.b, "rep-two"), (x) => x);
       await s3.b.send(
         new PutBucketTaggingCommand({
           Bucket: "rep-two",
@@ -243,8 +231,8 @@ Deno.test("cluster: buckets and their configurations reach every node", async (t
         () => tags(s3.c(), "rep-two"),
         (v) => v === "made=while-c-was-down",
       );
-      await eventually("rep-gone deleted on c", () => exists(s3.c(), "rep-gone"), (x) => !x);
-      assertEquals(await exists(s3.c(), "rep-one"), true);
+      await eventually("rep-gone deleted on c", () => bucketExists(s3.c(), "rep-gone"), (x) => !x);
+      assertEquals(await bucketExists(s3.c(), "rep-one"), true);
       await eventually(
         "a's queue for c drained",
         async () =>
@@ -271,7 +259,10 @@ Deno.test("cluster: buckets and their configurations reach every node", async (t
       );
       assertEquals(refused, "BucketNotEmpty");
       await new Promise((r) => setTimeout(r, 500));
-      assertEquals([await exists(s3.b, "rep-one"), await exists(s3.c(), "rep-one")], [true, true]);
+      assertEquals([await bucketExists(s3.b, "rep-one"), await bucketExists(s3.c(), "rep-one")], [
+        true,
+        true,
+      ]);
     });
 
     await t.step(
