@@ -335,9 +335,7 @@ export class SqliteMetaStore implements MetaStore {
       }
       const displaced: ObjectVersion[] = [];
       const freed: ChunkRecord[] = [];
-      const old = this.#stmt(
-        `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
-      ).get(v.bucket, v.key, v.versionId) as Row | undefined;
+      const old = this.#versionRow(v);
       const replica = v.replication === "REPLICA";
       // A replica older than the same version here (written again since) changes nothing.
       if (old && replica && (old.last_modified as number) > v.lastModified) {
@@ -625,15 +623,20 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(listVersions((sql) => this.#stmt(sql), bucket, query));
   }
 
+  /** One version's row, inside a change. */
+  #versionRow(target: { bucket: string; key: string; versionId: string }): Row | undefined {
+    return this.#stmt(
+      `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
+    ).get(target.bucket, target.key, target.versionId) as Row | undefined;
+  }
+
   setObjectLock(
     target: { bucket: string; key: string; versionId: string },
     change: { retention?: Retention | null; legalHold?: boolean },
     guard?: (version: ObjectVersion) => void,
   ): Promise<boolean> {
     return this.#change(() => {
-      const row = this.#stmt(
-        `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
-      ).get(target.bucket, target.key, target.versionId) as Row | undefined;
+      const row = this.#versionRow(target);
       if (!row) return false;
       guard?.(toVersion(row));
       const where = "WHERE bucket = ? AND key = ? AND version_id = ?";
@@ -822,9 +825,7 @@ export class SqliteMetaStore implements MetaStore {
     parts: VersionParts,
   ): Promise<boolean> {
     return this.#change(() => {
-      const row = this.#stmt(
-        `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
-      ).get(target.bucket, target.key, target.versionId) as Row | undefined;
+      const row = this.#versionRow(target);
       if (!row) return false;
       const v = mergeParts(toVersion(row), parts);
       if (!v) return true;
