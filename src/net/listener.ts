@@ -71,12 +71,13 @@ const MAX_BACKOFF_MS = 1000;
 const LOG_EVERY_MS = 10_000;
 
 /**
- * One accepted connection: its HTTP server and the timer that closes it when it waits too long.
+ * One accepted connection and its deadline: the sweep closes it when it waits too long.
  * "Waiting" means waiting for a request's headers (a new or an idle keep-alive connection).
  */
 class Connection {
   readonly #abort = new AbortController();
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** While waiting: when the sweep closes the connection (performance.now() ms). */
+  deadline = 0;
   #active = 0;
   /** Settles once the connection's server has ended. */
   closed: Promise<void> = Promise.resolve();
@@ -95,7 +96,6 @@ class Connection {
   /** A request's headers arrived: no timer runs until its response has been sent. */
   onRequest(completed: Promise<void>): void {
     this.#active++;
-    clearTimeout(this.#timer);
     this.waiting.delete(this);
     const done = () => {
       if (--this.#active === 0) this.#wait(this.limits.idleTimeoutMs);
@@ -115,16 +115,28 @@ class Connection {
   }
 
   ended(): void {
-    clearTimeout(this.#timer);
     this.waiting.delete(this);
   }
 
   #wait(ms: number): void {
     if (this.#abort.signal.aborted) return;
-    clearTimeout(this.#timer);
+    this.deadline = performance.now() + ms;
+    // Re-added at the end: the set stays ordered by when each connection started waiting.
+    this.waiting.delete(this);
     this.waiting.add(this);
-    this.#timer = setTimeout(() => this.close(), ms);
   }
+}
+
+/** How often waiting connections are checked against their deadlines. */
+const SWEEP_MS = 200;
+
+/**
+ * Closes the waiting connections whose time is up. One sweep for all of them instead of a timer
+ * per connection: arming and clearing a timer on every request cost more than the whole check.
+ */
+function sweep(waiting: Set<Connection>): void {
+  const now = performance.now();
+  for (const c of waiting) if (c.deadline <= now) c.close();
 }
 
 export function serveConnections(
@@ -140,6 +152,7 @@ export function serveConnections(
   const servers = new Set<{ shutdown(): Promise<void>; finished: Promise<void> }>();
   /** Connections waiting for a request's headers, oldest first: the first to give way. */
   const waiting = new Set<Connection>();
+  const sweeper = setInterval(() => sweep(waiting), SWEEP_MS);
   /** Connections closed to make room whose sockets may not have been released yet. */
   let evicting = 0;
   let closed = false;
@@ -299,7 +312,9 @@ export function serveConnections(
       try {
         listener.close();
       } catch { /* already closed */ }
-      shutdownDone = Promise.all([...servers].map((s) => settled(s.shutdown()))).then(() => {});
+      shutdownDone = Promise.all([...servers].map((s) => settled(s.shutdown()))).then(() => {
+        clearInterval(sweeper);
+      });
       return shutdownDone;
     },
     async reloadTls(pair) {
