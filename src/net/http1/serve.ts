@@ -52,7 +52,9 @@ export function serveHttp1(conn: Deno.Conn, hooks: Http1Hooks): Http1Connection 
 
   /** Serves one request; false when the connection must not carry another. */
   const serveOne = async (head: RequestHead): Promise<boolean> => {
-    const body = new RequestBody(reader, head.framing, head.expectContinue, write);
+    const body = head.framing.kind === "none"
+      ? null
+      : new RequestBody(reader, head.framing, head.expectContinue, write);
     let request: Request;
     try {
       request = buildRequest(head, scheme, body);
@@ -72,16 +74,16 @@ export function serveHttp1(conn: Deno.Conn, hooks: Http1Hooks): Http1Connection 
       }
       // A body the client was never asked to send, or one too large to read and drop, ends
       // the connection with this response.
-      const mustClose = head.close || draining || body.withheld ||
+      const mustClose = head.close || draining || (body !== null && (body.withheld ||
         (!body.done && (body.touched || head.framing.kind === "chunked" ||
-          (head.framing.kind === "length" && head.framing.length > DRAIN_LIMIT)));
-      body.responseStarted = true;
+          (head.framing.kind === "length" && head.framing.length > DRAIN_LIMIT)))));
+      if (body) body.responseStarted = true;
       const reusable = await writeResponse(out, response, {
         head: head.method === "HEAD",
         close: mustClose,
       });
       if (!reusable || closed) return false;
-      return body.done || await body.drain(DRAIN_LIMIT);
+      return !body || body.done || await body.drain(DRAIN_LIMIT);
     } finally {
       done();
     }
@@ -132,11 +134,11 @@ export function serveHttp1(conn: Deno.Conn, hooks: Http1Hooks): Http1Connection 
 }
 
 /** The Request a handler sees; its `url` keeps the target as sent, as Deno's server does. */
-function buildRequest(head: RequestHead, scheme: string, body: RequestBody): Request {
+function buildRequest(head: RequestHead, scheme: string, body: RequestBody | null): Request {
   const url = head.target.startsWith("/")
     ? `${scheme}://${head.host ?? "localhost"}${head.target}`
     : head.target;
-  const withBody = head.framing.kind !== "none" && !NO_BODY_METHODS.has(head.method);
+  const withBody = body !== null && !NO_BODY_METHODS.has(head.method);
   const request = new Request(url, {
     method: head.method,
     // Pairs, not a Headers object: Request copies a Headers object field by field, slowly.
