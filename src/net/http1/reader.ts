@@ -98,7 +98,12 @@ export class ConnReader {
         const chunk = new Uint8Array(Math.min(max, DIRECT_READ_BYTES));
         const n = await this.conn.read(chunk);
         if (n === null) throw new UnexpectedEof();
-        return n === chunk.length ? chunk : chunk.subarray(0, n);
+        // A short read is copied out, so what the handler keeps holds no unused tail.
+        return n === chunk.length
+          ? chunk
+          : n > chunk.length / 2
+          ? chunk.subarray(0, n)
+          : chunk.slice(0, n);
       }
       if (!(await this.#fill())) throw new UnexpectedEof();
     }
