@@ -379,6 +379,7 @@ function listen(
         headerTimeoutMs: config.headerTimeout * 1000,
         idleTimeoutMs: config.idleTimeout * 1000,
         maxConnections: config.maxConnections,
+        stallMs: config.bodyTimeout * 1000,
       },
       onListen: ({ hostname, port }) => {
         log("info", "Listening", {

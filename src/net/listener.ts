@@ -27,6 +27,8 @@ export interface ConnectionLimits {
   headerTimeoutMs: number;
   idleTimeoutMs: number;
   maxConnections: number;
+  /** A response write the client takes nothing of for this long ends the connection. */
+  stallMs: number;
 }
 
 /** A certificate chain and its private key, PEM text. */
@@ -134,9 +136,14 @@ const SWEEP_MS = 200;
  * Closes the waiting connections whose time is up. One sweep for all of them instead of a timer
  * per connection: arming and clearing a timer on every request cost more than the whole check.
  */
-function sweep(waiting: Set<Connection>): void {
+function sweep(
+  waiting: Set<Connection>,
+  servers: Set<{ writeDeadline: number; close(): void }>,
+): void {
   const now = performance.now();
   for (const c of waiting) if (c.deadline <= now) c.close();
+  // Busy connections: a response the client stopped reading.
+  for (const s of servers) if (s.writeDeadline !== 0 && s.writeDeadline <= now) s.close();
 }
 
 export function serveConnections(
@@ -149,10 +156,13 @@ export function serveConnections(
   const tls = opts.tls !== undefined;
   /** Listeners closed by a TLS reload: their accept loops end instead of retrying. */
   const retired = new WeakSet<Deno.Listener>();
-  const servers = new Set<{ shutdown(): Promise<void>; finished: Promise<void> }>();
+  /** Every connection's server (or its TLS handshake in progress). */
+  const servers = new Set<
+    { shutdown(): Promise<void>; finished: Promise<void>; close(): void; writeDeadline: number }
+  >();
   /** Connections waiting for a request's headers, oldest first: the first to give way. */
   const waiting = new Set<Connection>();
-  const sweeper = setInterval(() => sweep(waiting), SWEEP_MS);
+  const sweeper = setInterval(() => sweep(waiting, servers), SWEEP_MS);
   /** Connections closed to make room whose sockets may not have been released yet. */
   let evicting = 0;
   let closed = false;
@@ -198,6 +208,7 @@ export function serveConnections(
       handler: (req, serveInfo) => withConnection(info, () => handler(req, serveInfo)),
       onError: opts.onError,
       onRequest: (completed) => c.onRequest(completed),
+      stallMs: opts.limits.stallMs,
     });
     c.signal.addEventListener("abort", () => server.close(), { once: true });
     servers.add(server);
@@ -222,6 +233,8 @@ export function serveConnections(
     c.signal.addEventListener("abort", drop, { once: true });
     const pending = {
       finished: Promise.resolve(),
+      writeDeadline: 0,
+      close: () => c.close(),
       shutdown: () => {
         c.close();
         return Promise.resolve();

@@ -2,7 +2,7 @@
 // the handler first reads the body, never before: a request refused from its head alone (bad
 // signature, no access) is answered without the client ever sending its body.
 
-import type { BodyFraming } from "./head.ts";
+import { type BodyFraming, HeadError } from "./head.ts";
 import type { ConnReader } from "./reader.ts";
 
 const CONTINUE = new TextEncoder().encode("HTTP/1.1 100 Continue\r\n\r\n");
@@ -14,7 +14,11 @@ export class RequestBody {
   #chunkLeft = 0;
   #done: boolean;
   #continuePending: boolean;
+  /** The `100 Continue` write in progress: the response head must not overtake it. */
+  #continueWrite: Promise<void> | undefined;
   #touched = false;
+  /** Why reading the body failed (malformed framing, the client went away), if it did. */
+  failure: unknown;
   /** The response head has gone out: too late for `100 Continue`. */
   responseStarted = false;
   readonly stream: ReadableStream<Uint8Array>;
@@ -33,13 +37,24 @@ export class RequestBody {
         this.#touched = true;
         if (this.#continuePending) {
           this.#continuePending = false;
-          if (!this.responseStarted) await write(CONTINUE);
+          if (!this.responseStarted) await (this.#continueWrite = write(CONTINUE));
         }
-        const chunk = await this.#next();
+        let chunk: Uint8Array | null;
+        try {
+          chunk = await this.#next();
+        } catch (err) {
+          this.failure = err;
+          throw err;
+        }
         if (chunk) controller.enqueue(chunk);
         if (this.#done) controller.close();
       },
     }, { highWaterMark: 0 });
+  }
+
+  /** Settles once a `100 Continue` being written (if any) is out. */
+  async continueWritten(): Promise<void> {
+    await this.#continueWrite?.catch(() => {});
   }
 
   /** The whole body has been read from the connection. */
@@ -67,8 +82,9 @@ export class RequestBody {
     }
     if (this.#chunkLeft === 0) {
       const line = await this.reader.readLine();
-      const size = /^([0-9a-fA-F]{1,15})[ \t]*(;.*)?$/.exec(line);
-      if (!size) throw new Error("malformed chunk size");
+      // chunk-size [ BWS ";" chunk-ext ]: no control characters in extensions (ignored).
+      const size = /^([0-9a-fA-F]{1,15})(?:[ \t]*;[\t\x20-\x7e\x80-\xff]*)?$/.exec(line);
+      if (!size) throw new HeadError(400, "malformed chunk size");
       this.#chunkLeft = parseInt(size[1], 16);
       if (this.#chunkLeft === 0) {
         await this.reader.skipTrailers();
@@ -83,17 +99,27 @@ export class RequestBody {
   }
 
   /**
-   * Reads and drops what is left of the body, at most `limit` bytes; false when more is left
-   * (the connection cannot be used for another request then).
+   * Reads and drops what is left of the body, at most `limit` bytes within `withinMs`; false when
+   * more is left or it does not arrive in time (the connection cannot carry another request).
    */
-  async drain(limit: number): Promise<boolean> {
-    let dropped = 0;
-    while (!this.#done) {
-      if (this.#remaining > limit - dropped) return false;
-      const chunk = await this.#next();
-      dropped += chunk?.length ?? 0;
-      if (dropped > limit) return false;
+  async drain(limit: number, withinMs: number): Promise<boolean> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<false>((r) => timer = setTimeout(() => r(false), withinMs));
+    const read = async () => {
+      let dropped = 0;
+      while (!this.#done) {
+        if (this.#remaining > limit - dropped) return false;
+        const chunk = await this.#next();
+        dropped += chunk?.length ?? 0;
+        if (dropped > limit) return false;
+      }
+      return true;
+    };
+    try {
+      // On time-out the read is abandoned: the caller closes the connection.
+      return await Promise.race([read().catch(() => false), late]);
+    } finally {
+      clearTimeout(timer);
     }
-    return true;
   }
 }

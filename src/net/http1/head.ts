@@ -35,10 +35,33 @@ export interface RequestHead {
   close: boolean;
 }
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+export const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Characters no field value may hold (tab is allowed). */
+// deno-lint-ignore no-control-regex -- control characters are what is refused
+export const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
 const TARGET = /^[\x21-\x7e\u0080-\uffff]+$/;
+/** The absolute form of a request target (RFC 9112 §3.2.2); other forms are refused. */
+const ABSOLUTE = /^https?:\/\/[^/?#]+([/?].*)?$/i;
 const HOST = /^[A-Za-z0-9.\-_~%!$&'()*+,;=:\[\]]*$/;
+/**
+ * Methods the Request constructor upper-cases. Methods are case-sensitive: `head` is not HEAD,
+ * and answering it as HEAD would leave a body the client (or a proxy) waits for unsent.
+ */
+const NORMALIZED = new Set(["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"]);
 const utf8 = new TextDecoder();
+/** The request line of a head with non-ASCII bytes: they must be UTF-8. */
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** `value` without leading and trailing spaces and tabs (a loop: a regex would be quadratic). */
+function trimOws(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && (value.charCodeAt(start) === 32 || value.charCodeAt(start) === 9)) start++;
+  while (end > start && (value.charCodeAt(end - 1) === 32 || value.charCodeAt(end - 1) === 9)) {
+    end--;
+  }
+  return start === 0 && end === value.length ? value : value.slice(start, end);
+}
 
 /** Text of bytes read one byte per character (header field values are octets, not UTF-8). */
 function latin1(bytes: Uint8Array): string {
@@ -60,7 +83,12 @@ export function parseHead(bytes: Uint8Array): RequestHead {
     // Non-ASCII bytes (a multi-byte sequence shortens the text, a stray byte becomes U+FFFD):
     // the request line as UTF-8, the fields as octets.
     const lineEnd = bytes.indexOf(13);
-    const line = utf8.decode(lineEnd < 0 ? bytes : bytes.subarray(0, lineEnd));
+    let line: string;
+    try {
+      line = strictUtf8.decode(lineEnd < 0 ? bytes : bytes.subarray(0, lineEnd));
+    } catch {
+      throw new HeadError(400, "request line is not UTF-8");
+    }
     text = lineEnd < 0 ? line : line + latin1(bytes.subarray(lineEnd));
     requestLineEnd = lineEnd < 0 ? -1 : line.length;
   }
@@ -69,7 +97,12 @@ export function parseHead(bytes: Uint8Array): RequestHead {
   if (parts.length !== 3) throw new HeadError(400, "malformed request line");
   const [method, target, version] = parts;
   if (!TOKEN.test(method)) throw new HeadError(400, "malformed method");
-  if (!TARGET.test(target)) throw new HeadError(400, "malformed request target");
+  if (method !== method.toUpperCase() && NORMALIZED.has(method.toUpperCase())) {
+    throw new HeadError(501, "unknown method");
+  }
+  if (!TARGET.test(target) || (target[0] !== "/" && !ABSOLUTE.test(target))) {
+    throw new HeadError(400, "malformed request target");
+  }
   let minor: number;
   if (version === "HTTP/1.1") minor = 1;
   else if (version === "HTTP/1.0") minor = 0;
@@ -95,9 +128,8 @@ export function parseHead(bytes: Uint8Array): RequestHead {
     // Also refuses obsolete line folding (a line starting with whitespace) and whitespace
     // before the colon.
     if (!TOKEN.test(name)) throw new HeadError(400, "malformed header field name");
-    const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, "");
-    // deno-lint-ignore no-control-regex -- control characters are what is refused
-    if (/[\x00-\x08\x0a-\x1f\x7f]/.test(value)) {
+    const value = trimOws(line.slice(colon + 1));
+    if (CONTROL.test(value)) {
       throw new HeadError(400, "malformed header field value");
     }
     if (fields.length >= MAX_HEADER_FIELDS) throw new HeadError(431, "too many header fields");

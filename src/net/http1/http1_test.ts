@@ -13,6 +13,8 @@ function assertEquals<T>(actual: T, expected: T, message = ""): void {
 }
 
 const enc = new TextEncoder();
+/** The listener's write-stall time in these tests. */
+const STALL_MS = 1500;
 
 /** What the handler saw of each request, for the assertions. */
 interface Seen {
@@ -29,13 +31,27 @@ async function withHttp1(
   const server = serveConnections({
     hostname: "127.0.0.1",
     port: 0,
-    limits: { headerTimeoutMs: 5000, idleTimeoutMs: 5000, maxConnections: 100 },
+    limits: { headerTimeoutMs: 5000, idleTimeoutMs: 5000, maxConnections: 100, stallMs: STALL_MS },
     onError: () => new Response("handler failed", { status: 500 }),
     warn: () => {},
   }, async (req) => {
     const url = new URL(req.url);
     if (url.pathname === "/refuse") return new Response("no", { status: 403 });
     if (url.pathname === "/ignore-body") return new Response("ignored");
+    if (url.pathname === "/204") {
+      return new Response(null, { status: 204, headers: { "content-length": "0" } });
+    }
+    if (url.pathname === "/fail-first") {
+      return new Response(new ReadableStream({ pull: (c) => c.error(new Error("disk gone")) }));
+    }
+    if (url.pathname === "/big") {
+      const piece = new Uint8Array(1024 * 1024);
+      let left = 64;
+      return new Response(
+        new ReadableStream({ pull: (c) => left-- > 0 ? c.enqueue(piece) : c.close() }),
+        { headers: { "content-length": String(64 * 1024 * 1024) } },
+      );
+    }
     const entry: Seen = {
       url: req.url,
       method: req.method,
@@ -82,10 +98,14 @@ async function exchange(
   }
 }
 
-async function readText(conn: Deno.Conn, done: (text: string) => boolean): Promise<string> {
+async function readText(
+  conn: Deno.Conn,
+  done: (text: string) => boolean,
+  timeoutMs = 5000,
+): Promise<string> {
   let text = "";
   const buf = new Uint8Array(64 * 1024);
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + timeoutMs;
   while (!done(text) && Date.now() < deadline) {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const n = await Promise.race([
@@ -219,12 +239,132 @@ Deno.test("HTTP/1.1 server", async (t) => {
       }
     });
 
-    await t.step("a malformed chunked body fails the request, not the server", async () => {
+    await t.step(
+      "a malformed chunked body is answered 400, whatever the handler made of it",
+      async () => {
+        const bodies = [
+          "zz\r\nabc\r\n0\r\n\r\n", // not hex
+          "3 \r\nabc\r\n0\r\n\r\n", // whitespace after the size
+          "3;\u0001\r\nabc\r\n0\r\n\r\n", // a control character in an extension
+          "3\r\nabc\r\n0\r\nx y: 1\r\n\r\n", // a trailer name that is not a token
+        ];
+        for (const chunked of bodies) {
+          const text = await exchange(
+            port,
+            `PUT /bad HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\n${chunked}`,
+          );
+          assert(text.startsWith("HTTP/1.1 400 "), `${JSON.stringify(chunked)}: ${text}`);
+          assert(/\r\nconnection: close\r\n/.test(text), text);
+        }
+      },
+    );
+
+    await t.step(
+      "a 64 KiB run of spaces inside a field value is parsed in linear time",
+      async () => {
+        const started = performance.now();
+        const text = await exchange(
+          port,
+          `GET /spaces HTTP/1.1\r\nhost: a\r\nx: a${
+            " ".repeat(60_000)
+          }b\r\nconnection: close\r\n\r\n`,
+        );
+        assert(text.startsWith("HTTP/1.1 200 OK\r\n"), text.slice(0, 100));
+        const ms = performance.now() - started;
+        assert(ms < 1000, `took ${ms} ms`);
+        assertEquals(seen.at(-1)!.headers.find(([k]) => k === "x")?.[1].length, 60_002);
+      },
+    );
+
+    await t.step("methods are case-sensitive: `head` is not HEAD", async () => {
+      for (const method of ["head", "get", "Put", "delete"]) {
+        const text = await exchange(port, `${method} /x HTTP/1.1\r\nhost: a\r\n\r\n`);
+        assert(text.startsWith("HTTP/1.1 501 "), `${method}: ${text}`);
+      }
+    });
+
+    await t.step("only origin-form and http(s) absolute-form targets are served", async () => {
+      for (const target of ["a:b//admin/users", "file:///x", "url:80", "*"]) {
+        const text = await exchange(port, `GET ${target} HTTP/1.1\r\nhost: a\r\n\r\n`);
+        assert(text.startsWith("HTTP/1.1 400 "), `${target}: ${text}`);
+      }
       const text = await exchange(
         port,
-        "PUT /bad HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+        "GET http://other.example?x=1 HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n",
       );
+      assert(text.startsWith("HTTP/1.1 200 "), text);
+      assertEquals(seen.at(-1)!.url, "http://other.example/?x=1");
+      const bad = new Uint8Array([
+        ...enc.encode("GET /x"),
+        0xff,
+        0xfe,
+        ...enc.encode(" HTTP/1.1\r\nhost: a\r\n\r\n"),
+      ]);
+      assert(
+        (await exchange(port, bad)).startsWith("HTTP/1.1 400 "),
+        "invalid UTF-8 in the target",
+      );
+    });
+
+    await t.step("HTTP/1.0: no chunked coding, keep-alive acknowledged", async () => {
+      const text = await exchange(port, "GET /stream HTTP/1.0\r\n\r\n");
+      assert(!/transfer-encoding/i.test(text), text);
+      assert(/\r\nconnection: close\r\n/.test(text), text);
+      assert(text.endsWith("\r\n\r\npart1;part2;part3;"), text);
+      const kept = await exchange(
+        port,
+        "GET /x HTTP/1.0\r\nconnection: keep-alive\r\n\r\nGET /y HTTP/1.0\r\n\r\n",
+      );
+      const parts = responses(kept);
+      assertEquals(parts.length, 2, kept);
+      assert(/\r\nconnection: keep-alive\r\n/.test(parts[0]), parts[0]);
+    });
+
+    await t.step("a 204 carries no Content-Length", async () => {
+      const text = await exchange(
+        port,
+        "GET /204 HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n",
+      );
+      assert(text.startsWith("HTTP/1.1 204 "), text);
+      assert(!/content-length/i.test(text), text);
+    });
+
+    await t.step("a response body that fails before its first piece is answered 500", async () => {
+      const text = await exchange(port, "GET /fail-first HTTP/1.1\r\nhost: a\r\n\r\n");
       assert(text.startsWith("HTTP/1.1 500 "), text);
+    });
+
+    await t.step("a body announced but never sent does not hold the connection", async () => {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      try {
+        const started = Date.now();
+        await conn.write(
+          enc.encode("PUT /refuse HTTP/1.1\r\nhost: a\r\ncontent-length: 200000\r\n\r\n"),
+        );
+        const text = await readText(conn, () => false, 9000);
+        assert(text.startsWith("HTTP/1.1 403 "), text);
+        const ms = Date.now() - started;
+        assert(ms < 8000, `closed after ${ms} ms`);
+      } finally {
+        conn.close();
+      }
+    });
+
+    await t.step("a client that reads no response is cut off after the stall time", async () => {
+      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      try {
+        const started = Date.now();
+        // Ask for far more response bytes than socket buffers hold, and read none of them.
+        const big = "GET /big HTTP/1.1\r\nhost: a\r\n\r\n";
+        await conn.write(enc.encode(big));
+        await new Promise((r) => setTimeout(r, STALL_MS + 1500));
+        // Then read: what arrives ends with the server's close, well before the whole body.
+        const text = await readText(conn, () => false, 5000);
+        assert(text.length < 64 * 1024 * 1024, `the whole body arrived (${text.length} bytes)`);
+        assert(Date.now() - started < STALL_MS + 8000, "the connection stayed open");
+      } finally {
+        conn.close();
+      }
     });
 
     await t.step("Expect: 100-continue waits for the handler to read the body", async () => {

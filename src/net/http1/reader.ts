@@ -1,11 +1,21 @@
 // Buffered reading from one connection: request heads, body bytes (fixed length or chunked).
 
-import { HeadError, MAX_HEAD_BYTES } from "./head.ts";
+import { CONTROL, HeadError, MAX_HEAD_BYTES, TOKEN } from "./head.ts";
 
 /** A connection's buffer between requests; it grows for a longer head, up to MAX_HEAD_BYTES. */
 const BUFFER_BYTES = 8 * 1024;
-/** Largest single read straight into a body chunk (a fixed-length body with nothing buffered). */
+/**
+ * Reads straight into a body chunk (nothing buffered, a long body) start at this size, double
+ * while they come back full, up to DIRECT_READ_BYTES.
+ */
+const DIRECT_FIRST_BYTES = 64 * 1024;
 const DIRECT_READ_BYTES = 256 * 1024;
+/**
+ * Bytes all connections together may hold in buffers grown beyond BUFFER_BYTES for long heads:
+ * thousands of clients each sending most of a 64 KiB head would otherwise hold gigabytes.
+ */
+const GROWN_BUDGET = 32 * 1024 * 1024;
+let grownBytes = 0;
 /** Longest chunk-size line or trailer field of a chunked body. */
 const MAX_CHUNK_LINE = 4096;
 /** Most trailer bytes after a chunked body. */
@@ -22,22 +32,39 @@ export class ConnReader {
   #buf = new Uint8Array(BUFFER_BYTES);
   #start = 0;
   #end = 0;
+  /** Size of the next direct body read; 0 while reads come back short (they go through #buf). */
+  #direct = DIRECT_FIRST_BYTES;
 
   constructor(readonly conn: Deno.Conn) {}
+
+  /** Gives back the buffer's share of the grown-buffer budget (the connection has ended). */
+  release(): void {
+    this.#resize(BUFFER_BYTES);
+  }
+
+  #resize(size: number): void {
+    const delta = size - this.#buf.length;
+    if (delta === 0) return;
+    if (delta > 0 && grownBytes + delta > GROWN_BUDGET) {
+      throw new HeadError(503, "too many long request heads at once");
+    }
+    grownBytes += delta;
+    const next = new Uint8Array(size);
+    if (delta > 0) next.set(this.#buf);
+    this.#buf = next;
+  }
 
   /** Reads more bytes into the buffer; false at the end of the stream. */
   async #fill(): Promise<boolean> {
     if (this.#start === this.#end) {
       this.#start = this.#end = 0;
       // A buffer grown for a long head is given back while the connection waits.
-      if (this.#buf.length > BUFFER_BYTES) this.#buf = new Uint8Array(BUFFER_BYTES);
+      this.#resize(BUFFER_BYTES);
     } else if (this.#end === this.#buf.length) {
       if (this.#start === 0) {
         // Full of one unfinished head or line: the callers' limits stop it at MAX_HEAD_BYTES.
         if (this.#buf.length >= MAX_HEAD_BYTES) return true;
-        const grown = new Uint8Array(Math.min(MAX_HEAD_BYTES, this.#buf.length * 2));
-        grown.set(this.#buf);
-        this.#buf = grown;
+        this.#resize(Math.min(MAX_HEAD_BYTES, this.#buf.length * 2));
       } else {
         this.#buf.copyWithin(0, this.#start, this.#end);
         this.#end -= this.#start;
@@ -94,18 +121,22 @@ export class ConnReader {
   /** Up to `max` bytes of body, in a buffer of its own; throws UnexpectedEof at the end. */
   async readSome(max: number): Promise<Uint8Array> {
     if (this.#start === this.#end) {
-      if (max >= 16 * 1024) {
-        const chunk = new Uint8Array(Math.min(max, DIRECT_READ_BYTES));
+      if (max >= 16 * 1024 && this.#direct > 0) {
+        const chunk = new Uint8Array(Math.min(max, this.#direct));
         const n = await this.conn.read(chunk);
         if (n === null) throw new UnexpectedEof();
-        // A short read is copied out, so what the handler keeps holds no unused tail.
-        return n === chunk.length
-          ? chunk
-          : n > chunk.length / 2
-          ? chunk.subarray(0, n)
-          : chunk.slice(0, n);
+        if (n === chunk.length) {
+          this.#direct = Math.min(DIRECT_READ_BYTES, this.#direct * 2);
+          return chunk;
+        }
+        if (n > chunk.length / 2) return chunk.subarray(0, n);
+        // A slow sender: its trickle goes through the connection buffer until a read fills it,
+        // and what the handler keeps is copied out, without the unused tail.
+        this.#direct = 0;
+        return chunk.slice(0, n);
       }
       if (!(await this.#fill())) throw new UnexpectedEof();
+      if (this.#end === this.#buf.length) this.#direct = DIRECT_FIRST_BYTES;
     }
     const n = Math.min(max, this.#end - this.#start);
     const out = this.#buf.slice(this.#start, this.#start + n);
@@ -115,8 +146,11 @@ export class ConnReader {
 
   /** One CRLF-terminated line of a chunked body (chunk size or trailer field), as text. */
   async readLine(): Promise<string> {
+    let scanned = 0;
     for (;;) {
-      const lf = this.#buf.subarray(this.#start, this.#end).indexOf(10);
+      const found = this.#buf.subarray(this.#start + scanned, this.#end).indexOf(10);
+      const lf = found < 0 ? -1 : scanned + found;
+      scanned = this.#end - this.#start;
       if (lf >= 0) {
         const end = this.#start + lf;
         if (lf === 0 || this.#buf[end - 1] !== 13) throw new HeadError(400, "malformed chunk");
@@ -144,7 +178,10 @@ export class ConnReader {
       if (line === "") return;
       total += line.length + 2;
       if (total > MAX_TRAILER_BYTES) throw new HeadError(400, "trailer too large");
-      if (line.indexOf(":") <= 0) throw new HeadError(400, "malformed trailer field");
+      const colon = line.indexOf(":");
+      if (colon <= 0 || !TOKEN.test(line.slice(0, colon)) || CONTROL.test(line.slice(colon + 1))) {
+        throw new HeadError(400, "malformed trailer field");
+      }
     }
   }
 }

@@ -77,18 +77,21 @@ export function plainHead(status: number, fields: string[]): Uint8Array {
 
 /**
  * Writes `res`; true when the connection may carry another request afterwards (the body was
- * framed and written whole, and nobody asked to close).
+ * framed and written whole, and nobody asked to close). `http10`: the request was HTTP/1.0, which
+ * knows no chunked coding (a body of unknown length is ended by closing the connection).
  */
 export async function writeResponse(
   out: Writer,
   res: Response,
-  opts: { head: boolean; close: boolean },
+  opts: { head: boolean; close: boolean; http10: boolean },
 ): Promise<boolean> {
   const status = res.status;
   let text = `HTTP/1.1 ${status} ${res.statusText || REASONS[status] || ""}\r\n`;
   let length: number | undefined;
   let close = opts.close;
   let hasDate = false;
+  // A 204 or 1xx carries no Content-Length (RFC 9110 §8.6).
+  const lengthAllowed = status >= 200 && status !== 204;
   // forEach: several times cheaper than the Headers iterator.
   res.headers.forEach((value, name) => {
     if (HOP_BY_HOP.has(name)) {
@@ -96,26 +99,32 @@ export async function writeResponse(
       return;
     }
     if (name === "content-length") {
-      if (!/^\d{1,15}$/.test(value)) return;
+      if (!lengthAllowed || !/^\d{1,15}$/.test(value)) return;
       length = Number(value);
     } else if (name === "date") hasDate = true;
     text += `${name}: ${value}\r\n`;
   });
   if (!hasDate) text += `date: ${httpDate()}\r\n`;
+  /** The head's last fields: how the connection goes on. */
+  const ending = (fields = "") =>
+    headBytes(
+      text + fields +
+        (close ? "connection: close\r\n" : opts.http10 ? "connection: keep-alive\r\n" : "") +
+        "\r\n",
+    );
   const noBody = opts.head || status === 204 || status === 304 || status < 200;
   const body = res.body;
   if (noBody || !body) {
     if (body) await body.cancel().catch(() => {});
-    if (!noBody && length === undefined) text += "content-length: 0\r\n";
-    if (close) text += "connection: close\r\n";
-    await out.write(headBytes(text + "\r\n"));
+    await out.write(ending(!noBody && length === undefined ? "content-length: 0\r\n" : ""));
     return !close;
   }
   const reader = body.getReader();
+  let headSent = false;
   try {
     if (length !== undefined) {
-      if (close) text += "connection: close\r\n";
-      await out.write(headBytes(text + "\r\n"));
+      await out.write(ending());
+      headSent = true;
       let sent = 0;
       // The next piece is asked for before this one is written: reading (from disk) and
       // writing (to the socket) overlap.
@@ -135,14 +144,14 @@ export async function writeResponse(
       return sent === length && !close;
     }
     // No declared length: a body that is already whole goes out with its length, anything
-    // else (a stream still being produced) with chunked coding.
+    // else (a stream still being produced) with chunked coding (HTTP/1.0: until the close).
     const first = await reader.read();
     const secondRead = first.done ? null : readAhead(reader);
     const second = secondRead ? await Promise.race([secondRead, afterTicks(8)]) : first;
     if (second !== null && second.done) {
       const bytes = first.done ? new Uint8Array(0) : first.value;
-      if (close) text += "connection: close\r\n";
-      const head = headBytes(`${text}content-length: ${bytes.length}\r\n\r\n`);
+      const head = ending(`content-length: ${bytes.length}\r\n`);
+      headSent = true;
       if (bytes.length <= COALESCE_BYTES) {
         const all = new Uint8Array(head.length + bytes.length);
         all.set(head);
@@ -154,21 +163,30 @@ export async function writeResponse(
       }
       return !close;
     }
-    if (close) text += "connection: close\r\n";
-    await out.write(headBytes(`${text}transfer-encoding: chunked\r\n\r\n`));
-    await writeChunk(out, first.value!);
+    if (opts.http10) close = true;
+    await out.write(ending(opts.http10 ? "" : "transfer-encoding: chunked\r\n"));
+    headSent = true;
+    const send = opts.http10
+      ? (bytes: Uint8Array) => out.write(bytes)
+      : (bytes: Uint8Array) => writeChunk(out, bytes);
+    await send(first.value!);
     let next = secondRead!;
     for (;;) {
       const { value, done } = await next;
       if (done) break;
       next = readAhead(reader);
-      await writeChunk(out, value);
+      await send(value);
     }
-    await out.write(LAST_CHUNK);
+    if (!opts.http10) await out.write(LAST_CHUNK);
     return !close;
   } catch (err) {
     // The client went away (or the body failed): let the body's source release what it holds.
     await reader.cancel(err).catch(() => {});
+    // A body that failed before anything went out still gets an answer.
+    if (!headSent) {
+      await out.write(plainHead(500, ["connection: close", "content-length: 0"])).catch(() => {});
+      return false;
+    }
     throw err;
   }
 }

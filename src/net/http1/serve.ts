@@ -8,8 +8,17 @@ import { HeadError, parseHead, type RequestHead } from "./head.ts";
 import { ConnReader, UnexpectedEof } from "./reader.ts";
 import { plainHead, writeResponse } from "./response.ts";
 
-/** After a response, at most this much of an unread request body is read and dropped. */
+/** After a response, at most this much of an unread request body is read and dropped... */
 const DRAIN_LIMIT = 256 * 1024;
+/** ...if it arrives within this long. */
+const DRAIN_MS = 5000;
+/**
+ * Closing a connection the client is still sending on makes the kernel reset it, and the reset
+ * can overtake the response. So the sending side is shut first and what still arrives is read
+ * and dropped (at most this much, for at most this long) before the close (RFC 9112 §9.6).
+ */
+const LINGER_BYTES = 1024 * 1024;
+const LINGER_MS = 2000;
 const NO_BODY_METHODS = new Set(["GET", "HEAD"]);
 
 export interface Http1Hooks {
@@ -18,6 +27,8 @@ export interface Http1Hooks {
   onError: (error: unknown) => Response | Promise<Response>;
   /** A request's head is complete; `completed` settles once its response has been sent. */
   onRequest(completed: Promise<void>): void;
+  /** A write to the client that makes no progress for this long ends the connection. */
+  stallMs: number;
 }
 
 export interface Http1Connection {
@@ -27,6 +38,11 @@ export interface Http1Connection {
   close(): void;
   /** Closes the connection after the response in progress, or now when none is. */
   shutdown(): Promise<void>;
+  /**
+   * While a write to the client is pending: when it counts as stalled (performance.now() ms;
+   * the listener's sweep closes the connection then). 0 otherwise.
+   */
+  readonly writeDeadline: number;
 }
 
 export function serveHttp1(conn: Deno.Conn, hooks: Http1Hooks): Http1Connection {
@@ -44,14 +60,42 @@ export function serveHttp1(conn: Deno.Conn, hooks: Http1Hooks): Http1Connection 
       conn.close();
     } catch { /* already closed */ }
   };
+  let writeDeadline = 0;
+  /** Writes all of `bytes`; each socket write must progress within stallMs (see writeDeadline). */
   const write = async (bytes: Uint8Array) => {
     let at = 0;
-    while (at < bytes.length) at += await conn.write(at === 0 ? bytes : bytes.subarray(at));
+    try {
+      while (at < bytes.length) {
+        writeDeadline = performance.now() + hooks.stallMs;
+        at += await conn.write(at === 0 ? bytes : bytes.subarray(at));
+      }
+    } finally {
+      writeDeadline = 0;
+    }
   };
   const out = { write };
 
+  /** Shuts the sending side, drops what the client still sends for a moment, then closes. */
+  const linger = async () => {
+    try {
+      await (conn as Deno.TcpConn).closeWrite();
+      const scratch = new Uint8Array(64 * 1024);
+      const until = Date.now() + LINGER_MS;
+      let dropped = 0;
+      while (dropped < LINGER_BYTES && Date.now() < until) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const n = await Promise.race([
+          conn.read(scratch),
+          new Promise<null>((r) => timer = setTimeout(() => r(null), until - Date.now())),
+        ]).finally(() => clearTimeout(timer));
+        if (n === null) break;
+        dropped += n;
+      }
+    } catch { /* the client is gone already */ }
+  };
+
   /** Serves one request; false when the connection must not carry another. */
-  const serveOne = async (head: RequestHead): Promise<boolean> => {
+  const serveOne = async (head: RequestHead): Promise<"again" | "close" | "linger"> => {
     const body = head.framing.kind === "none"
       ? null
       : new RequestBody(reader, head.framing, head.expectContinue, write);
@@ -60,7 +104,7 @@ export function serveHttp1(conn: Deno.Conn, hooks: Http1Hooks): Http1Connection 
       request = buildRequest(head, scheme, body);
     } catch {
       await write(plainHead(400, ["connection: close", "content-length: 0"]));
-      return false;
+      return "close";
     }
     let done!: () => void;
     const completed = new Promise<void>((r) => done = r);
@@ -72,24 +116,36 @@ export function serveHttp1(conn: Deno.Conn, hooks: Http1Hooks): Http1Connection 
       } catch (err) {
         response = await hooks.onError(err);
       }
+      if (body?.failure instanceof UnexpectedEof) return "close"; // the client went away
+      if (body?.failure instanceof HeadError) {
+        // Malformed body framing: whatever the handler made of it, the answer is the framing's.
+        await response.body?.cancel().catch(() => {});
+        response = new Response(null, { status: body.failure.status });
+      }
       // A body the client was never asked to send, or one too large to read and drop, ends
       // the connection with this response.
-      const mustClose = head.close || draining || (body !== null && (body.withheld ||
-        (!body.done && (body.touched || head.framing.kind === "chunked" ||
-          (head.framing.kind === "length" && head.framing.length > DRAIN_LIMIT)))));
-      if (body) body.responseStarted = true;
+      const unread = body !== null && !body.done;
+      const mustClose = head.close || draining || body?.failure !== undefined ||
+        (unread && (body.withheld || body.touched || head.framing.kind === "chunked" ||
+          (head.framing.kind === "length" && head.framing.length > DRAIN_LIMIT)));
+      if (body) {
+        body.responseStarted = true;
+        await body.continueWritten();
+      }
       const reusable = await writeResponse(out, response, {
-        head: head.method === "HEAD",
+        head: request.method === "HEAD",
         close: mustClose,
+        http10: head.minor === 0,
       });
-      if (!reusable || closed) return false;
-      return !body || body.done || await body.drain(DRAIN_LIMIT);
+      if (!reusable || closed) return unread && !body.withheld ? "linger" : "close";
+      return !unread || await body.drain(DRAIN_LIMIT, DRAIN_MS) ? "again" : "close";
     } finally {
       done();
     }
   };
 
   const loop = async () => {
+    let ending: "close" | "linger" = "close";
     try {
       while (!closed && !draining) {
         let bytes: Uint8Array | null;
@@ -108,13 +164,18 @@ export function serveHttp1(conn: Deno.Conn, hooks: Http1Hooks): Http1Connection 
           return;
         }
         busy = true;
-        const again = await serveOne(head);
+        const next = await serveOne(head);
         busy = false;
-        if (!again) return;
+        if (next !== "again") {
+          ending = next;
+          return;
+        }
       }
     } catch (err) {
       if (!(err instanceof UnexpectedEof) && !closed) throw err;
     } finally {
+      if (ending === "linger" && !closed) await linger();
+      reader.release();
       close();
     }
   };
@@ -125,6 +186,9 @@ export function serveHttp1(conn: Deno.Conn, hooks: Http1Hooks): Http1Connection 
   return {
     finished,
     close,
+    get writeDeadline() {
+      return writeDeadline;
+    },
     shutdown() {
       draining = true;
       if (!busy) close();
@@ -135,9 +199,18 @@ export function serveHttp1(conn: Deno.Conn, hooks: Http1Hooks): Http1Connection 
 
 /** The Request a handler sees; its `url` keeps the target as sent, as Deno's server does. */
 function buildRequest(head: RequestHead, scheme: string, body: RequestBody | null): Request {
-  const url = head.target.startsWith("/")
-    ? `${scheme}://${head.host ?? "localhost"}${head.target}`
-    : head.target;
+  let url: string;
+  if (head.target.startsWith("/")) url = `${scheme}://${head.host ?? "localhost"}${head.target}`;
+  else {
+    // Absolute form (the head parser refuses any other): the path is at least "/".
+    const authority = head.target.indexOf("//") + 2;
+    const cut = head.target.slice(authority).search(/[/?]/);
+    url = cut < 0
+      ? `${head.target}/`
+      : head.target[authority + cut] === "?"
+      ? `${head.target.slice(0, authority + cut)}/${head.target.slice(authority + cut)}`
+      : head.target;
+  }
   const withBody = body !== null && !NO_BODY_METHODS.has(head.method);
   const request = new Request(url, {
     method: head.method,

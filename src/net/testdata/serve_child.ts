@@ -8,7 +8,12 @@ Deno.addSignalListener("SIGTERM", () => Deno.exit(0));
 const server = serveConnections({
   hostname: "127.0.0.1",
   port: 0,
-  limits: { headerTimeoutMs: 60_000, idleTimeoutMs: 60_000, maxConnections: 1_000_000 },
+  limits: {
+    headerTimeoutMs: 60_000,
+    idleTimeoutMs: 60_000,
+    maxConnections: 1_000_000,
+    stallMs: 60_000,
+  },
   onListen: ({ port }) => console.log(`listening ${port}`),
   onError: () => new Response(null, { status: 500 }),
   warn: (message, fields) => console.error(JSON.stringify({ message, ...fields })),
