@@ -11,7 +11,6 @@ import { Kms } from "./src/kms/kms.ts";
 import { BucketLogger } from "./src/bucketlog/logger.ts";
 import { SseKeys } from "./src/object/sse.ts";
 import { type Config, ConfigError, loadConfig } from "./src/config.ts";
-import { Directory } from "./src/auth/ldap/directory.ts";
 import { LdapService } from "./src/auth/ldap/service.ts";
 import { InFlight } from "./src/http/in_flight.ts";
 import { setBodyTimeout } from "./src/http/progress.ts";
@@ -21,7 +20,6 @@ import { AuditRecorder } from "./src/audit/recorder.ts";
 import { startAuditRetention } from "./src/audit/retention.ts";
 import { errorLogSink } from "./src/errorlog/sink.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
-import { PgMetaStore } from "./src/meta/pg/store.ts";
 import type { MetaStore } from "./src/meta/store.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
 import { ReadBudget } from "./src/object/read_budget.ts";
@@ -84,6 +82,9 @@ async function startLdap(config: Config, meta: MetaStore): Promise<LdapService> 
       Deno.exit(2);
     }
   }
+  // Loaded only when sign-in through a directory is on, like the PostgreSQL store below: each
+  // brings an npm client and the Node modules it needs (several MiB of an idle server).
+  const { Directory } = await import("./src/auth/ldap/directory.ts");
   const directory = new Directory(config.ldap, caPem);
   directory.check().then(
     () => log("info", "LDAP directory reachable", { urls: config.ldap.urls }),
@@ -108,6 +109,7 @@ async function openMetadata(config: Config): Promise<MetaStore> {
   const clusterNode = config.cluster?.nodeId;
   if (config.metaDb) {
     try {
+      const { PgMetaStore } = await import("./src/meta/pg/store.ts");
       const meta = await PgMetaStore.open({ ...config.metaDb, audit, clusterNode });
       const url = new URL(config.metaDb.url);
       log("info", "Metadata in PostgreSQL", {
@@ -301,7 +303,22 @@ async function start() {
     const queued = await meta.queueUnreplicatedBuckets();
     if (queued > 0) log("info", "Buckets made before clustering queued for the others", { queued });
   }
-  const ops = startOps({ config, meta, chunks, monitor, throttle, scrubber, notifier, cluster });
+  const ops = startOps({
+    config,
+    meta,
+    chunks,
+    monitor,
+    throttle,
+    scrubber,
+    notifier,
+    cluster,
+    memory: () => ({
+      writeBufferBytes: writeBuffers.held,
+      writeBufferWaits: writeBuffers.waits,
+      readBufferBytes: readBudget.used,
+      releases: memoryRelease?.count ?? 0,
+    }),
+  });
   healDrive = (id) => ops.healer.healDrive(id);
   log("info", "Notification targets", { targets: targets.map((t) => `${t.kind}:${t.id}`) });
   const signIns = new SignInLimiter({

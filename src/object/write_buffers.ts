@@ -18,6 +18,7 @@ export class WriteBuffers {
   #kept: ArrayBufferLike[] = [];
   readonly #queue: Waiter[] = [];
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
+  #waits = 0;
 
   constructor(readonly maxBytes: number, readonly idleMs = 10_000) {}
 
@@ -29,6 +30,11 @@ export class WriteBuffers {
   /** Uploads waiting for a buffer. */
   get waiting(): number {
     return this.#queue.length;
+  }
+
+  /** Times an upload had to wait for a buffer, since start. */
+  get waits(): number {
+    return this.#waits;
   }
 
   /** Bytes of buffers kept for reuse. */
@@ -45,6 +51,7 @@ export class WriteBuffers {
       const now = this.#tryTake(size, shared);
       if (now) return Promise.resolve(now);
     }
+    this.#waits++;
     return new Promise((resolve) => this.#queue.push({ size, shared, resolve }));
   }
 
