@@ -251,9 +251,10 @@ async function start() {
       activity: () => inFlight.started,
       busy: () =>
         inFlight.running > 0 || readBudget.used > 0 || writeBuffers.held > writeBuffers.kept,
-      dropKept: () => {
+      largeBuffers: () => writeBuffers.taken + readBudget.grants,
+      dropKept: (collect) => {
         writeBuffers.dropKept();
-        cpu.dropKept();
+        cpu.dropKept(collect);
       },
       quietMs: config.memoryReleaseMs,
       minIntervalMs: MEMORY_RELEASE_INTERVAL_MS,
@@ -263,6 +264,7 @@ async function start() {
           ms: Math.round(r.ms),
           rssBefore: r.rssBefore,
           rssAfter: r.rssAfter,
+          collected: r.collected,
         }),
     })
     : undefined;
