@@ -251,10 +251,9 @@ async function start() {
       activity: () => inFlight.started,
       busy: () =>
         inFlight.running > 0 || readBudget.used > 0 || writeBuffers.held > writeBuffers.kept,
-      largeBuffers: () => writeBuffers.taken + readBudget.grants,
-      dropKept: (collect) => {
+      dropKept: () => {
         writeBuffers.dropKept();
-        cpu.dropKept(collect);
+        cpu.dropKept();
       },
       quietMs: config.memoryReleaseMs,
       minIntervalMs: MEMORY_RELEASE_INTERVAL_MS,
@@ -264,7 +263,6 @@ async function start() {
           ms: Math.round(r.ms),
           rssBefore: r.rssBefore,
           rssAfter: r.rssAfter,
-          collected: r.collected,
         }),
     })
     : undefined;

@@ -2,13 +2,10 @@
 // at its next full collection, and glibc keeps what was freed in its heaps; an idle server
 // would hold the peak of its last load until then. Once the server has been quiet for a moment
 // after some activity (no request started, no transfer holding buffers), this drops the buffers
-// kept for reuse and then calls malloc_trim(0), which hands glibc's free pages back to the
-// system; when large buffers (upload chunks, download grants) were handed out since the last
-// release, it first runs a full collection, here and in the CPU workers. Small requests alone
-// get no collection: exposing V8's gc (gc.ts) was followed by ~0.07 ms more CPU per 4 KiB GET in
-// our runs (README, Memory), so it is done only where it gives back hundreds of MiB.
+// kept for reuse, runs one full collection and then malloc_trim(0), which hands glibc's free
+// pages back to the system.
 // At most once per `minIntervalMs`, and only when the RSS grew since the last release (a request
-// now and then costs nothing); never during a load, so it costs its throughput nothing.
+// now and then costs no collection); never during a load, so it costs its throughput nothing.
 import { collectGarbage } from "./gc.ts";
 
 export interface ReleaseOptions {
@@ -16,13 +13,8 @@ export interface ReleaseOptions {
   activity(): number;
   /** Whether a transfer holds buffers now (a long download starts no requests). */
   busy(): boolean;
-  /**
-   * Large buffers handed out so far (upload chunk buffers, download grants). Only when it changed
-   * does a release collect garbage; after small requests alone it just trims malloc's heaps.
-   */
-  largeBuffers(): number;
-  /** Empties caches of buffers first, and has other isolates collect when `collect`. */
-  dropKept?: (collect: boolean) => void;
+  /** Empties caches of buffers first (they would be kept alive otherwise). */
+  dropKept?: () => void;
   /** How long the server must be quiet first. */
   quietMs: number;
   /** The least time between two releases. */
@@ -30,9 +22,7 @@ export interface ReleaseOptions {
   /** Released only when the RSS grew by this much since the last release (or `soon` was called). */
   minGrowthBytes: number;
   /** Told after each release: how long it took, and the RSS before and after. */
-  onRelease?: (
-    info: { ms: number; rssBefore: number; rssAfter: number; collected: boolean },
-  ) => void;
+  onRelease?: (info: { ms: number; rssBefore: number; rssAfter: number }) => void;
 }
 
 export interface MemoryRelease {
@@ -54,7 +44,6 @@ export function startMemoryRelease(opts: ReleaseOptions): MemoryRelease {
   let count = 0;
   let forced = false;
   let rssAfter = 0;
-  let largeSeen = opts.largeBuffers();
   const tick = () => {
     const now = performance.now();
     const activity = opts.activity();
@@ -70,15 +59,12 @@ export function startMemoryRelease(opts: ReleaseOptions): MemoryRelease {
     if (!forced && rssBefore < rssAfter + opts.minGrowthBytes) return;
     forced = false;
     releasedAt = now;
-    const large = opts.largeBuffers();
-    const collect = large !== largeSeen;
-    largeSeen = large;
-    opts.dropKept?.(collect);
-    if (collect) collectGarbage();
+    opts.dropKept?.();
+    collectGarbage();
     trim?.();
     count++;
     rssAfter = Deno.memoryUsage().rss;
-    opts.onRelease?.({ ms: performance.now() - now, rssBefore, rssAfter, collected: collect });
+    opts.onRelease?.({ ms: performance.now() - now, rssBefore, rssAfter });
   };
   const timer = setInterval(tick, Math.max(10, Math.floor(opts.quietMs / 4)));
   Deno.unrefTimer(timer);

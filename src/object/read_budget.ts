@@ -12,18 +12,12 @@ export interface Grant {
 
 export class ReadBudget {
   #used = 0;
-  #grants = 0;
   readonly #queue: { bytes: number; served: number; resolve: (g: Grant) => void }[] = [];
 
   constructor(readonly max: number) {}
 
   get used(): number {
     return this.#used;
-  }
-
-  /** Grants given since start. */
-  get grants(): number {
-    return this.#grants;
   }
 
   /** Readers waiting for bytes: holders that are not sending should give theirs back. */
@@ -57,7 +51,6 @@ export class ReadBudget {
 
   #grant(bytes: number): Grant {
     this.#used += bytes;
-    this.#grants++;
     let released = false;
     return {
       bytes,

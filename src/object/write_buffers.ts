@@ -19,7 +19,6 @@ export class WriteBuffers {
   readonly #queue: Waiter[] = [];
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
   #waits = 0;
-  #taken = 0;
 
   constructor(readonly maxBytes: number, readonly idleMs = 10_000) {}
 
@@ -31,11 +30,6 @@ export class WriteBuffers {
   /** Uploads waiting for a buffer. */
   get waiting(): number {
     return this.#queue.length;
-  }
-
-  /** Buffers handed out since start. */
-  get taken(): number {
-    return this.#taken;
   }
 
   /** Times an upload had to wait for a buffer, since start. */
@@ -78,12 +72,6 @@ export class WriteBuffers {
   }
 
   #tryTake(size: number, shared: boolean): Uint8Array | undefined {
-    const got = this.#tryTakeBuffer(size, shared);
-    if (got) this.#taken++;
-    return got;
-  }
-
-  #tryTakeBuffer(size: number, shared: boolean): Uint8Array | undefined {
     const at = this.#kept.findIndex((b) =>
       b.byteLength === size && (b instanceof SharedArrayBuffer) === shared
     );

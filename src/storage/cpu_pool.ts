@@ -291,9 +291,8 @@ export class CpuPool {
    * Forgets the buffers kept for reuse, and has the workers collect their garbage, which holds
    * the shared buffers they were sent (memory is being released; src/memory/release.ts).
    */
-  dropKept(collect = true): void {
+  dropKept(): void {
     this.#shelf.clear();
-    if (!collect) return;
     for (const slot of this.#slots) {
       if (slot.ready) slot.worker?.postMessage({ op: "gc" } satisfies CpuRequest);
     }
