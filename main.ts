@@ -11,7 +11,6 @@ import { Kms } from "./src/kms/kms.ts";
 import { BucketLogger } from "./src/bucketlog/logger.ts";
 import { SseKeys } from "./src/object/sse.ts";
 import { type Config, ConfigError, loadConfig } from "./src/config.ts";
-import { Directory } from "./src/auth/ldap/directory.ts";
 import { LdapService } from "./src/auth/ldap/service.ts";
 import { InFlight } from "./src/http/in_flight.ts";
 import { setBodyTimeout } from "./src/http/progress.ts";
@@ -21,10 +20,11 @@ import { AuditRecorder } from "./src/audit/recorder.ts";
 import { startAuditRetention } from "./src/audit/retention.ts";
 import { errorLogSink } from "./src/errorlog/sink.ts";
 import { SqliteMetaStore } from "./src/meta/sqlite.ts";
-import { PgMetaStore } from "./src/meta/pg/store.ts";
 import type { MetaStore } from "./src/meta/store.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
 import { ReadBudget } from "./src/object/read_budget.ts";
+import { WriteBuffers } from "./src/object/write_buffers.ts";
+import { startMemoryRelease } from "./src/memory/release.ts";
 import { ChunkStore } from "./src/storage/chunk_store.ts";
 import { DiskReserve } from "./src/storage/disk_reserve.ts";
 import { CpuPool } from "./src/storage/cpu_pool.ts";
@@ -53,6 +53,10 @@ import {
 const SHUTDOWN_DRAIN_MS = 60_000;
 /** How long the server then waits for connections to close. */
 const SHUTDOWN_CLOSE_MS = 5_000;
+/** The least time between two memory releases (src/memory/release.ts). */
+const MEMORY_RELEASE_INTERVAL_MS = 2_000;
+/** ... and the RSS growth since the last one that makes another worth its collection. */
+const MEMORY_RELEASE_GROWTH = 8 * 1024 * 1024;
 
 /** Tightens the modes an older version left (see private_modes.ts); logs what it did. */
 function tightenInBackground(roots: string[]): Promise<void> {
@@ -78,6 +82,9 @@ async function startLdap(config: Config, meta: MetaStore): Promise<LdapService> 
       Deno.exit(2);
     }
   }
+  // Loaded only when sign-in through a directory is on, like the PostgreSQL store below: each
+  // brings an npm client and the Node modules it needs (several MiB of an idle server).
+  const { Directory } = await import("./src/auth/ldap/directory.ts");
   const directory = new Directory(config.ldap, caPem);
   directory.check().then(
     () => log("info", "LDAP directory reachable", { urls: config.ldap.urls }),
@@ -102,6 +109,7 @@ async function openMetadata(config: Config): Promise<MetaStore> {
   const clusterNode = config.cluster?.nodeId;
   if (config.metaDb) {
     try {
+      const { PgMetaStore } = await import("./src/meta/pg/store.ts");
       const meta = await PgMetaStore.open({ ...config.metaDb, audit, clusterNode });
       const url = new URL(config.metaDb.url);
       log("info", "Metadata in PostgreSQL", {
@@ -211,6 +219,7 @@ async function start() {
   const cpu = new CpuPool(config.cpuWorkers, {
     onError: (message) => log("warn", message),
     idleMs: 30_000,
+    onIdleStop: () => memoryRelease?.soon(),
   });
   const chunks = new ChunkStore(meta, {
     drives,
@@ -220,10 +229,13 @@ async function start() {
     cpu,
     monitor,
   });
+  const readBudget = new ReadBudget(config.readBufferMax);
+  const writeBuffers = new WriteBuffers(config.writeBufferMax);
   const layer = new ObjectLayer(meta, chunks, {
     inlineMax: config.inlineMax,
     chunkSize: config.chunkSize,
-    read: { budget: new ReadBudget(config.readBufferMax), stallMs: config.bodyTimeout * 1000 },
+    read: { budget: readBudget, stallMs: config.bodyTimeout * 1000 },
+    write: writeBuffers,
   });
   log("info", "Storage", {
     drives: drives.list.map((d) => d.path),
@@ -234,6 +246,26 @@ async function start() {
     cpuWorkers: config.cpuWorkers,
   });
   const inFlight = new InFlight();
+  const memoryRelease = config.memoryReleaseMs > 0
+    ? startMemoryRelease({
+      activity: () => inFlight.started,
+      busy: () =>
+        inFlight.running > 0 || readBudget.used > 0 || writeBuffers.held > writeBuffers.kept,
+      dropKept: () => {
+        writeBuffers.dropKept();
+        cpu.dropKept();
+      },
+      quietMs: config.memoryReleaseMs,
+      minIntervalMs: MEMORY_RELEASE_INTERVAL_MS,
+      minGrowthBytes: MEMORY_RELEASE_GROWTH,
+      onRelease: (r) =>
+        log("debug", "Memory released", {
+          ms: Math.round(r.ms),
+          rssBefore: r.rssBefore,
+          rssAfter: r.rssAfter,
+        }),
+    })
+    : undefined;
   const reserve = new DiskReserve(join(config.dataDir, "reserve"), config.diskReserve);
   if (!(await reserve.ensure())) {
     log("warn", "The disk is full: only reads and deletes are served until there is room", {
@@ -271,7 +303,22 @@ async function start() {
     const queued = await meta.queueUnreplicatedBuckets();
     if (queued > 0) log("info", "Buckets made before clustering queued for the others", { queued });
   }
-  const ops = startOps({ config, meta, chunks, monitor, throttle, scrubber, notifier, cluster });
+  const ops = startOps({
+    config,
+    meta,
+    chunks,
+    monitor,
+    throttle,
+    scrubber,
+    notifier,
+    cluster,
+    memory: () => ({
+      writeBufferBytes: writeBuffers.held,
+      writeBufferWaits: writeBuffers.waits,
+      readBufferBytes: readBudget.used,
+      releases: memoryRelease?.count ?? 0,
+    }),
+  });
   healDrive = (id) => ops.healer.healDrive(id);
   log("info", "Notification targets", { targets: targets.map((t) => `${t.kind}:${t.id}`) });
   const signIns = new SignInLimiter({
@@ -348,6 +395,7 @@ async function start() {
     setLogSink(undefined);
     await meta.close();
     cpu.close();
+    memoryRelease?.stop();
     await accessLog?.close();
     log("info", "Stopped");
     Deno.exit(0);

@@ -28,6 +28,9 @@ import { Client, measure, MemoryProbe, type Result, startLocalServer } from "./b
 import { mergeRounds, percentile, printComparison, printTableOf } from "./bench_compare.ts";
 import { createPostgres } from "../tests/services/postgres.ts";
 
+/** How long the idle RSS waits after start-up (as long as each load's settled RSS). */
+const IDLE_SETTLE_MS = 1000;
+
 function keyOf(size: number, i: number): string {
   return `bench/${size}/${String(i).padStart(6, "0")}`;
 }
@@ -204,6 +207,8 @@ async function main(): Promise<void> {
     targets.push(target("other", opts.compare.endpoint, opts, opts.compare.pid));
   }
   let peak: number | undefined;
+  // Idle: once start-up has settled (the server gives its start-up garbage back when quiet).
+  if (ours.opts.memory) await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_MS));
   const idle = ours.opts.memory && (await ours.opts.memory.read()).rss;
   try {
     console.log(
@@ -230,7 +235,9 @@ async function main(): Promise<void> {
     printTable(mergeRounds(t.results));
   }
   if (idle !== undefined) {
-    console.log(`Server RSS idle after start: ${(idle / MiB).toFixed(0)} MiB`);
+    console.log(
+      `Server RSS idle, ${IDLE_SETTLE_MS / 1000} s after start: ${(idle / MiB).toFixed(0)} MiB`,
+    );
   }
   if (peak !== undefined) {
     console.log(`Server peak RSS over all loads: ${(peak / MiB).toFixed(0)} MiB`);

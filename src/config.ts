@@ -76,6 +76,10 @@ export interface Config {
   maxConnections: number;
   /** Bytes of decoded object data all GETs may hold at once (STORE_READ_BUFFER_MAX). */
   readBufferMax: number;
+  /** Bytes of chunk buffers all uploads may hold at once (STORE_WRITE_BUFFER_MAX). */
+  writeBufferMax: number;
+  /** Milliseconds of quiet after which memory is given back (STORE_MEMORY_RELEASE_MS; 0 = never). */
+  memoryReleaseMs: number;
   /** Bytes kept back on the metadata disk so deletes work when it is full (STORE_DISK_RESERVE). */
   diskReserve: number;
   /** Failed admin and token sign-ins a client may make per window (STORE_SIGNIN_LIMIT). */
@@ -310,6 +314,14 @@ export function loadConfig(
       1024 * 1024,
       2 ** 40,
     ),
+    writeBufferMax: intSetting(
+      env,
+      "STORE_WRITE_BUFFER_MAX",
+      64 * 1024 * 1024,
+      1024 * 1024,
+      2 ** 40,
+    ),
+    memoryReleaseMs: intSetting(env, "STORE_MEMORY_RELEASE_MS", 500, 0, 3_600_000),
     signInLimit: intSetting(env, "STORE_SIGNIN_LIMIT", 10, 1, 10_000),
     signInWindow: intSetting(env, "STORE_SIGNIN_WINDOW", 300, 1, 24 * 3600),
     console: {

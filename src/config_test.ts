@@ -87,6 +87,18 @@ Deno.test("connection limits and timeouts: defaults follow the descriptor limit"
   rejects({ STORE_READ_BUFFER_MAX: "1000" }, /STORE_READ_BUFFER_MAX must be between/);
 });
 
+Deno.test("STORE_WRITE_BUFFER_MAX: 64 MiB by default, at least 1 MiB", () => {
+  assertEquals(load({}).writeBufferMax, 64 * 1024 * 1024);
+  assertEquals(load({ STORE_WRITE_BUFFER_MAX: "16777216" }).writeBufferMax, 16 * 1024 * 1024);
+  rejects({ STORE_WRITE_BUFFER_MAX: "1000" }, /STORE_WRITE_BUFFER_MAX must be between/);
+});
+
+Deno.test("STORE_MEMORY_RELEASE_MS: 500 by default, 0 turns it off", () => {
+  assertEquals(load({}).memoryReleaseMs, 500);
+  assertEquals(load({ STORE_MEMORY_RELEASE_MS: "0" }).memoryReleaseMs, 0);
+  rejects({ STORE_MEMORY_RELEASE_MS: "9999999" }, /STORE_MEMORY_RELEASE_MS must be between/);
+});
+
 Deno.test("STORE_LDAP_*: off by default, presets, validation", () => {
   const off = load({}).ldap;
   assertEquals([off.enabled, off.cacheTtl, off.timeout, off.preset], [false, 300, 5, "openldap"]);

@@ -12,7 +12,7 @@ import type { Principal } from "../auth/principal.ts";
 import { presignUrl } from "../auth/presign_url.ts";
 import { MAX_PRESIGN_EXPIRES_S } from "../auth/sigv4.ts";
 import { DIALECTS, q } from "../http/dialect.ts";
-import { DirectoryError } from "../auth/ldap/directory.ts";
+import { DirectoryError } from "../auth/ldap/directory_error.ts";
 import { ldapSignIn, SignInThrottled } from "../auth/ldap/sign_in.ts";
 import type { AppDeps } from "../protocol.ts";
 import { ApiError, apiErrorResponse, jsonResponse, limitedSignIn, readJsonObject } from "./json.ts";

@@ -5,7 +5,7 @@
 import { currentAudit } from "../audit/scope.ts";
 import { principalName } from "../audit/recorder.ts";
 import { createHash } from "node:crypto";
-import { DirectoryError } from "../auth/ldap/directory.ts";
+import { DirectoryError } from "../auth/ldap/directory_error.ts";
 import { ldapSignIn, SignInThrottled } from "../auth/ldap/sign_in.ts";
 import { parseSessionPolicy } from "../auth/policy.ts";
 import type { IssuedSession } from "../auth/sts/sessions.ts";

@@ -4,7 +4,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Principal } from "../auth/principal.ts";
 import { SignInLimiter } from "../auth/sign_in_limiter.ts";
-import { DirectoryError } from "../auth/ldap/directory.ts";
+import { DirectoryError } from "../auth/ldap/directory_error.ts";
 import { log } from "../log.ts";
 import { ldapSignIn, SignInThrottled } from "../auth/ldap/sign_in.ts";
 import { SESSION_KEY_PREFIX } from "../auth/sts/sessions.ts";

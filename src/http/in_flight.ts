@@ -1,9 +1,11 @@
-// Tracks requests whose handlers are running, so shutdown can wait for them.
+// Tracks requests whose handlers are running, so shutdown can wait for them (and memory release
+// for a quiet moment, src/memory/release.ts).
 // Deno's server.shutdown() lets response bodies finish but breaks request bodies that are
 // still being read, so uploads must be drained before it is called.
 
 export class InFlight {
   #count = 0;
+  #started = 0;
   #draining = false;
   #idle: (() => void) | undefined;
 
@@ -11,8 +13,19 @@ export class InFlight {
     return this.#draining;
   }
 
+  /** Handlers running now. */
+  get running(): number {
+    return this.#count;
+  }
+
+  /** Requests started since the server did. */
+  get started(): number {
+    return this.#started;
+  }
+
   enter(): void {
     this.#count++;
+    this.#started++;
   }
 
   exit(): void {

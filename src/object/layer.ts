@@ -18,10 +18,13 @@ import { ChunkIntegrityError } from "../storage/codec.ts";
 import { isDiskFull } from "../storage/disk_errors.ts";
 import { assertDeletable } from "./object_lock.ts";
 import { ReadBudget } from "./read_budget.ts";
+import { WriteBuffers } from "./write_buffers.ts";
 import { chunkStream, type ReadLimits } from "./read_stream.ts";
 
 /** The read budget of a layer built without one (tests): 128 MiB. */
 const DEFAULT_READ_BUFFER = 128 * 1024 * 1024;
+/** The upload buffers of a layer built without them (tests): 64 MiB. */
+const DEFAULT_WRITE_BUFFER = 64 * 1024 * 1024;
 import { versionIdFor } from "./versioning.ts";
 import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
 import { checkWriteCondition, commitGuard, type WriteCondition } from "./write_condition.ts";
@@ -180,13 +183,21 @@ export class ObjectLayer {
   /** Set when transformations run (main.ts); writes without an origin start no job. */
   jobsFor?: JobsFor;
   readonly #read: ReadLimits;
+  /** The chunk buffers all uploads share (STORE_WRITE_BUFFER_MAX). */
+  readonly writeBuffers: WriteBuffers;
 
   constructor(
     readonly meta: MetaStore,
     readonly chunks: ChunkStore,
-    readonly limits: { inlineMax: number; chunkSize: number; read?: ReadLimits },
+    readonly limits: {
+      inlineMax: number;
+      chunkSize: number;
+      read?: ReadLimits;
+      write?: WriteBuffers;
+    },
   ) {
     this.#read = limits.read ?? { budget: new ReadBudget(DEFAULT_READ_BUFFER), stallMs: 30_000 };
+    this.writeBuffers = limits.write ?? new WriteBuffers(DEFAULT_WRITE_BUFFER);
   }
 
   async requireBucket(name: string): Promise<BucketRecord> {
@@ -211,6 +222,7 @@ export class ObjectLayer {
         checks: input.checks,
         maxSize: MAX_PUT_SIZE,
         tooLarge,
+        buffers: this.writeBuffers,
       });
     } catch (err) {
       if (isDiskFull(err)) {
@@ -547,6 +559,7 @@ export class ObjectLayer {
       checks,
       maxSize: MAX_PUT_SIZE,
       tooLarge,
+      buffers: this.writeBuffers,
     });
     try {
       if (written.size !== version.size) {

@@ -54,6 +54,7 @@ export async function uploadPart(
     checks: input.checks,
     maxSize: MAX_PART_SIZE,
     tooLarge: () => new S3Error("EntityTooLarge", "A part may be at most 5 GiB."),
+    buffers: layer.writeBuffers,
   });
   try {
     if (

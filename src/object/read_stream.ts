@@ -3,7 +3,9 @@
 // - of each chunk only the part within the range (and not yet sent) is read, and accounted as
 //   ChunkStore.heldBytes says: about that part for a chunk stored as it is or in segments
 //   (readRange reads only the shard blocks and segments under it), the whole chunk for a
-//   compressed or encrypted chunk written in one piece;
+//   compressed or encrypted chunk written in one piece; a chunk stored as it is is read in
+//   pieces of at most READ_PIECE bytes (each decoded buffer is garbage once sent, and smaller
+//   ones keep both what readers hold and what awaits the GC smaller);
 // - the stream is pull-based (highWaterMark 0): a slice is cut only when the client took the
 //   last one, and the next chunk is decoded ahead only when the read budget has room at once;
 // - every decoded chunk holds a grant of the server-wide ReadBudget; readers wait in line for
@@ -25,6 +27,8 @@ export interface ReadLimits {
   stallMs: number;
 }
 
+/** Of a chunk stored as it is, at most this much is read at a time. */
+const READ_PIECE = 1024 * 1024;
 /** Bytes handed to the HTTP server per read, at first and for a slow client. */
 const SLICE = 64 * 1024;
 /** The largest slice, for a client that keeps up. */
@@ -37,7 +41,7 @@ const PINNED_MAX_MS = 2000;
 const YIELD_AFTER_MS = 250;
 
 interface Held {
-  /** Plaintext of the chunk from `from` on. */
+  /** Plaintext of (a piece of) the chunk from `from` on. */
   plain: Uint8Array;
   from: number;
   grant: Grant;
@@ -48,7 +52,8 @@ class RangeReader {
   #pos: number;
   readonly #end: number;
   #current: Held | undefined;
-  #ahead: { index: number; held: Promise<Held> } | undefined;
+  /** The piece decoded ahead, by the position (in the object) where it starts. */
+  #ahead: { at: number; held: Promise<Held> } | undefined;
   #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   #stallTimer: ReturnType<typeof setTimeout> | undefined;
   #yieldTimer: ReturnType<typeof setTimeout> | undefined;
@@ -95,15 +100,16 @@ class RangeReader {
     const chunk = this.chunks[this.#index];
     this.#current ??= await this.#take(this.#index);
     const chunkEnd = Math.min(chunk.offset + chunk.size, this.#end);
+    const { plain, from: base } = this.#current;
+    const pieceEnd = Math.min(chunk.offset + base + plain.byteLength, chunkEnd);
     const keepingUp = performance.now() - this.#enqueuedAt < KEEPING_UP_MS &&
       this.opts.limits.budget.waiting === 0;
     this.#sliceSize = keepingUp ? Math.min(MAX_SLICE, this.#sliceSize * 2) : SLICE;
-    const to = Math.min(this.#pos + this.#sliceSize, chunkEnd);
+    const to = Math.min(this.#pos + this.#sliceSize, pieceEnd);
     const [from, until] = [this.#pos - chunk.offset, to - chunk.offset];
     // A client that keeps up gets views of the decoded chunk (no copy); they pin the chunk,
     // whose grant is therefore kept until the next pull. A slow one gets copies.
     this.#pinned = keepingUp;
-    const { plain, from: base } = this.#current;
     // What is left of a small range, read into a buffer of its own, is handed over as it is:
     // a copy would take as much memory.
     const rest = from === base && until - base === plain.byteLength && until - from <= SLICE &&
@@ -112,12 +118,12 @@ class RangeReader {
       ? plain.subarray(from - base, until - base)
       : plain.slice(from - base, until - base);
     this.#pos = to;
-    if (to >= chunkEnd) {
-      // A copy frees the chunk now; a view keeps it (and its grant) until the next pull.
+    if (to >= pieceEnd) {
+      // A copy frees the piece now; a view keeps it (and its grant) until the next pull.
       if (keepingUp) this.#finished = this.#current.grant;
       else this.#current.grant.release();
       this.#current = undefined;
-      this.#index++;
+      if (to >= chunkEnd) this.#index++;
     }
     controller.enqueue(slice);
     this.#enqueuedAt = performance.now();
@@ -131,26 +137,36 @@ class RangeReader {
     this.#finished?.release();
   }
 
-  /** Chunk `i`: the one decoded ahead, or decoded now; then the next is decoded ahead. */
+  /**
+   * The piece of chunk `i` at the current position: the one decoded ahead, or decoded now; then
+   * the next piece (of this chunk or the next) is decoded ahead.
+   */
   async #take(i: number): Promise<Held> {
     const ahead = this.#ahead;
     this.#ahead = undefined;
-    const held = ahead?.index === i ? await ahead.held : await this.#decode(i);
-    if (ahead && ahead.index !== i) ahead.held.then((h) => h.grant.release(), () => {});
-    this.#readAhead(i + 1);
+    const at = this.#pos;
+    const held = ahead?.at === at ? await ahead.held : await this.#decode(i, at);
+    if (ahead && ahead.at !== at) ahead.held.then((h) => h.grant.release(), () => {});
+    const { offset, size } = this.chunks[i];
+    const next = offset + held.from + held.plain.byteLength;
+    this.#readAhead(next < offset + size ? i : i + 1, next);
     return held;
   }
 
-  /** The part of chunk `i` still to send (chunk-relative) and the memory reading it holds. */
-  #span(i: number): { from: number; to: number; bytes: number } {
+  /**
+   * The piece of chunk `i` to read from position `pos` of the object (chunk-relative: up to the
+   * range's end, at most READ_PIECE of a chunk stored as it is) and the memory reading it holds.
+   */
+  #span(i: number, pos: number): { from: number; to: number; bytes: number } {
     const { chunk, offset, size } = this.chunks[i];
-    const from = Math.max(0, this.#pos - offset);
-    const to = Math.min(size, this.#end - offset);
+    const from = Math.max(0, pos - offset);
+    let to = Math.min(size, this.#end - offset);
+    if (this.store.readsInPieces(chunk)) to = Math.min(to, from + READ_PIECE);
     return { from, to, bytes: this.store.heldBytes(chunk, from, to) };
   }
 
-  async #decode(i: number, granted?: Grant): Promise<Held> {
-    const { from, to, bytes } = this.#span(i);
+  async #decode(i: number, pos: number, granted?: Grant): Promise<Held> {
+    const { from, to, bytes } = this.#span(i, pos);
     const grant = granted ?? await this.opts.limits.budget.acquire(bytes, i);
     try {
       if (this.#closed) throw new Error("The read was closed");
@@ -164,14 +180,14 @@ class RangeReader {
     }
   }
 
-  /** Starts decoding chunk `i` when it is within the range and the budget has room now. */
-  #readAhead(i: number): void {
-    if (i >= this.chunks.length || this.chunks[i].offset >= this.#end) return;
-    const grant = this.opts.limits.budget.tryAcquire(this.#span(i).bytes);
+  /** Starts decoding the piece of chunk `i` at `pos` when the budget has room now. */
+  #readAhead(i: number, pos: number): void {
+    if (i >= this.chunks.length || pos >= this.#end) return;
+    const grant = this.opts.limits.budget.tryAcquire(this.#span(i, pos).bytes);
     if (!grant) return;
-    const held = this.#decode(i, grant);
+    const held = this.#decode(i, pos, grant);
     held.catch(() => {});
-    this.#ahead = { index: i, held };
+    this.#ahead = { at: pos, held };
   }
 
   #giveBack(): void {

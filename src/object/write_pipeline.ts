@@ -3,41 +3,10 @@
 // few chunks whatever the object size.
 import type { VersionChunk } from "../meta/store.ts";
 import type { ChunkStore } from "../storage/chunk_store.ts";
+import type { WriteBuffers } from "./write_buffers.ts";
 
 /** Chunk writes allowed in flight while the body keeps streaming. */
 const WRITES_IN_FLIGHT = 2;
-
-/**
- * Chunk buffers of finished writes, kept for the next chunks: a fresh buffer per chunk is
- * garbage until V8's next full GC, and glibc, once such buffers are freed, serves the next ones
- * from its heap, which does not shrink; concurrent large uploads left hundreds of MiB resident.
- * At most SPARE_BYTES are kept, and none after SPARE_IDLE_MS without uploads.
- */
-const SPARE_BYTES = 64 * 1024 * 1024;
-const SPARE_IDLE_MS = 10_000;
-const spare: ArrayBufferLike[] = [];
-let spareTimer: ReturnType<typeof setTimeout> | undefined;
-
-/**
- * A chunk buffer, in shared memory when `shared`: the CPU pool's workers then read it in place
- * (the MD5 of the body and the chunk's SHA-256 and compression) instead of each getting a copy.
- * Encrypted bodies keep plain buffers: WebCrypto does not take views on shared memory.
- */
-function takeBuffer(size: number, shared: boolean): Uint8Array {
-  const at = spare.findIndex((b) =>
-    b.byteLength === size && (b instanceof SharedArrayBuffer) === shared
-  );
-  if (at >= 0) return new Uint8Array(spare.splice(at, 1)[0]);
-  return new Uint8Array(shared ? new SharedArrayBuffer(size) : new ArrayBuffer(size));
-}
-
-function giveBuffer(buffer: ArrayBufferLike): void {
-  const kept = spare.reduce((n, b) => n + b.byteLength, 0);
-  if (kept + buffer.byteLength <= SPARE_BYTES) spare.push(buffer);
-  clearTimeout(spareTimer);
-  spareTimer = setTimeout(() => spare.length = 0, SPARE_IDLE_MS);
-  Deno.unrefTimer(spareTimer);
-}
 
 export interface BodyCheck {
   update(chunk: Uint8Array): void;
@@ -61,7 +30,9 @@ export interface WrittenBody {
  *
  * The body is copied once, into chunk buffers; the MD5 stream is fed from them as they fill, in
  * order, so that a worker reads a chunk for its MD5 and for its SHA-256 without further copies.
- * A chunk buffer serves another chunk only once its write and its MD5 are done.
+ * A chunk buffer serves another chunk only once its write and its MD5 are done. Chunk-sized
+ * buffers come from `opts.buffers`, in shared memory unless the body is encrypted (the CPU pool's
+ * workers read shared ones in place; WebCrypto does not take views on shared memory).
  */
 export async function writeBody(
   body: AsyncIterable<Uint8Array>,
@@ -73,6 +44,8 @@ export async function writeBody(
     checks?: BodyCheck[];
     maxSize: number;
     tooLarge: () => Error;
+    /** Where chunk-sized buffers come from (and go back to); uploads wait there for one. */
+    buffers: WriteBuffers;
   },
 ): Promise<WrittenBody> {
   // Hashed on the store's CPU pool, off the event loop (inline for short bodies).
@@ -84,6 +57,8 @@ export async function writeBody(
   let buffer: Uint8Array = new Uint8Array(
     Math.min(opts.chunkSize, Math.max(opts.inlineMax + 1, 64 * 1024)),
   );
+  /** `buffer` came from opts.buffers and goes back there. */
+  let pooled = false;
   let filled = 0;
   let offset = 0;
   const flush = async () => {
@@ -97,11 +72,15 @@ export async function writeBody(
     // Awaited later; a failure must not surface as an unhandled rejection meanwhile. Once the
     // write and the MD5 settled, nothing refers to its plaintext any more.
     const free = Promise.all([written, hashed]);
-    const whole = buffer.byteLength === opts.chunkSize ? buffer.buffer : undefined;
-    free.then(() => whole && giveBuffer(whole), () => {});
+    if (pooled) {
+      // Back once neither reads it any more, also after a failure.
+      const whole = buffer.buffer;
+      Promise.allSettled([written, hashed]).then(() => opts.buffers.give(whole));
+    }
     chunks.push(written);
     settled.push(free);
     buffer = new Uint8Array(0);
+    pooled = false;
     filled = 0;
     if (settled.length > WRITES_IN_FLIGHT) await settled[settled.length - 1 - WRITES_IN_FLIGHT];
   };
@@ -113,9 +92,10 @@ export async function writeBody(
       while (at < part.byteLength) {
         if (filled === buffer.byteLength) {
           if (filled === opts.chunkSize) await flush();
-          buffer = filled === 0
-            ? takeBuffer(opts.chunkSize, shared)
-            : grow(buffer, opts.chunkSize, shared);
+          const next = await opts.buffers.take(opts.chunkSize, shared);
+          next.set(buffer.subarray(0, filled));
+          buffer = next;
+          pooled = true;
         }
         const n = Math.min(buffer.byteLength - filled, part.byteLength - at);
         buffer.set(part.subarray(at, at + n), filled);
@@ -134,16 +114,12 @@ export async function writeBody(
     // The worker finishes the digest while the last chunk is stored.
     return { size, md5: await md5.digest(), chunks: await Promise.all(chunks) };
   } catch (err) {
+    if (pooled) opts.buffers.give(buffer.buffer);
+    pooled = false;
     md5.abort();
     await releaseAll(store, chunks);
     throw err;
   }
-}
-
-function grow(buffer: Uint8Array, size: number, shared: boolean): Uint8Array {
-  const next = new Uint8Array(shared ? new SharedArrayBuffer(size) : new ArrayBuffer(size));
-  next.set(buffer);
-  return next;
 }
 
 /** Releases the claims of every chunk write that succeeded (failures released their own). */

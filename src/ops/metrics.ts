@@ -35,6 +35,15 @@ export interface MetricSources {
   notifier: Notifier;
   /** Membership and replication backlog, in cluster mode. */
   cluster?: ClusterNode;
+  /** The buffer budgets and memory releases (README, Memory). */
+  memory?: () => MemoryGauges;
+}
+
+export interface MemoryGauges {
+  writeBufferBytes: number;
+  writeBufferWaits: number;
+  readBufferBytes: number;
+  releases: number;
 }
 
 export class Metrics {
@@ -196,6 +205,12 @@ export class Metrics {
     out.single("store_heap_used_bytes", "gauge", "V8 heap in use.", mem.heapUsed)
       .single("store_heap_total_bytes", "gauge", "V8 heap reserved.", mem.heapTotal)
       .single("store_resident_memory_bytes", "gauge", "Resident set size of the process.", mem.rss)
+      .single(
+        "store_external_memory_bytes",
+        "gauge",
+        "Memory outside the V8 heap that it accounts for (ArrayBuffers).",
+        mem.external,
+      )
       .family(
         "store_event_loop_delay_seconds",
         "histogram",
@@ -209,6 +224,30 @@ export class Metrics {
         this.#loopMax,
       );
     this.#loopMax = 0;
+    const gauges = this.sources.memory?.();
+    if (gauges) {
+      out.single(
+        "store_write_buffer_bytes",
+        "gauge",
+        "Upload chunk buffers held, in use or kept (STORE_WRITE_BUFFER_MAX bounds them).",
+        gauges.writeBufferBytes,
+      ).single(
+        "store_write_buffer_waits_total",
+        "counter",
+        "Times an upload waited for a chunk buffer because the budget was spent.",
+        gauges.writeBufferWaits,
+      ).single(
+        "store_read_buffer_bytes",
+        "gauge",
+        "Decoded object data GETs hold (STORE_READ_BUFFER_MAX bounds it).",
+        gauges.readBufferBytes,
+      ).single(
+        "store_memory_releases_total",
+        "counter",
+        "Times memory was given back after a load (STORE_MEMORY_RELEASE_MS).",
+        gauges.releases,
+      );
+    }
     if (this.sources.cluster) await renderClusterMetrics(out, this.sources.cluster);
     return out.text();
   }

@@ -13,7 +13,7 @@ import { Throttle } from "../storage/throttle.ts";
 import type { Scrubber } from "../workers/scrubber.ts";
 import { Backups } from "./backup.ts";
 import { Health } from "./health.ts";
-import { Metrics } from "./metrics.ts";
+import { type MemoryGauges, Metrics } from "./metrics.ts";
 
 export interface Ops {
   monitor: DriveMonitor;
@@ -54,6 +54,7 @@ export function startOps(parts: {
   scrubber: Scrubber;
   notifier: Notifier;
   cluster?: ClusterNode;
+  memory?: () => MemoryGauges;
 }): Ops {
   const { config, meta, chunks, monitor } = parts;
   const healer = new Healer(chunks, monitor, {
@@ -79,6 +80,7 @@ export function startOps(parts: {
     scrubber: parts.scrubber,
     notifier: parts.notifier,
     cluster: parts.cluster,
+    memory: parts.memory,
   });
   return {
     monitor,

@@ -1,7 +1,6 @@
 // Runs a parsed query over an object's bytes and yields the framed response messages: Records in
 // batches, Cont keep-alives and Progress while scanning, then Stats and End. Memory stays bounded
 // by the slice size, one unfinished record and one output batch, whatever the object's size.
-import unbzip2 from "unbzip2-stream";
 import { S3Error } from "../http/errors.ts";
 import type { Query, SelectItem, Value } from "./ast.ts";
 import { csvBinder, jsonBinder, walk } from "./binders.ts";
@@ -83,6 +82,9 @@ function badBzip2(): S3Error {
 
 /** BZIP2 decoding: the decoder emits each block's output synchronously as input arrives. */
 async function* bunzip2(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  // Loaded with the first BZIP2 query: the package and the Node streams it brings cost an idle
+  // server several MiB (README, Memory).
+  const { default: unbzip2 } = await import("unbzip2-stream");
   const decoder = unbzip2();
   const out: Uint8Array[] = [];
   let failed = false;

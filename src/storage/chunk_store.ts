@@ -310,6 +310,11 @@ export class ChunkStore {
     return whole ? plain : plain.slice(from, to);
   }
 
+  /** Whether a part of this chunk is read without the rest (it is stored as it is). */
+  readsInPieces(rec: ChunkRecord): boolean {
+    return storedAsIs(rec);
+  }
+
   /**
    * The memory reading a range of this chunk takes: the range and two scratch shard blocks,
    * plus the segments under it and their stored bodies for a segmented chunk; the whole chunk

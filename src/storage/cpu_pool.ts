@@ -80,6 +80,8 @@ export interface CpuPoolOptions {
   workerUrl?: URL;
   /** Start workers on demand and stop them after this many ms without work (off: always on). */
   idleMs?: number;
+  /** Told when idle workers have stopped (their memory can be given back). */
+  onIdleStop?: () => void;
 }
 
 type Answer = Exclude<CpuReply, { ready: true } | { error: string }>;
@@ -169,6 +171,7 @@ export class CpuPool {
   #closed = false;
   readonly #shelf = new Shelf(SHELF_BYTES);
   readonly #idleMs?: number;
+  readonly #onIdleStop?: () => void;
   #idleTimer?: ReturnType<typeof setTimeout>;
 
   /** `size` workers; 0 does everything inline on the calling thread. */
@@ -176,6 +179,7 @@ export class CpuPool {
     this.#onError = opts.onError;
     this.#workerUrl = opts.workerUrl ?? new URL("./cpu_worker.ts", import.meta.url);
     this.#idleMs = opts.idleMs;
+    this.#onIdleStop = opts.onIdleStop;
     for (let i = 0; i < size; i++) {
       const slot = new Slot(i);
       this.#slots.push(slot);
@@ -283,6 +287,17 @@ export class CpuPool {
     };
   }
 
+  /**
+   * Forgets the buffers kept for reuse, and has the workers collect their garbage, which holds
+   * the shared buffers they were sent (memory is being released; src/memory/release.ts).
+   */
+  dropKept(): void {
+    this.#shelf.clear();
+    for (const slot of this.#slots) {
+      if (slot.ready) slot.worker?.postMessage({ op: "gc" } satisfies CpuRequest);
+    }
+  }
+
   /** Tests only: makes worker `index` die of an uncaught exception. */
   crashWorkerForTest(index: number): void {
     this.#slots[index]?.worker?.postMessage({ op: "crash" } satisfies CpuRequest);
@@ -309,6 +324,7 @@ export class CpuPool {
     for (const slot of this.#slots) this.#drop(slot, "The CPU worker stopped when idle");
     // The kept buffers go too: they are what an idle server would hold most.
     this.#shelf.clear();
+    this.#onIdleStop?.();
   }
 
   #spawn(slot: Slot): void {

@@ -293,7 +293,8 @@ Deno.test("an aborted stream fails its waiting and later calls", async () => {
 });
 
 Deno.test("an on-demand pool starts its workers for work and stops them when idle", async () => {
-  const pool = new CpuPool(2, { idleMs: 300 });
+  let stops = 0;
+  const pool = new CpuPool(2, { idleMs: 300, onIdleStop: () => stops++ });
   try {
     assertEquals(pool.running, 0);
     const data = text(4 * MiB);
@@ -313,6 +314,7 @@ Deno.test("an on-demand pool starts its workers for work and stops them when idl
     assertBytesEqual(await stream.digest(), md5(data));
     await new Promise((resolve) => setTimeout(resolve, 700));
     assertEquals(pool.running, 0);
+    assertEquals(stops, 1); // told, so that the memory they held can be given back
     // And they come back for the next work.
     assertSameBytes(await pool.chunk(data).compress("on"), await compressChunk(data, "on"), "on");
     await pool.ready();

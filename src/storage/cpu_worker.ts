@@ -1,9 +1,10 @@
 // A worker of the CPU pool (cpu_pool.ts): the hashing and compression of the write path, off the
-// event loop. Every request but "md5-drop" gets exactly one reply with its id; byte buffers come
+// event loop. Every request but "md5-drop" and "gc" gets exactly one reply with its id; byte buffers come
 // and go by transfer, and the input buffer is handed back so the pool can reuse it; a view on a
 // SharedArrayBuffer is read in place and not handed back.
 import { createHash, type Hash } from "node:crypto";
 import { autoProbe, compressChunk, type CompressionMode } from "./codec.ts";
+import { collectGarbage } from "../memory/gc.ts";
 
 /** Request bytes are transferred, or shared (a SharedArrayBuffer view, read in place). */
 type Bytes = Uint8Array<ArrayBuffer> | Uint8Array<SharedArrayBuffer>;
@@ -13,6 +14,11 @@ export type CpuRequest =
   | { op: "md5"; id: number; stream: number; bytes: Bytes; final: boolean }
   /** Forgets a stream without a digest; no reply. */
   | { op: "md5-drop"; stream: number }
+  /**
+   * A full collection, no reply: the worker's isolate keeps the shared buffers it was sent alive
+   * until it collects (src/memory/release.ts).
+   */
+  | { op: "gc" }
   /** With `probe`, also tells whether compressChunk(bytes, "auto") would try the whole chunk. */
   | { op: "sha256"; id: number; bytes: Bytes; probe: boolean }
   | {
@@ -67,7 +73,9 @@ function whole(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
   return (own ? bytes : bytes.slice()) as Uint8Array<ArrayBuffer>;
 }
 
-async function handle(req: Exclude<CpuRequest, { op: "md5-drop" } | { op: "crash" }>) {
+async function handle(
+  req: Exclude<CpuRequest, { op: "md5-drop" } | { op: "gc" } | { op: "crash" }>,
+) {
   switch (req.op) {
     case "md5": {
       let hash = streams.get(req.stream);
@@ -101,6 +109,10 @@ scope.onmessage = (e) => {
   const req = e.data;
   if (req.op === "md5-drop") {
     streams.delete(req.stream);
+    return;
+  }
+  if (req.op === "gc") {
+    collectGarbage();
     return;
   }
   if (req.op === "crash") throw new Error("CPU worker crash requested");

@@ -152,7 +152,7 @@ export async function readShard(
   if (!drive) return { state: "missing" };
   let bytes: Uint8Array;
   try {
-    bytes = await Deno.readFile(shardPath(drive, chunkId, index));
+    bytes = await readWhole(shardPath(drive, chunkId, index));
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) return { state: "missing" };
     return { state: "error", reason: String(err) };
@@ -256,6 +256,21 @@ export async function readShardRange(
     return bad ? corrupt(bad) : { state: "ok" };
   } catch (err) {
     return { state: "error", reason: String(err) };
+  } finally {
+    file.close();
+  }
+}
+
+/**
+ * The bytes of a shard file, read into a buffer allocated here rather than by Deno.readFile,
+ * whose buffer comes from the malloc arena of the I/O thread that read it: freed later by the
+ * GC, such buffers left hundreds of MiB resident after large GETs (README, Memory).
+ */
+async function readWhole(path: string): Promise<Uint8Array> {
+  const file = await Deno.open(path, { read: true });
+  try {
+    const buf = new Uint8Array((await file.stat()).size);
+    return buf.subarray(0, await readAt(file, 0, buf));
   } finally {
     file.close();
   }

@@ -5,22 +5,9 @@ import { Client, type Entry, InvalidCredentialsError, ResultCodeError } from "ld
 import type { ConnectionOptions } from "node:tls";
 import type { LdapConfig } from "./config.ts";
 import { fillFilter, firstRdnValue } from "./escape.ts";
+import { DirectoryError, type DirectoryUser } from "./directory_error.ts";
 
-export interface DirectoryUser {
-  dn: string;
-  email: string;
-  displayName: string;
-  /** Group names, lower case. */
-  groups: string[];
-  disabled: boolean;
-}
-
-/** Why a sign-in failed: wrong name or password, a disabled account, or no directory. */
-export class DirectoryError extends Error {
-  constructor(readonly reason: "invalid" | "disabled" | "unavailable", message: string) {
-    super(message);
-  }
-}
+export { DirectoryError, type DirectoryUser };
 
 function unavailable(err: unknown): DirectoryError {
   if (err instanceof DirectoryError) return err;

@@ -7,7 +7,8 @@ import type { BucketAccess, BucketPermission, LdapMapping, MetaStore } from "../
 import type { Principal } from "../principal.ts";
 import { SignInLimiter } from "../sign_in_limiter.ts";
 import type { LdapConfig } from "./config.ts";
-import { type Directory, DirectoryError, type DirectoryUser } from "./directory.ts";
+import type { Directory } from "./directory.ts";
+import { DirectoryError, type DirectoryUser } from "./directory_error.ts";
 
 export interface LdapIdentity extends DirectoryUser {
   /** Lower case: mappings and principal ids use it. */

@@ -1,7 +1,7 @@
 // A directory sign-in with its rate limits: failures count per client address and per user name,
 // and either over its limit refuses the attempt before the directory is asked.
 import type { SignInLimiter } from "../sign_in_limiter.ts";
-import { DirectoryError } from "./directory.ts";
+import { DirectoryError } from "./directory_error.ts";
 import type { LdapIdentity, LdapService } from "./service.ts";
 
 export class SignInThrottled extends Error {
