@@ -8,9 +8,10 @@
 #   stops gracefully. (`npx deno task start` does not pass SIGTERM on: the server would run on.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# A young generation of at most 4 MiB per half: ~30 MiB less resident memory after load, no slower
-# (README, Memory). A DENO_V8_FLAGS of the caller's replaces it.
-export DENO_V8_FLAGS="${DENO_V8_FLAGS:---max-semi-space-size=4}"
+# A young generation of at most 4 MiB per half: ~30 MiB less resident memory after load, no slower;
+# and V8's gc() for the memory release (README, Memory; src/memory/gc.ts SERVER_V8_FLAGS). A
+# DENO_V8_FLAGS of the caller's replaces them.
+export DENO_V8_FLAGS="${DENO_V8_FLAGS:---max-semi-space-size=4,--expose-gc}"
 source scripts/ensure_deno.sh >&2
 exec deno run --lock=deno.server.lock --frozen --allow-net --allow-read --allow-write --allow-ffi \
   --allow-env --allow-sys main.ts
