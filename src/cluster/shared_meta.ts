@@ -25,7 +25,10 @@ const POLL_MS = 200;
 const REGISTER_MS = 5000;
 /** Changes read per round, holdings collected per round. */
 const PAGE = 100;
-/** A fetch's framing and form header may take this much beyond the stored bytes. */
+/**
+ * A fetch's framing and form header may take this much beyond the stored bytes (twice the larger
+ * of the plain and stored sizes: the holder may have stored it in another form than the writer).
+ */
 const FRAME_SLACK = 64 * 1024;
 
 type Form = Omit<ChunkRecord, "drives" | "dataShards" | "parityShards">;
@@ -213,7 +216,11 @@ export class SharedMeta implements ChunkResolver {
       headers: { authorization: header },
       signal: AbortSignal.timeout(opts.timeoutMs),
     });
-    const body = await readAtMost(res.body, res.headers, rec.storedSize * 2 + FRAME_SLACK);
+    const body = await readAtMost(
+      res.body,
+      res.headers,
+      Math.max(rec.storedSize, rec.plainSize) * 2 + FRAME_SLACK,
+    );
     if (body === null) throw new Error("The answer is too large");
     const signature = res.headers.get(ANSWER_HEADER);
     if (!checkAnswer(opts.secret, { nonce, status: res.status, body, signature })) {

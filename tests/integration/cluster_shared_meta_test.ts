@@ -4,7 +4,9 @@
 // metadata and tags stay as written, a read whose bytes are on no reachable node answers 503
 // ServiceUnavailable, and deletions on any node remove the shard files on every node.
 import {
+  CompleteMultipartUploadCommand,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   GetObjectTaggingCommand,
@@ -13,6 +15,7 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   type S3Client,
+  UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { createHash } from "node:crypto";
 import type postgres from "postgres";
@@ -212,6 +215,63 @@ Deno.test("cluster: three nodes sharing one PostgreSQL metadata database", async
         await eventually("late held everywhere", () => holders(sql, "late"), everywhere);
       },
     );
+
+    await t.step("SSE-S3 and a multipart upload whose parts went to two nodes", async () => {
+      const secret = randomBytes(200_000);
+      await s3("a").send(
+        new PutObjectCommand({
+          Bucket: "shared",
+          Key: "sealed",
+          Body: secret,
+          ServerSideEncryption: "AES256",
+        }),
+      );
+      const sealed = await s3("b").send(new GetObjectCommand({ Bucket: "shared", Key: "sealed" }));
+      assertEquals(sealed.ServerSideEncryption, "AES256");
+      assertEquals(sha(await sealed.Body!.transformToByteArray()), sha(secret));
+      const parts = [randomBytes(5 * 1024 * 1024), randomBytes(300_000)];
+      const up = await s3("a").send(
+        new CreateMultipartUploadCommand({ Bucket: "shared", Key: "multi" }),
+      );
+      const etags = [
+        (await s3("a").send(
+          new UploadPartCommand({
+            Bucket: "shared",
+            Key: "multi",
+            UploadId: up.UploadId,
+            PartNumber: 1,
+            Body: parts[0],
+          }),
+        )).ETag,
+        (await s3("c").send(
+          new UploadPartCommand({
+            Bucket: "shared",
+            Key: "multi",
+            UploadId: up.UploadId,
+            PartNumber: 2,
+            Body: parts[1],
+          }),
+        )).ETag,
+      ];
+      const done = await s3("b").send(
+        new CompleteMultipartUploadCommand({
+          Bucket: "shared",
+          Key: "multi",
+          UploadId: up.UploadId,
+          MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) },
+        }),
+      );
+      const whole = new Uint8Array([...parts[0], ...parts[1]]);
+      for (const id of ["a", "b", "c"]) {
+        const got = await get(s3(id), "multi");
+        assertEquals([got.sha, got.etag], [sha(whole), done.ETag]);
+      }
+      await eventually("multi held everywhere", () => holders(sql, "multi"), everywhere);
+      await eventually("sealed held everywhere", () => holders(sql, "sealed"), everywhere);
+      for (const key of ["sealed", "multi"]) {
+        await s3("c").send(new DeleteObjectCommand({ Bucket: "shared", Key: key }));
+      }
+    });
 
     await t.step("the same bytes written on another node are shared, not lost", async () => {
       await s3("b").send(new PutObjectCommand({ Bucket: "shared", Key: "copy", Body: body }));
