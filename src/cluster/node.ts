@@ -228,6 +228,7 @@ export class ClusterNode {
     }
     this.membership.forget(id, at);
     await this.queue.forgetReplicationNode(id);
+    await this.shared?.forget(id);
     log("info", "Cluster node forgotten", { node: id });
     const forgotten = { id, at };
     const alive = this.membership.view().filter((m) => m.state === "alive");
@@ -252,6 +253,7 @@ export class ClusterNode {
       log("info", "Cluster node forgotten", { node: id, at: new Date(at).toISOString() });
       try {
         await this.queue.forgetReplicationNode(id);
+        await this.shared?.forget(id);
       } catch (err) {
         log("warn", "Releasing a forgotten node's cursors failed", {
           node: id,
@@ -306,10 +308,17 @@ export class ClusterNode {
     const scope = currentAudit();
     if (scope) scope.principal = `node:${call.node}`;
     if (this.shared?.isShared(call.node)) {
-      // The sender's rows are these rows: nothing to write (its bytes come by fetch).
+      // The sender's rows are these rows: nothing to write, and its bytes come by fetch. Not
+      // taken (the sender retries, and skips this node once it sees it shares the database), so
+      // the sender does not move this node's cursor, which is this node's own follower's.
       await req.body?.cancel().catch(() => {});
-      if (scope) scope.routine = true;
-      return signedAnswer(this.config.secret, call.nonce, 200, { ok: true, shared: true });
+      if (scope) scope.errorCode = "shared_metadata";
+      return signedAnswer(this.config.secret, call.nonce, 503, {
+        error: {
+          code: "shared_metadata",
+          message: "This node shares the sender's metadata database: nothing to replicate.",
+        },
+      });
     }
     try {
       await receiveObject(req, this.layer, this.keys, call.body);

@@ -22,7 +22,14 @@ import { ANSWER_HEADER, checkAnswer, signAnswer, signCall } from "./signature.ts
 /** How often the follower looks for work. */
 const POLL_MS = 200;
 /** How often this node re-registers and re-reads the shared nodes. */
-const REGISTER_MS = 5000;
+const REGISTER_MS = 1000;
+/** How often every holding of this node is checked against the chunk rows (a full pass). */
+const FULL_PASS_MS = 10 * 60_000;
+/**
+ * How long the follower retries a version whose bytes no node holding them answers before it
+ * goes on without them (a read then fetches them, if a holder ever comes back).
+ */
+const STUCK_MS = 10 * 60_000;
 /** Changes read per round, holdings collected per round. */
 const PAGE = 100;
 /**
@@ -82,6 +89,9 @@ export class SharedMeta implements ChunkResolver {
   #nextRegister = 0;
   #failures = 0;
   #retryAt = 0;
+  #nextFullPass = 0;
+  /** The queue position the follower cannot get past, and since when. */
+  #stuck?: { seq: number; since: number };
   /** Queue position up to which versions were settled by this process. */
   #settled = 0;
   /** Chunks fetched from other nodes since the start (GET /admin/cluster shows it). */
@@ -127,6 +137,12 @@ export class SharedMeta implements ChunkResolver {
     this.#stopped = true;
     clearTimeout(this.#timer);
     await this.#round;
+  }
+
+  /** A node forgotten by the cluster: its registration and holdings go. */
+  async forget(node: string): Promise<void> {
+    this.#shared.delete(node);
+    await this.holdings.forgetNode(node);
   }
 
   held(id: string): Promise<ChunkRecord | undefined> {
@@ -265,10 +281,33 @@ export class SharedMeta implements ChunkResolver {
       const changes = await this.meta.objectChanges(cursor, PAGE);
       if (changes.length === 0) return;
       for (const change of changes) {
-        if (change.op === "put") await this.#hold(change);
+        if (change.op === "put") await this.#held(change);
         cursor = change.seq;
         await this.meta.setObjectReplicationCursor(this.self, cursor);
       }
+    }
+  }
+
+  /**
+   * Holds the bytes of a version here; throws when no node holding them answered, so the round
+   * is tried again later, until STUCK_MS passed: then the change is passed over, with a warning.
+   */
+  async #held(change: ObjectChange): Promise<void> {
+    try {
+      await this.#hold(change);
+      this.#stuck = undefined;
+    } catch (err) {
+      if (!(err instanceof BytesUnavailableError)) throw err;
+      const now = Date.now();
+      if (this.#stuck?.seq !== change.seq) this.#stuck = { seq: change.seq, since: now };
+      if (now - this.#stuck.since < STUCK_MS) throw err;
+      log("warn", "Bytes of a version not held here: no node holding them answered", {
+        bucket: change.bucket,
+        key: change.key,
+        versionId: change.versionId,
+        error: err.message,
+      });
+      this.#stuck = undefined;
     }
   }
 
@@ -310,6 +349,10 @@ export class SharedMeta implements ChunkResolver {
 
   /** Removes this node's shards of chunks no version refers to any more. */
   async #collect(): Promise<void> {
+    if (Date.now() >= this.#nextFullPass) {
+      this.#nextFullPass = Date.now() + FULL_PASS_MS;
+      await this.holdings.flagOrphans(this.self);
+    }
     const orphans = await this.holdings.orphanHoldings(this.self, PAGE);
     for (const held of orphans) {
       await this.chunks.claims.collect(held.id, async () => {

@@ -16,9 +16,19 @@ export interface SharedHoldings {
   holding(node: string, id: string): Promise<ChunkRecord | undefined>;
   /** The nodes that hold the chunk. */
   holders(id: string): Promise<string[]>;
-  /** Holdings of `node` whose chunk no version refers to any more. */
+  /**
+   * Holdings of `node` whose chunk no version refers to any more (or that were recorded before
+   * their chunk committed and it never did).
+   */
   orphanHoldings(node: string, limit: number): Promise<ChunkRecord[]>;
   dropHolding(node: string, id: string): Promise<void>;
+  /**
+   * Flags every holding of `node` whose chunk row is gone (a full pass, for what a race between
+   * a deletion and the unflagging in orphanHoldings left unflagged).
+   */
+  flagOrphans(node: string): Promise<void>;
+  /** A node forgotten by the cluster: its registration and holdings go. */
+  forgetNode(node: string): Promise<void>;
   /** The last position of the bucket-change queue (0 when empty). */
   bucketQueueHead(): Promise<number>;
 }

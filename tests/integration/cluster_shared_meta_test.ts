@@ -23,6 +23,7 @@ import { assert, assertEquals } from "./assert.ts";
 import {
   type ClusterNodeProcess,
   eventually,
+  rawCall,
   seenBy,
   startNode,
   stopAll,
@@ -108,6 +109,40 @@ Deno.test("cluster: three nodes sharing one PostgreSQL metadata database", async
       // Nothing is queued for nodes that share the rows.
       const [row] = await sql`SELECT count(*)::int AS n FROM cluster_shared_nodes`;
       assertEquals(row.n, 3);
+    });
+
+    await t.step("changes sent by a node sharing the database are not applied again", async () => {
+      // Signed as node b (a node of this database): a bucket state, and an object change.
+      const state = {
+        bucket: "shared",
+        record: { stamp: { ms: Date.now() + 60_000, node: "b" }, value: null },
+        configs: {},
+      };
+      const message = JSON.stringify({ type: "buckets", changes: [state] });
+      const res = await rawCall(byId("a").url, {
+        method: "POST",
+        path: "/cluster/message",
+        body: message,
+        node: "b",
+      });
+      assertEquals(await res.json(), { applied: 0, stale: 1, kept: 0 });
+      await s3("a").send(new HeadBucketCommand({ Bucket: "shared" }));
+      const object = await rawCall(byId("a").url, {
+        method: "POST",
+        path: "/cluster/object?meta=0",
+        body: "",
+        node: "b",
+      });
+      assertEquals(object.status, 503);
+      assertEquals((await object.json()).error.code, "shared_metadata");
+      // A chunk no node holds: a signed 404.
+      const chunk = await rawCall(byId("a").url, {
+        method: "GET",
+        path: "/cluster/chunk?id=nothing",
+        node: "b",
+      });
+      assertEquals(chunk.status, 404);
+      assertEquals((await chunk.json()).error.code, "chunk_not_here");
     });
 
     const body = randomBytes(600_000);

@@ -21,9 +21,19 @@ export const HOLDINGS_DDL = `
     data_shards INTEGER NOT NULL,
     parity_shards INTEGER NOT NULL,
     drives INTEGER[] NOT NULL,
+    -- Set when the chunk row is gone (or was not there yet): what collection looks at.
+    freed BOOLEAN NOT NULL,
     PRIMARY KEY (node, chunk_id)
   );
   CREATE INDEX chunk_holdings_by_chunk ON chunk_holdings (chunk_id);
+  CREATE INDEX chunk_holdings_freed ON chunk_holdings (node, chunk_id) WHERE freed;
+  CREATE FUNCTION chunk_holdings_freed() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    UPDATE chunk_holdings SET freed = true WHERE chunk_id = OLD.id;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER chunk_holdings_freed AFTER DELETE ON chunks
+    FOR EACH ROW EXECUTE FUNCTION chunk_holdings_freed();
 `;
 
 function toRecord(row: Record<string, unknown>): ChunkRecord {
@@ -61,15 +71,15 @@ export class PgHoldings implements SharedHoldings {
     return this.read(async (q) => {
       await q`
         INSERT INTO chunk_holdings (chunk_id, node, plain_size, stored_size, compression,
-          encrypted, segment_size, data_shards, parity_shards, drives)
+          encrypted, segment_size, data_shards, parity_shards, drives, freed)
         VALUES (${c.id}, ${node}, ${c.plainSize}, ${c.storedSize}, ${c.compression},
           ${c.encrypted}, ${c.segmentSize ?? 0}, ${c.dataShards}, ${c.parityShards},
-          ${c.drives}::integer[])
+          ${c.drives}::integer[], NOT EXISTS (SELECT 1 FROM chunks WHERE id = ${c.id}))
         ON CONFLICT (node, chunk_id) DO UPDATE SET plain_size = excluded.plain_size,
           stored_size = excluded.stored_size, compression = excluded.compression,
           encrypted = excluded.encrypted, segment_size = excluded.segment_size,
           data_shards = excluded.data_shards, parity_shards = excluded.parity_shards,
-          drives = excluded.drives`;
+          drives = excluded.drives, freed = excluded.freed`;
     });
   }
 
@@ -88,12 +98,30 @@ export class PgHoldings implements SharedHoldings {
   }
 
   orphanHoldings(node: string, limit: number): Promise<ChunkRecord[]> {
-    return this.read(async (q) =>
-      (await q`
-        SELECT h.* FROM chunk_holdings h WHERE h.node = ${node}
-          AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = h.chunk_id)
-        ORDER BY h.chunk_id LIMIT ${limit}`).map(toRecord)
-    );
+    return this.read(async (q) => {
+      // Flagged ones whose chunk is there (again, or committed since) are not orphans.
+      await q`
+        UPDATE chunk_holdings h SET freed = false WHERE h.node = ${node} AND h.freed
+          AND EXISTS (SELECT 1 FROM chunks c WHERE c.id = h.chunk_id)`;
+      return (await q`
+        SELECT h.* FROM chunk_holdings h WHERE h.node = ${node} AND h.freed
+        ORDER BY h.chunk_id LIMIT ${limit}`).map(toRecord);
+    });
+  }
+
+  flagOrphans(node: string): Promise<void> {
+    return this.read(async (q) => {
+      await q`
+        UPDATE chunk_holdings h SET freed = true WHERE h.node = ${node} AND NOT h.freed
+          AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = h.chunk_id)`;
+    });
+  }
+
+  forgetNode(node: string): Promise<void> {
+    return this.read(async (q) => {
+      await q`DELETE FROM cluster_shared_nodes WHERE node = ${node}`;
+      await q`DELETE FROM chunk_holdings WHERE node = ${node}`;
+    });
   }
 
   dropHolding(node: string, id: string): Promise<void> {
