@@ -156,7 +156,8 @@ export class SharedMeta implements ChunkResolver {
   /** The chunk as held here: this node's holding, or fetched now from a node that holds it. */
   async local(rec: ChunkRecord): Promise<ChunkRecord> {
     const mine = await this.held(rec.id);
-    if (mine) return mine;
+    // A holding on drives this node no longer has (a drive replaced) is fetched again.
+    if (mine && this.chunks.isLocal(mine)) return mine;
     let fetching = this.#fetching.get(rec.id);
     if (!fetching) {
       fetching = this.#fetch(rec).finally(() => this.#fetching.delete(rec.id));

@@ -22,6 +22,7 @@ import type postgres from "postgres";
 import { assert, assertEquals } from "./assert.ts";
 import {
   type ClusterNodeProcess,
+  clusterStatus,
   eventually,
   rawCall,
   seenBy,
@@ -200,6 +201,17 @@ Deno.test("cluster: three nodes sharing one PostgreSQL metadata database", async
           (h) => h.ReplicationStatus === "COMPLETED",
         );
         assertEquals(head.Metadata, { colour: "blue" });
+        // a's view: nothing queued for the others, who have pulled everything.
+        const view = await eventually(
+          "queues empty in a's view",
+          () => clusterStatus(byId("a")),
+          (st) =>
+            st.nodes.filter((n) => !n.self).every((n) => {
+              const q = n as unknown as { queue_depth: number; object_queue_depth: number };
+              return q.queue_depth === 0 && q.object_queue_depth === 0;
+            }),
+        );
+        assertEquals(view.nodes.length, 3);
         // One version row: the other nodes wrote no copy of it.
         const [row] = await sql`SELECT count(*)::int AS n FROM versions WHERE key = 'obj'`;
         assertEquals(row.n, 1);
