@@ -30,6 +30,8 @@ const FULL_PASS_MS = 10 * 60_000;
  * goes on without them (a read then fetches them, if a holder ever comes back).
  */
 const STUCK_MS = 10 * 60_000;
+/** Changes the follower works on at once (each fetches its chunks one after the other). */
+const FOLLOW_PARALLEL = 4;
 /** Changes read per round, holdings collected per round. */
 const PAGE = 100;
 /**
@@ -81,7 +83,7 @@ export function unframeChunk(
 
 export class SharedMeta implements ChunkResolver {
   /** The other nodes registered in this database. */
-  #shared = new Set<string>();
+  #shared = new Map<string, string>();
   #fetching = new Map<string, Promise<ChunkRecord>>();
   #timer?: ReturnType<typeof setTimeout>;
   #round?: Promise<void>;
@@ -90,8 +92,8 @@ export class SharedMeta implements ChunkResolver {
   #failures = 0;
   #retryAt = 0;
   #nextFullPass = 0;
-  /** The queue position the follower cannot get past, and since when. */
-  #stuck?: { seq: number; since: number };
+  /** Queue positions whose bytes no holder answered for, and since when. */
+  #stuck = new Map<number, number>();
   /** Queue position up to which versions were settled by this process. */
   #settled = 0;
   /** Chunks fetched from other nodes since the start (GET /admin/cluster shows it). */
@@ -118,7 +120,7 @@ export class SharedMeta implements ChunkResolver {
   async register(): Promise<void> {
     await this.holdings.registerNode(this.self, this.membership.self.url);
     const nodes = await this.holdings.sharedNodes();
-    this.#shared = new Set(nodes.filter((n) => n !== this.self));
+    this.#shared = new Map(nodes.filter((n) => n.id !== this.self).map((n) => [n.id, n.url]));
     this.#nextRegister = Date.now() + REGISTER_MS;
   }
 
@@ -183,12 +185,19 @@ export class SharedMeta implements ChunkResolver {
 
   /** Fetches a chunk from the first node holding it that answers, and stores it here. */
   async #fetch(rec: ChunkRecord): Promise<ChunkRecord> {
-    const alive = this.membership.view().filter((m) => m.state === "alive" && this.isShared(m.id));
+    // Nodes of this database that are alive, or not heard from yet (just after a start, before
+    // the heartbeats: at the URL they registered); not those seen going silent.
+    const states = new Map(this.membership.view().map((m) => [m.id, m]));
+    const candidates = [...this.#shared].flatMap(([id, url]) => {
+      const m = states.get(id);
+      if (!m) return [{ id, url }];
+      return m.state === "alive" || m.state === "joining" ? [{ id, url: m.url }] : [];
+    });
     const holders = new Set(await this.holdings.holders(rec.id));
     // Nodes recorded as holding it first; then the others (chunks written before this mode).
     const order = [
-      ...alive.filter((m) => holders.has(m.id)),
-      ...alive.filter((m) => !holders.has(m.id)),
+      ...candidates.filter((m) => holders.has(m.id)),
+      ...candidates.filter((m) => !holders.has(m.id)),
     ];
     for (const m of order) {
       let got: { form: Form; stored: Uint8Array } | undefined;
@@ -260,6 +269,7 @@ export class SharedMeta implements ChunkResolver {
       await this.#settle();
       this.#failures = 0;
     } catch (err) {
+      if (this.#stopped) return;
       this.#failures++;
       this.#retryAt = Date.now() + Math.min(60_000, 500 * 2 ** Math.min(7, this.#failures - 1));
       log(this.#failures === 1 ? "warn" : "debug", "Shared-metadata round failed", {
@@ -272,19 +282,43 @@ export class SharedMeta implements ChunkResolver {
   async #bucketCursors(): Promise<void> {
     if (this.#shared.size === 0) return;
     const head = await this.holdings.bucketQueueHead();
-    for (const node of this.#shared) await this.meta.setReplicationCursor(node, head);
+    for (const node of this.#shared.keys()) await this.meta.setReplicationCursor(node, head);
   }
 
   /** The object changes after this node's cursor: bytes of versions written are held here. */
+  /**
+   * The object changes after this node's cursor: bytes of versions written are held here. A page
+   * is worked on FOLLOW_PARALLEL changes at a time; the cursor moves past the changes done up to
+   * the first that failed (retried next round, with the ones after it).
+   */
   async #follow(): Promise<void> {
     let cursor = await this.meta.objectReplicationCursor(this.self);
     while (!this.#stopped) {
       const changes = await this.meta.objectChanges(cursor, PAGE);
       if (changes.length === 0) return;
-      for (const change of changes) {
-        if (change.op === "put") await this.#held(change);
-        cursor = change.seq;
+      const outcomes: PromiseSettledResult<void>[] = new Array(changes.length);
+      let next = 0;
+      const worker = async () => {
+        while (next < changes.length && !this.#stopped) {
+          const i = next++;
+          const change = changes[i];
+          outcomes[i] = await (change.op === "put" ? this.#held(change) : Promise.resolve()).then(
+            () => ({ status: "fulfilled", value: undefined }),
+            (reason) => ({ status: "rejected", reason }),
+          );
+        }
+      };
+      await Promise.all(Array.from({ length: FOLLOW_PARALLEL }, worker));
+      const failed = changes.findIndex((_, i) => outcomes[i]?.status !== "fulfilled");
+      const done = failed < 0 ? changes.length : failed;
+      if (done > 0) {
+        cursor = changes[done - 1].seq;
         await this.meta.setObjectReplicationCursor(this.self, cursor);
+        for (const seq of this.#stuck.keys()) if (seq <= cursor) this.#stuck.delete(seq);
+      }
+      if (failed >= 0) {
+        const outcome = outcomes[failed];
+        throw outcome?.status === "rejected" ? outcome.reason : new Error("Stopped");
       }
     }
   }
@@ -296,19 +330,18 @@ export class SharedMeta implements ChunkResolver {
   async #held(change: ObjectChange): Promise<void> {
     try {
       await this.#hold(change);
-      this.#stuck = undefined;
     } catch (err) {
       if (!(err instanceof BytesUnavailableError)) throw err;
       const now = Date.now();
-      if (this.#stuck?.seq !== change.seq) this.#stuck = { seq: change.seq, since: now };
-      if (now - this.#stuck.since < STUCK_MS) throw err;
+      const since = this.#stuck.get(change.seq) ?? now;
+      this.#stuck.set(change.seq, since);
+      if (now - since < STUCK_MS) throw err;
       log("warn", "Bytes of a version not held here: no node holding them answered", {
         bucket: change.bucket,
         key: change.key,
         versionId: change.versionId,
         error: err.message,
       });
-      this.#stuck = undefined;
     }
   }
 
@@ -334,7 +367,7 @@ export class SharedMeta implements ChunkResolver {
    */
   async #settle(): Promise<void> {
     const cursors = await Promise.all(
-      [this.self, ...this.#shared].map((n) => this.meta.objectReplicationCursor(n)),
+      [this.self, ...this.#shared.keys()].map((n) => this.meta.objectReplicationCursor(n)),
     );
     const upTo = Math.min(...cursors);
     while (this.#settled < upTo && !this.#stopped) {

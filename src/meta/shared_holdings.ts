@@ -8,8 +8,8 @@ import type { ChunkRecord } from "./store.ts";
 export interface SharedHoldings {
   /** Records that `node` (advertised at `url`) uses this database; refreshes its time. */
   registerNode(node: string, url: string): Promise<void>;
-  /** The ids of the nodes that registered in this database. */
-  sharedNodes(): Promise<string[]>;
+  /** The nodes that registered in this database, with the URLs they advertised. */
+  sharedNodes(): Promise<{ id: string; url: string }[]>;
   /** `node` holds the chunk's shards on its drives, stored as `rec` says. */
   recordHolding(node: string, rec: ChunkRecord): Promise<void>;
   /** How `node` holds the chunk, if it does. */

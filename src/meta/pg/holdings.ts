@@ -61,9 +61,12 @@ export class PgHoldings implements SharedHoldings {
     });
   }
 
-  sharedNodes(): Promise<string[]> {
+  sharedNodes(): Promise<{ id: string; url: string }[]> {
     return this.read(async (q) =>
-      (await q`SELECT node FROM cluster_shared_nodes ORDER BY node`).map((r) => r.node as string)
+      (await q`SELECT node, url FROM cluster_shared_nodes ORDER BY node`).map((r) => ({
+        id: r.node as string,
+        url: r.url as string,
+      }))
     );
   }
 
