@@ -29,12 +29,13 @@ import {
   startNode,
   stopAll,
 } from "./cluster_helpers.ts";
-import { randomBytes, s3Client, shardFileCount } from "./server.ts";
+import { ADMIN_PASSWORD, ADMIN_USER, randomBytes, s3Client, shardFileCount } from "./server.ts";
 import { startPgMeta } from "./postgres_meta_helpers.ts";
 import { signedFetch } from "./signer.ts";
 
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 const MASTER_KEY = "ab".repeat(32);
+const ADMIN = { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) };
 
 async function get(s3: S3Client, key: string) {
   const out = await s3.send(new GetObjectCommand({ Bucket: "shared", Key: key }));
@@ -339,6 +340,40 @@ Deno.test("cluster: three nodes sharing one PostgreSQL metadata database", async
       const [row] = await sql`SELECT count(*)::int AS n FROM chunk_holdings`;
       assertEquals(row.n, 0);
     });
+
+    await t.step(
+      "a node forgotten loses its registration and holdings; statuses settle without it",
+      async () => {
+        await s3("a").send(new PutObjectCommand({ Bucket: "shared", Key: "before", Body: late }));
+        await eventually("before held everywhere", () => holders(sql, "before"), everywhere);
+        const c = byId("c");
+        await c.server.stop();
+        nodes.splice(nodes.indexOf(c), 1);
+        await eventually("c dead on a", () => seenBy(byId("a")), (x) => x.includes("c:dead"));
+        const res = await fetch(`${byId("a").url}/admin/cluster/nodes/c`, {
+          method: "DELETE",
+          headers: ADMIN,
+        });
+        assertEquals(res.status, 200);
+        await res.body?.cancel();
+        const registered = await sql`SELECT node FROM cluster_shared_nodes ORDER BY node`;
+        assertEquals(registered.map((r) => r.node), ["a", "b"]);
+        const [held] = await sql`SELECT count(*)::int AS n FROM chunk_holdings WHERE node = 'c'`;
+        assertEquals(held.n, 0);
+        const put = await s3("b").send(
+          new PutObjectCommand({ Bucket: "shared", Key: "after", Body: randomBytes(100_000) }),
+        );
+        await eventually(
+          "after COMPLETED with a and b",
+          () =>
+            s3("b").send(
+              new HeadObjectCommand({ Bucket: "shared", Key: "after", VersionId: put.VersionId }),
+            ),
+          (h) => h.ReplicationStatus === "COMPLETED",
+        );
+        await Deno.remove(c.dataDir, { recursive: true }).catch(() => {});
+      },
+    );
   } finally {
     await stopAll(nodes);
     await pg.dispose();
