@@ -96,8 +96,6 @@ export class SharedMeta implements ChunkResolver {
   #stuck = new Map<number, number>();
   /** Queue position up to which versions were settled by this process. */
   #settled = 0;
-  /** Chunks fetched from other nodes since the start (GET /admin/cluster shows it). */
-  fetched = 0;
 
   constructor(
     readonly holdings: SharedHoldings,
@@ -218,7 +216,6 @@ export class SharedMeta implements ChunkResolver {
           drives: [],
         }, got.stored);
         await this.stored(mine);
-        this.fetched++;
         return mine;
       } finally {
         await this.chunks.release(rec.id);
