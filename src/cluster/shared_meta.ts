@@ -153,6 +153,11 @@ export class SharedMeta implements ChunkResolver {
     return this.holdings.recordHolding(this.self, rec);
   }
 
+  lost(rec: ChunkRecord): Promise<void> {
+    log("warn", "A chunk held here cannot be read: fetching it again", { chunk: rec.id });
+    return this.holdings.dropHolding(this.self, rec.id);
+  }
+
   /** The chunk as held here: this node's holding, or fetched now from a node that holds it. */
   async local(rec: ChunkRecord): Promise<ChunkRecord> {
     const mine = await this.held(rec.id);

@@ -98,6 +98,8 @@ export interface ChunkResolver {
   held(id: string): Promise<ChunkRecord | undefined>;
   /** This node now holds the chunk's shards as `rec` says. */
   stored(rec: ChunkRecord): Promise<void>;
+  /** This node's holding `rec` cannot be read: it is forgotten, so `local` fetches it again. */
+  lost(rec: ChunkRecord): Promise<void>;
 }
 
 export class ChunkStore {
@@ -164,6 +166,22 @@ export class ChunkStore {
     const { dataShards: k, parityShards: m } = this.options.layout;
     const drives = placeShards(id, k + m, this.options.drives.list);
     return this.claims.release(id, () => this.#removeShards(id, drives));
+  }
+
+  /**
+   * Reads another node's chunk through this node's holding of it (fetched first when there is
+   * none); a holding that turns out lost is fetched again, once.
+   */
+  async #resolved<T>(rec: ChunkRecord, read: (held: ChunkRecord) => Promise<T>): Promise<T> {
+    const resolver = this.resolver!;
+    const held = await resolver.local(rec);
+    try {
+      return await read(held);
+    } catch (err) {
+      if (!(err instanceof ChunkLostError)) throw err;
+      await resolver.lost(held);
+      return await read(await resolver.local(rec));
+    }
   }
 
   /** Whether the chunk's shards are on this node's drives. */
@@ -332,7 +350,9 @@ export class ChunkStore {
    * is queued for healing (healed here when the queue does not take it).
    */
   async read(rec: ChunkRecord, opts: { key?: CryptoKey } = {}): Promise<Uint8Array> {
-    if (this.resolver && !this.isLocal(rec)) rec = await this.resolver.local(rec);
+    if (this.resolver && !this.isLocal(rec)) {
+      return await this.#resolved(rec, (held) => this.read(held, opts));
+    }
     const { stored } = await this.#readStored(rec, { heal: "queue" });
     const plain = await decodeChunk(stored, rec, {
       key: opts.key,
@@ -363,7 +383,9 @@ export class ChunkStore {
       throw new RangeError(`Range ${from}-${to} is outside chunk ${rec.id} (${rec.plainSize})`);
     }
     if (from === to) return new Uint8Array(0);
-    if (this.resolver && !this.isLocal(rec)) rec = await this.resolver.local(rec);
+    if (this.resolver && !this.isLocal(rec)) {
+      return await this.#resolved(rec, (held) => this.readRange(held, from, to, opts));
+    }
     // A whole chunk is read as such: every data shard verified whole (padding-only ones too).
     const whole = from === 0 && to === rec.plainSize;
     if (!whole && storedAsIs(rec)) {

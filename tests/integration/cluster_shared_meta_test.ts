@@ -58,6 +58,23 @@ async function holders(sql: postgres.Sql, key: string): Promise<Map<string, stri
   return new Map(rows.map((r) => [r.chunk_id as string, r.nodes as string[]]));
 }
 
+/** Removes every shard file under a data directory; how many. */
+async function removeShards(dataDir: string): Promise<number> {
+  let n = 0;
+  const walk = async (dir: string) => {
+    for await (const entry of Deno.readDir(dir)) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory) await walk(path);
+      else {
+        await Deno.remove(path);
+        n++;
+      }
+    }
+  };
+  await walk(`${dataDir}/chunks`);
+  return n;
+}
+
 const everywhere = (m: Map<string, string[]>) =>
   m.size > 0 && [...m.values()].every((n) => n.join() === "a,b,c");
 
@@ -218,6 +235,13 @@ Deno.test("cluster: three nodes sharing one PostgreSQL metadata database", async
         assertEquals(row.n, 1);
       },
     );
+
+    await t.step("a node whose copies are lost fetches them again on read", async () => {
+      const removed = await removeShards(byId("b").dataDir);
+      assert(removed >= 10, `${removed} shard files removed`);
+      assertEquals((await get(s3("b"), "obj")).sha, sha(body));
+      assert((await shardFileCount(byId("b").dataDir)) >= 10, "shards on b again");
+    });
 
     await t.step("the writer stopped after replication: the others still serve", async () => {
       await byId("a").server.stop();
