@@ -30,6 +30,8 @@ import { ObjectReplicator, receiveObject } from "./objects.ts";
 import type { ReplicaKeys } from "./object_keys.ts";
 import { AntiEntropy, type AntiEntropyStatus } from "./anti_entropy.ts";
 import { AntiEntropyAnswers } from "./anti_entropy_answer.ts";
+import { SharedMeta } from "./shared_meta.ts";
+import { sharedHoldingsOf } from "../meta/shared_holdings.ts";
 
 /** Bytes a join, heartbeat or ping body may have; a message (bucket states) may have more. */
 const BODY_LIMIT = 64 * 1024;
@@ -74,6 +76,8 @@ export class ClusterNode {
   #routes: Record<string, RouteSpec>;
   #replicator: BucketReplicator;
   #objects: ObjectReplicator;
+  /** Set when the metadata is in PostgreSQL, which other nodes may share (shared_meta.ts). */
+  readonly shared?: SharedMeta;
   /** When this process started: a node forgotten comes back only with a later start. */
   readonly #started = Date.now();
   /** Anti-entropy passes (src/cluster/anti_entropy.ts); `antiEntropy.runNow()` runs one. */
@@ -112,6 +116,21 @@ export class ClusterNode {
       // Five heartbeats: after a restart, the member list is whole again by then.
       config.heartbeatMs * 5,
     );
+    const holdings = sharedHoldingsOf(queue);
+    if (holdings) {
+      const shared = new SharedMeta(
+        holdings,
+        queue,
+        layer.chunks,
+        this.membership,
+        () => this.#callOptions(Math.max(10_000, config.heartbeatMs * 2)),
+      );
+      this.shared = shared;
+      layer.chunks.resolver = shared;
+      // Nodes sharing the database share the rows: nothing to send them.
+      this.#replicator.skip = (node) => shared.isShared(node);
+      this.#objects.skip = (node) => shared.isShared(node);
+    }
     const answers = new AntiEntropyAnswers(queue);
     this.antiEntropy = new AntiEntropy({
       meta: queue,
@@ -124,6 +143,7 @@ export class ClusterNode {
           body: { type: "buckets", changes },
         }),
       sendVersion: (node, url, target) => this.#objects.repair(node, url, target),
+      skip: (node) => this.shared?.isShared(node) ?? false,
     }, { intervalMs: config.antiEntropyMs, rate: config.antiEntropyRate });
     this.#routes = {
       join: { method: "POST", run: (call, json) => this.#joined(call, json) },
@@ -158,9 +178,18 @@ export class ClusterNode {
       seeds: this.config.seeds,
     });
     this.#tick();
-    this.#replicator.start();
-    this.#objects.start();
-    this.antiEntropy.start();
+    const senders = () => {
+      if (this.#stopped) return;
+      this.#replicator.start();
+      this.#objects.start();
+      this.shared?.start();
+      this.antiEntropy.start();
+    };
+    // The nodes sharing the database are known before anything is sent.
+    if (!this.shared) return senders();
+    this.shared.register().catch((err) =>
+      log("warn", "Registering in the shared metadata failed", { error: String(err) })
+    ).finally(senders);
   }
 
   /** Stops heartbeats and tells the nodes that are alive that this one is going. */
@@ -171,6 +200,7 @@ export class ClusterNode {
       this.#replicator.stop(),
       this.#objects.stop(),
       this.antiEntropy.stop(),
+      this.shared?.stop(),
     ]);
     const alive = this.membership.view().filter((m) => m.state === "alive");
     await Promise.allSettled(
@@ -230,6 +260,7 @@ export class ClusterNode {
     }
     this.membership.forget(id, at);
     await this.queue.forgetReplicationNode(id);
+    await this.shared?.forget(id);
     log("info", "Cluster node forgotten", { node: id });
     const forgotten = { id, at };
     const alive = this.membership.view().filter((m) => m.state === "alive");
@@ -254,6 +285,7 @@ export class ClusterNode {
       log("info", "Cluster node forgotten", { node: id, at: new Date(at).toISOString() });
       try {
         await this.queue.forgetReplicationNode(id);
+        await this.shared?.forget(id);
       } catch (err) {
         log("warn", "Releasing a forgotten node's cursors failed", {
           node: id,
@@ -274,6 +306,7 @@ export class ClusterNode {
         : undefined;
       if (scope) scope.operation = `Cluster:${name ?? ""}`;
       if (name === "object" && rest.length === 0) return await this.#object(req);
+      if (name === "chunk" && rest.length === 0) return await this.#chunk(req);
       if (!route) throw new ApiError(404, "not_found", "No such cluster route.");
       if (req.method !== route.method) {
         throw new ApiError(405, "method_not_allowed", `Use ${route.method}.`);
@@ -306,10 +339,54 @@ export class ClusterNode {
     const call = await verifySignature(req, { secret: this.config.secret, nonces: this.#nonces });
     const scope = currentAudit();
     if (scope) scope.principal = `node:${call.node}`;
+    if (this.shared?.isShared(call.node)) {
+      // The sender's rows are these rows: nothing to write, and its bytes come by fetch. Not
+      // taken (the sender retries, and skips this node once it sees it shares the database), so
+      // the sender does not move this node's cursor, which is this node's own follower's.
+      await req.body?.cancel().catch(() => {});
+      if (scope) scope.errorCode = "shared_metadata";
+      return signedAnswer(this.config.secret, call.nonce, 503, {
+        error: {
+          code: "shared_metadata",
+          message: "This node shares the sender's metadata database: nothing to replicate.",
+        },
+      });
+    }
     try {
       await receiveObject(req, this.layer, this.keys, call.body);
       if (scope) scope.routine = true;
       return signedAnswer(this.config.secret, call.nonce, 200, { ok: true });
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      if (scope) scope.errorCode = err.code;
+      return signedAnswer(this.config.secret, call.nonce, err.status, {
+        error: { code: err.code, message: err.message },
+      });
+    }
+  }
+
+  /**
+   * GET /cluster/chunk?id=: the stored bytes of a chunk this node holds, for a node sharing the
+   * metadata (signed like every answer, refusals included).
+   */
+  async #chunk(req: Request): Promise<Response> {
+    if (req.method !== "GET") {
+      req.body?.cancel().catch(() => {});
+      throw new ApiError(405, "method_not_allowed", "Use GET.");
+    }
+    const call = await verifyCall(req, {
+      secret: this.config.secret,
+      nonces: this.#nonces,
+      bodyLimit: 0,
+    });
+    const scope = currentAudit();
+    if (scope) scope.principal = `node:${call.node}`;
+    const id = new URL(req.url).searchParams.get("id") ?? "";
+    try {
+      if (!this.shared || !id) throw new ApiError(404, "chunk_not_here", "No such chunk here.");
+      const res = await this.shared.serve(id, this.config.secret, call.nonce);
+      if (scope) scope.routine = true;
+      return res;
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       if (scope) scope.errorCode = err.code;
@@ -390,6 +467,12 @@ export class ClusterNode {
   async #applyBuckets(call: VerifiedCall, changes: unknown) {
     if (!Array.isArray(changes)) {
       throw new ApiError(400, "invalid_message", "A buckets message needs a changes array.");
+    }
+    // A node sharing the database changed these very rows.
+    if (this.shared?.isShared(call.node)) {
+      const scope = currentAudit();
+      if (scope) scope.routine = true;
+      return { applied: 0, stale: changes.length, kept: 0 };
     }
     const states = changes.map(parseBucketState);
     if (states.some((s) => s === undefined)) {

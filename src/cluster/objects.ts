@@ -228,6 +228,8 @@ const RETRIED = new Set([403, 404, 408, 409, 429]);
 const MISSING_BUCKET_MS = 120_000;
 
 export class ObjectReplicator {
+  /** Nodes not to send to (they share this node's metadata database). */
+  skip: (node: string) => boolean = () => false;
   readonly #backoff = new NodeBackoff("Object replication");
   /** `<node>:<seq>` of changes answered NoSuchBucket, with when that was first answered. */
   #missingSince = new Map<string, number>();
@@ -259,7 +261,7 @@ export class ObjectReplicator {
         this.#pruning = this.#prune().finally(() => this.#pruning = undefined);
       }
       for (const m of this.membership.view(now)) {
-        if (m.state !== "alive" || this.#busy.has(m.id)) continue;
+        if (m.state !== "alive" || this.#busy.has(m.id) || this.skip(m.id)) continue;
         if (this.#backoff.waiting(m.id, now)) continue;
         this.#busy.set(m.id, this.#catchUp(m.id, m.url));
       }

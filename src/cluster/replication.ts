@@ -40,6 +40,8 @@ function batch(changes: BucketChange[]): BucketChange[] {
 }
 
 export class BucketReplicator {
+  /** Nodes not to send to (they share this node's metadata database). */
+  skip: (node: string) => boolean = () => false;
   readonly #backoff = new NodeBackoff("Bucket replication");
   /** Nodes being caught up now, with the promise of that work. */
   #busy = new Map<string, Promise<void>>();
@@ -68,7 +70,7 @@ export class BucketReplicator {
         this.#pruning = this.#prune().finally(() => this.#pruning = undefined);
       }
       for (const m of this.membership.view(now)) {
-        if (m.state !== "alive" || this.#busy.has(m.id)) continue;
+        if (m.state !== "alive" || this.#busy.has(m.id) || this.skip(m.id)) continue;
         if (this.#backoff.waiting(m.id, now)) continue;
         this.#busy.set(m.id, this.#catchUp(m.id, m.url));
       }

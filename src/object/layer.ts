@@ -1,4 +1,5 @@
 // The object layer: the only code that combines metadata and stored bytes.
+import { BytesUnavailableError } from "../meta/shared_holdings.ts";
 import { S3Error } from "../http/errors.ts";
 import { MissingBucketError } from "../meta/store.ts";
 import type {
@@ -617,6 +618,15 @@ export class ObjectLayer {
 
 /** A stored object that cannot be read back is a server fault, never wrong bytes. */
 function readFailure(err: unknown, version: ObjectVersion): unknown {
+  // Shared metadata: no node holding the bytes answered (yet).
+  if (err instanceof BytesUnavailableError) {
+    return new S3Error(
+      "ServiceUnavailable",
+      `The data of ${version.bucket}/${version.key} is on a node that cannot be reached now. ` +
+        "Please retry.",
+      { headers: { "retry-after": "1" } },
+    );
+  }
   if (err instanceof ChunkLostError || err instanceof ChunkIntegrityError) {
     return new S3Error(
       "InternalError",

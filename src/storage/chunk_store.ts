@@ -86,8 +86,26 @@ function randomId(): string {
   return toHex(crypto.getRandomValues(new Uint8Array(32)));
 }
 
+/**
+ * How a node whose metadata is shared with other nodes (src/cluster/shared_meta.ts) reads chunks
+ * another node wrote and records the chunks it stores: the chunk rows are shared, the shards are
+ * each node's own.
+ */
+export interface ChunkResolver {
+  /** The chunk as this node holds it: its own holding, or fetched from a node that holds it. */
+  local(rec: ChunkRecord): Promise<ChunkRecord>;
+  /** How this node holds the chunk already, if it does. */
+  held(id: string): Promise<ChunkRecord | undefined>;
+  /** This node now holds the chunk's shards as `rec` says. */
+  stored(rec: ChunkRecord): Promise<void>;
+  /** This node's holding `rec` cannot be read: it is forgotten, so `local` fetches it again. */
+  lost(rec: ChunkRecord): Promise<void>;
+}
+
 export class ChunkStore {
   readonly claims: ChunkClaims;
+  /** Set on a node that shares its metadata with other nodes. */
+  resolver?: ChunkResolver;
   /**
    * Takes a chunk a read or write found with a missing or bad shard to heal it in the
    * background; false when it cannot (no healer, queue full): a read then heals it itself.
@@ -123,8 +141,14 @@ export class ChunkStore {
       await this.claims.claim(id);
       try {
         const existing = addressed ? await this.meta.getChunk(id) : undefined;
+        if (existing && this.resolver && !this.isLocal(existing)) {
+          await this.#holdHere(existing, plain, work);
+          return existing;
+        }
         if (existing) return await this.#reuse(existing, plain);
-        return await this.#encodeAndWrite(id, plain, work, opts.key);
+        const rec = await this.#encodeAndWrite(id, plain, work, opts.key);
+        await this.resolver?.stored(rec);
+        return rec;
       } catch (err) {
         await this.release(id);
         throw err;
@@ -142,6 +166,67 @@ export class ChunkStore {
     const { dataShards: k, parityShards: m } = this.options.layout;
     const drives = placeShards(id, k + m, this.options.drives.list);
     return this.claims.release(id, () => this.#removeShards(id, drives));
+  }
+
+  /**
+   * Reads another node's chunk through this node's holding of it (fetched first when there is
+   * none); a holding that turns out lost is fetched again, once.
+   */
+  async #resolved<T>(rec: ChunkRecord, read: (held: ChunkRecord) => Promise<T>): Promise<T> {
+    const resolver = this.resolver!;
+    const held = await resolver.local(rec);
+    try {
+      return await read(held);
+    } catch (err) {
+      if (!(err instanceof ChunkLostError)) throw err;
+      await resolver.lost(held);
+      return await read(await resolver.local(rec));
+    }
+  }
+
+  /** Whether the chunk's shards are on this node's drives. */
+  isLocal(rec: ChunkRecord): boolean {
+    return rec.drives.some((d) => this.options.drives.byId.has(d));
+  }
+
+  /**
+   * A chunk another node stored (shared metadata) that this write also has the plaintext of:
+   * kept as it is when this node holds it already, else stored here too.
+   */
+  async #holdHere(rec: ChunkRecord, plain: Uint8Array, work: ChunkWork): Promise<void> {
+    const mine = await this.resolver!.held(rec.id);
+    if (mine && !(await this.verify(mine)).lost) return;
+    await this.resolver!.stored(await this.#encodeAndWrite(rec.id, plain, work));
+  }
+
+  /**
+   * The stored bytes of a chunk on this node's drives (compressed and sealed as `rec` says),
+   * rebuilt from parity when a shard is bad: what another node sharing the metadata fetches.
+   */
+  async readStoredBytes(rec: ChunkRecord): Promise<Uint8Array> {
+    return (await this.#readStored(rec, { heal: "queue" })).stored;
+  }
+
+  /**
+   * Stores the stored bytes of a chunk fetched from another node in this node's own layout;
+   * returns how this node holds it (the caller records it).
+   */
+  async writeStoredBytes(form: ChunkRecord, stored: Uint8Array): Promise<ChunkRecord> {
+    const { dataShards: k, parityShards: m } = this.options.layout;
+    const shards = shardsOf(stored, k);
+    if (m > 0) {
+      const parity = Array.from({ length: m }, () => new Uint8Array(shards[0].byteLength));
+      coder(k, m).encode(shards, parity);
+      shards.push(...parity);
+    }
+    const drives = placeShards(form.id, k + m, this.options.drives.list);
+    await this.#writeShards(form.id, shards, drives, k + (m > 0 ? 1 : 0));
+    return { ...form, dataShards: k, parityShards: m, drives };
+  }
+
+  /** Removes this node's shards of a chunk it holds as `rec` says. */
+  removeHeld(rec: ChunkRecord): Promise<void> {
+    return this.#removeShards(rec.id, rec.drives);
   }
 
   async #encodeAndWrite(
@@ -265,6 +350,9 @@ export class ChunkStore {
    * is queued for healing (healed here when the queue does not take it).
    */
   async read(rec: ChunkRecord, opts: { key?: CryptoKey } = {}): Promise<Uint8Array> {
+    if (this.resolver && !this.isLocal(rec)) {
+      return await this.#resolved(rec, (held) => this.read(held, opts));
+    }
     const { stored } = await this.#readStored(rec, { heal: "queue" });
     const plain = await decodeChunk(stored, rec, {
       key: opts.key,
@@ -295,6 +383,9 @@ export class ChunkStore {
       throw new RangeError(`Range ${from}-${to} is outside chunk ${rec.id} (${rec.plainSize})`);
     }
     if (from === to) return new Uint8Array(0);
+    if (this.resolver && !this.isLocal(rec)) {
+      return await this.#resolved(rec, (held) => this.readRange(held, from, to, opts));
+    }
     // A whole chunk is read as such: every data shard verified whole (padding-only ones too).
     const whole = from === 0 && to === rec.plainSize;
     if (!whole && storedAsIs(rec)) {

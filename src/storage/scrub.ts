@@ -27,6 +27,8 @@ export async function scrub(
   while (true) {
     const page = await store.meta.listChunks(after, PAGE);
     for (const rec of page) {
+      // Another node's chunk (shared metadata): that node scrubs it.
+      if (store.resolver && !store.isLocal(rec)) continue;
       const health = await throttle.run(() => store.verify(rec));
       const n = rec.dataShards + rec.parityShards;
       report.chunks++;

@@ -13,6 +13,7 @@ import { SHARES_DDL } from "./shares.ts";
 import { STS_DDL } from "./sts.ts";
 import { USERS_DDL } from "./users.ts";
 import { OBJECT_QUEUE_DDL } from "./object_queue.ts";
+import { HOLDINGS_DDL } from "./holdings.ts";
 
 /** The advisory lock id of migrations (any constant unlikely to be used by others). */
 const MIGRATION_LOCK = 0x5354_4f52_4531;
@@ -213,6 +214,8 @@ export const MIGRATIONS: string[] = [
   OBJECT_QUEUE_DDL,
   // Stamps of a version's later changes (src/meta/version_stamps.ts).
   `ALTER TABLE versions ADD COLUMN stamps TEXT;`,
+  // Nodes sharing this database and the chunks each holds on its own drives.
+  HOLDINGS_DDL,
 ];
 
 /** Applies the migrations not applied yet; returns how many there are in all. */

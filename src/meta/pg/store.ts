@@ -6,6 +6,7 @@ import { PgKms } from "./kms.ts";
 import { PgJobs } from "./jobs.ts";
 import { PgCluster } from "./cluster.ts";
 import { PgObjectQueue } from "./object_queue.ts";
+import { PgHoldings } from "./holdings.ts";
 import type { BucketItem } from "../sqlite_cluster.ts";
 import { currentAudit } from "../../audit/scope.ts";
 import type { AuditAnchor, AuditEntry, AuditFacts } from "../../audit/chain.ts";
@@ -116,6 +117,8 @@ export class PgMetaStore implements MetaStore {
   readonly #jobs = new PgJobs();
   readonly #cluster: PgCluster;
   readonly #objectQueue = new PgObjectQueue();
+  /** Chunk holdings of the cluster nodes sharing this database (src/cluster/shared_meta.ts). */
+  readonly sharedHoldings = new PgHoldings((fn) => this.#read(fn));
   /** Bucket changes are queued for the other nodes (clustering is on). */
   readonly #replicating: boolean;
 
