@@ -28,6 +28,8 @@ import type { ObjectLayer } from "../object/layer.ts";
 import { BucketReplicator, parseBucketState } from "./replication.ts";
 import { ObjectReplicator, receiveObject } from "./objects.ts";
 import type { ReplicaKeys } from "./object_keys.ts";
+import type { SecretSealer } from "../auth/secrets.ts";
+import { parseUserState, UserReplicator, wireSealer } from "./users.ts";
 
 /** Bytes a join, heartbeat or ping body may have; a message (bucket states) may have more. */
 const BODY_LIMIT = 64 * 1024;
@@ -71,6 +73,10 @@ export class ClusterNode {
   #routes: Record<string, RouteSpec>;
   #replicator: BucketReplicator;
   #objects: ObjectReplicator;
+  #users: UserReplicator;
+  /** This node's secret sealer, and the cluster's for secrets between nodes (users.ts). */
+  #sealer: SecretSealer;
+  #wire: SecretSealer;
   /** When this process started: a node forgotten comes back only with a later start. */
   readonly #started = Date.now();
 
@@ -79,7 +85,10 @@ export class ClusterNode {
     readonly queue: MetaStore,
     readonly layer: ObjectLayer,
     readonly keys: ReplicaKeys,
+    sealer: SecretSealer,
   ) {
+    this.#sealer = sealer;
+    this.#wire = wireSealer(config.secret);
     this.membership = new Membership(
       { id: config.nodeId, url: config.advertiseUrl },
       { suspectMs: config.suspectMs, deadMs: config.deadMs },
@@ -105,6 +114,19 @@ export class ClusterNode {
       undefined,
       undefined,
       // Five heartbeats: after a restart, the member list is whole again by then.
+      config.heartbeatMs * 5,
+    );
+    this.#users = new UserReplicator(
+      queue,
+      this.membership,
+      (url, body) =>
+        callNode(url, "/cluster/message", {
+          ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
+          body,
+        }),
+      sealer,
+      this.#wire,
+      undefined,
       config.heartbeatMs * 5,
     );
     this.#routes = {
@@ -136,13 +158,14 @@ export class ClusterNode {
     this.#tick();
     this.#replicator.start();
     this.#objects.start();
+    this.#users.start();
   }
 
   /** Stops heartbeats and tells the nodes that are alive that this one is going. */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await Promise.all([this.#replicator.stop(), this.#objects.stop()]);
+    await Promise.all([this.#replicator.stop(), this.#objects.stop(), this.#users.stop()]);
     const alive = this.membership.view().filter((m) => m.state === "alive");
     await Promise.allSettled(
       alive.map((m) =>
@@ -342,6 +365,7 @@ export class ClusterNode {
 
   async #message(call: VerifiedCall, json: Record<string, unknown>) {
     if (json.type === "buckets") return await this.#applyBuckets(call, json.changes);
+    if (json.type === "users") return await this.#applyUsers(json.changes);
     if (json.type === "forget") {
       this.#sender(call, json);
       await this.#learnForgotten(json.forgotten);
@@ -381,6 +405,31 @@ export class ClusterNode {
         log("warn", "A replicated bucket deletion was not applied: the bucket holds data here", {
           bucket: (states[i] as BucketState).bucket,
           from: call.node,
+        });
+      }
+    });
+    return outcomes;
+  }
+
+  /** User states from another node, each merged in its own transaction (in one group commit). */
+  async #applyUsers(changes: unknown) {
+    const states = Array.isArray(changes)
+      ? changes.map((c) => parseUserState(c, this.#sealer, this.#wire))
+      : [undefined];
+    if (states.some((s) => s === undefined)) {
+      throw new ApiError(400, "invalid_message", "A user change is malformed.");
+    }
+    const results = await Promise.all(
+      states.map((state) => this.queue.applyUserState(state!)),
+    );
+    const scope = currentAudit();
+    if (scope) scope.routine = true;
+    const outcomes = { applied: 0, stale: 0, conflict: 0 };
+    results.forEach((outcome, i) => {
+      outcomes[outcome]++;
+      if (outcome === "conflict") {
+        log("warn", "A replicated user was not taken: its name or key belongs to an older user", {
+          user: states[i]!.id,
         });
       }
     });

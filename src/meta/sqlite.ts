@@ -19,6 +19,8 @@ import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import { SqliteSts } from "./sqlite_sts.ts";
 import { type BucketItem, SqliteCluster } from "./sqlite_cluster.ts";
+import { SqliteClusterUsers } from "./sqlite_cluster_users.ts";
+import { changedItems, type UserChange, type UserState } from "./user_stamps.ts";
 import { SqliteObjectQueue } from "./sqlite_object_queue.ts";
 import { MissingBucketError } from "./store.ts";
 import type {
@@ -153,6 +155,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #sts: SqliteSts;
   readonly #ops: SqliteOps;
   readonly #cluster: SqliteCluster;
+  readonly #clusterUsers: SqliteClusterUsers;
   readonly #objectQueue: SqliteObjectQueue;
   /** Bucket changes are queued for the other nodes (clustering is on). */
   readonly #replicating: boolean;
@@ -182,6 +185,7 @@ export class SqliteMetaStore implements MetaStore {
     this.#sts = new SqliteSts((sql) => this.#stmt(sql));
     this.#ops = new SqliteOps(this.#db, (sql) => this.#stmt(sql), this.#batch);
     this.#cluster = new SqliteCluster((sql) => this.#stmt(sql), opts.clusterNode ?? "");
+    this.#clusterUsers = new SqliteClusterUsers((sql) => this.#stmt(sql), opts.clusterNode ?? "");
     this.#objectQueue = new SqliteObjectQueue((sql) => this.#stmt(sql));
   }
 
@@ -741,7 +745,8 @@ export class SqliteMetaStore implements MetaStore {
   forgetReplicationNode(node: string): Promise<boolean> {
     return this.#batch.run(() => {
       const buckets = this.#cluster.forget(node);
-      return this.#objectQueue.forget(node) || buckets;
+      const users = this.#clusterUsers.forget(node);
+      return this.#objectQueue.forget(node) || buckets || users;
     });
   }
 
@@ -912,6 +917,7 @@ export class SqliteMetaStore implements MetaStore {
   createUser(user: UserRecord): Promise<void> {
     return this.#change(() => {
       this.#users.create(user);
+      if (this.#replicating) this.#clusterUsers.changed(user.id, changedItems(undefined, user));
     });
   }
 
@@ -926,11 +932,51 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   updateUser(user: UserRecord): Promise<boolean> {
-    return this.#change(() => this.#users.update(user), (r) => r ? {} : undefined);
+    return this.#change(() => {
+      const before = this.#replicating ? this.#clusterUsers.user(user.id) : undefined;
+      const updated = this.#users.update(user);
+      if (updated && before) this.#clusterUsers.changed(user.id, changedItems(before, user));
+      return updated;
+    }, (r) => r ? {} : undefined);
   }
 
   deleteUser(id: string): Promise<boolean> {
-    return this.#change(() => this.#users.delete(id), (r) => r ? {} : undefined);
+    return this.#change(() => {
+      const deleted = this.#users.delete(id);
+      if (deleted && this.#replicating) this.#clusterUsers.changed(id, ["record"]);
+      return deleted;
+    }, (r) => r ? {} : undefined);
+  }
+
+  userChanges(after: number, limit: number): Promise<UserChange[]> {
+    return Promise.resolve(this.#clusterUsers.changes(after, limit));
+  }
+
+  applyUserState(state: UserState): Promise<"applied" | "stale" | "conflict"> {
+    return this.#change(
+      () => this.#clusterUsers.apply(state),
+      (r) => r === "applied" ? { key: state.id } : undefined,
+    );
+  }
+
+  queueUnreplicatedUsers(): Promise<number> {
+    return this.#batch.run(() => this.#clusterUsers.queueUnstamped());
+  }
+
+  userReplicationCursor(node: string): Promise<number> {
+    return Promise.resolve(this.#clusterUsers.cursor(node));
+  }
+
+  setUserReplicationCursor(node: string, seq: number): Promise<void> {
+    return this.#batch.run(() => this.#clusterUsers.setCursor(node, seq));
+  }
+
+  userReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
+    return Promise.resolve(this.#clusterUsers.backlog(after));
+  }
+
+  pruneUserChanges(nodes: string[]): Promise<number> {
+    return this.#batch.run(() => this.#clusterUsers.prune(nodes));
   }
 
   createToken(token: TokenRecord): Promise<void> {

@@ -438,4 +438,23 @@ export const MIGRATIONS: string[] = [
   -- {ms, node} for its tags, ACL, retention and legal hold; NULL until one changes.
   ALTER TABLE versions ADD COLUMN stamps TEXT;
   `,
+  `
+  -- User replication (src/meta/user_stamps.ts): one row per user changed while clustering is on,
+  -- moved to the end by each change; the stamps (JSON of part to {ms, node}) of each user's
+  -- record, enabled flag, bucket access and key, kept after a deletion; a cursor per node.
+  CREATE TABLE cluster_user_changes (
+    user_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    queued_at INTEGER NOT NULL
+  );
+  CREATE UNIQUE INDEX cluster_user_changes_by_seq ON cluster_user_changes(seq);
+  CREATE TABLE cluster_user_stamps (
+    user_id TEXT PRIMARY KEY,
+    stamps TEXT NOT NULL
+  );
+  CREATE TABLE cluster_user_cursors (
+    node TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+  );
+  `,
 ];

@@ -4,7 +4,7 @@ import { DuplicateError, type TokenRecord, type UserRecord } from "./store.ts";
 
 type Row = Record<string, SQLInputValue>;
 
-function toUser(row: Row): UserRecord {
+export function toUser(row: Row): UserRecord {
   return {
     id: row.id as string,
     name: row.name as string,

@@ -5,6 +5,7 @@
 import { KMS_DDL } from "./kms.ts";
 import { JOBS_DDL } from "./jobs.ts";
 import { CLUSTER_DDL } from "./cluster.ts";
+import { CLUSTER_USERS_DDL } from "./cluster_users.ts";
 import { AUDIT_DDL } from "./audit.ts";
 import type { Sql } from "./connect.ts";
 import { ERRORS_DDL } from "./errors.ts";
@@ -213,6 +214,8 @@ export const MIGRATIONS: string[] = [
   OBJECT_QUEUE_DDL,
   // Stamps of a version's later changes (src/meta/version_stamps.ts).
   `ALTER TABLE versions ADD COLUMN stamps TEXT;`,
+  // The cluster's user-change queue (src/meta/user_stamps.ts).
+  CLUSTER_USERS_DDL,
 ];
 
 /** Applies the migrations not applied yet; returns how many there are in all. */

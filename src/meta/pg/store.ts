@@ -5,6 +5,8 @@ import { type ChangeDetail, changeFacts } from "../change_facts.ts";
 import { PgKms } from "./kms.ts";
 import { PgJobs } from "./jobs.ts";
 import { PgCluster } from "./cluster.ts";
+import { PgClusterUsers } from "./cluster_users.ts";
+import { changedItems, type UserChange, type UserState } from "../user_stamps.ts";
 import { PgObjectQueue } from "./object_queue.ts";
 import type { BucketItem } from "../sqlite_cluster.ts";
 import { currentAudit } from "../../audit/scope.ts";
@@ -115,6 +117,7 @@ export class PgMetaStore implements MetaStore {
   readonly #kms = new PgKms();
   readonly #jobs = new PgJobs();
   readonly #cluster: PgCluster;
+  readonly #clusterUsers: PgClusterUsers;
   readonly #objectQueue = new PgObjectQueue();
   /** Bucket changes are queued for the other nodes (clustering is on). */
   readonly #replicating: boolean;
@@ -124,6 +127,7 @@ export class PgMetaStore implements MetaStore {
     this.#auditing = auditing;
     this.#replicating = clusterNode !== undefined;
     this.#cluster = new PgCluster(clusterNode ?? "");
+    this.#clusterUsers = new PgClusterUsers(clusterNode ?? "");
     if (this.#replicating) this.#versions.queue = this.#objectQueue;
   }
 
@@ -515,7 +519,8 @@ export class PgMetaStore implements MetaStore {
   forgetReplicationNode(node: string): Promise<boolean> {
     return this.#tx(async (tx) => {
       const buckets = await this.#cluster.forget(tx, node);
-      return (await this.#objectQueue.forget(tx, node)) || buckets;
+      const users = await this.#clusterUsers.forget(tx, node);
+      return (await this.#objectQueue.forget(tx, node)) || buckets || users;
     });
   }
 
@@ -808,7 +813,12 @@ export class PgMetaStore implements MetaStore {
   }
 
   createUser(user: UserRecord): Promise<void> {
-    return this.#change((tx) => this.#users.create(tx, user));
+    return this.#change(async (tx) => {
+      await this.#users.create(tx, user);
+      if (this.#replicating) {
+        await this.#clusterUsers.changed(tx as Tx, user.id, changedItems(undefined, user));
+      }
+    });
   }
 
   getUser(
@@ -822,11 +832,53 @@ export class PgMetaStore implements MetaStore {
   }
 
   updateUser(user: UserRecord): Promise<boolean> {
-    return this.#change((tx) => this.#users.update(tx, user), (r) => r ? {} : undefined);
+    return this.#change(async (tx) => {
+      const before = this.#replicating ? await this.#clusterUsers.user(tx, user.id) : undefined;
+      const updated = await this.#users.update(tx, user);
+      if (updated && before) {
+        await this.#clusterUsers.changed(tx as Tx, user.id, changedItems(before, user));
+      }
+      return updated;
+    }, (r) => r ? {} : undefined);
   }
 
   deleteUser(id: string): Promise<boolean> {
-    return this.#change((tx) => this.#users.delete(tx, id), (r) => r ? {} : undefined);
+    return this.#change(async (tx) => {
+      const deleted = await this.#users.delete(tx, id);
+      if (deleted && this.#replicating) await this.#clusterUsers.changed(tx as Tx, id, ["record"]);
+      return deleted;
+    }, (r) => r ? {} : undefined);
+  }
+
+  userChanges(after: number, limit: number): Promise<UserChange[]> {
+    return this.#read((q) => this.#clusterUsers.changes(q, after, limit));
+  }
+
+  applyUserState(state: UserState): Promise<"applied" | "stale" | "conflict"> {
+    return this.#change(
+      (tx) => this.#clusterUsers.apply(tx as Tx, state),
+      (r) => r === "applied" ? { key: state.id } : undefined,
+    );
+  }
+
+  queueUnreplicatedUsers(): Promise<number> {
+    return this.#tx((tx) => this.#clusterUsers.queueUnstamped(tx as Tx));
+  }
+
+  userReplicationCursor(node: string): Promise<number> {
+    return this.#read((q) => this.#clusterUsers.cursor(q, node));
+  }
+
+  setUserReplicationCursor(node: string, seq: number): Promise<void> {
+    return this.#tx((tx) => this.#clusterUsers.setCursor(tx, node, seq));
+  }
+
+  userReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
+    return this.#read((q) => this.#clusterUsers.backlog(q, after));
+  }
+
+  pruneUserChanges(nodes: string[]): Promise<number> {
+    return this.#tx((tx) => this.#clusterUsers.prune(tx, nodes));
   }
 
   createToken(token: TokenRecord): Promise<void> {

@@ -29,7 +29,7 @@ export const USERS_DDL = `
 
 type Row = Record<string, unknown>;
 
-function toUser(row: Row): UserRecord {
+export function toUser(row: Row): UserRecord {
   return {
     id: row.id as string,
     name: row.name as string,
