@@ -1,0 +1,217 @@
+// User replication between three nodes on loopback: a user made through the admin API on one
+// node signs requests on the others (AWS SDK), its buckets are known everywhere, and disabling,
+// re-keying and deleting it on any node reach every node, a node that was down included;
+// concurrent changes of one user on two nodes converge.
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  ListBucketsCommand,
+  PutObjectCommand,
+  S3Client,
+} from "@aws-sdk/client-s3";
+import { assert, assertEquals } from "./assert.ts";
+import { adminApi, createUser, type TestUser } from "./access_helpers.ts";
+import {
+  type ClusterNodeProcess,
+  eventually,
+  restartNode,
+  seenBy,
+  startNode,
+  stopAll,
+} from "./cluster_helpers.ts";
+import { REGION } from "./server.ts";
+
+function client(node: ClusterNodeProcess, user: { accessKey: string; secret: string }) {
+  return new S3Client({
+    endpoint: node.url,
+    region: REGION,
+    forcePathStyle: true,
+    credentials: { accessKeyId: user.accessKey, secretAccessKey: user.secret },
+    maxAttempts: 1,
+  });
+}
+
+/** What ListBuckets signed by `user` on `node` answers: "ok" or the error code. */
+async function signIn(node: ClusterNodeProcess, user: TestUser): Promise<string> {
+  try {
+    await client(node, user).send(new ListBucketsCommand({}));
+    return "ok";
+  } catch (err) {
+    return (err as { name?: string }).name ?? String(err);
+  }
+}
+
+/** The user as the admin API of `node` shows it (undefined: not there). */
+async function userOn(node: ClusterNodeProcess, accessKey: string) {
+  const { status, json } = await adminApi(node.server, "GET", `/users/${accessKey}`);
+  return status === 200 ? json! : undefined;
+}
+
+/** Waits until `user` signs in with `expected` on every node of `nodes`. */
+async function signsEverywhere(nodes: ClusterNodeProcess[], user: TestUser, expected: string) {
+  for (const node of nodes) {
+    await eventually(`${user.name} on ${node.id}`, () => signIn(node, user), (r) => r === expected);
+  }
+}
+
+Deno.test("cluster: users, their keys and their state reach every node", async (t) => {
+  const a = await startNode("node-a");
+  const b = await startNode("node-b", { seeds: [a.url] });
+  let c = await startNode("node-c", { seeds: [a.url] });
+  try {
+    await eventually(
+      "c sees all",
+      () => seenBy(c),
+      (s) => s.join() === "node-a:alive,node-b:alive",
+    );
+    await eventually(
+      "a sees all",
+      () => seenBy(a),
+      (s) => s.join() === "node-b:alive,node-c:alive",
+    );
+    let carol: TestUser;
+
+    await t.step("a user made on a signs a PUT on b; its bucket is known everywhere", async () => {
+      carol = await createUser(a.server, "carol");
+      await signsEverywhere([b, c], carol, "ok");
+      const onB = client(b, carol);
+      await onB.send(new CreateBucketCommand({ Bucket: "carol-photos" }));
+      await onB.send(
+        new PutObjectCommand({ Bucket: "carol-photos", Key: "cat.txt", Body: "meow" }),
+      );
+      for (const node of [a, c]) {
+        const read = () =>
+          client(node, carol).send(new GetObjectCommand({ Bucket: "carol-photos", Key: "cat.txt" }))
+            .then((r) => r.Body!.transformToString()).catch((e) => String(e.name));
+        await eventually(`carol reads her object on ${node.id}`, read, (x) => x === "meow");
+        const listed = await client(node, carol).send(new ListBucketsCommand({}));
+        assertEquals(listed.Buckets?.map((x) => x.Name), ["carol-photos"]);
+      }
+      // The same record everywhere, secret never shown again.
+      const views = await Promise.all([a, b, c].map((n) => userOn(n, carol.accessKey)));
+      assertEquals(views[1], views[0]);
+      assertEquals(views[2], views[0]);
+      assertEquals(views[0]?.secret_key, undefined);
+    });
+
+    await t.step("disabled on b: refused on c; enabled on a: accepted again", async () => {
+      const off = await adminApi(b.server, "POST", `/users/${carol.accessKey}/disable`);
+      assertEquals(off.status, 200);
+      await signsEverywhere([c, a], carol, "AccessDenied");
+      assertEquals((await userOn(c, carol.accessKey))?.enabled, false);
+      assertEquals(
+        (await adminApi(a.server, "POST", `/users/${carol.accessKey}/enable`)).status,
+        200,
+      );
+      await signsEverywhere([b, c], carol, "ok");
+    });
+
+    await t.step("re-keyed on c: the new key works on a, the old one nowhere", async () => {
+      const { status, json } = await adminApi(c.server, "POST", `/users/${carol.accessKey}/keys`);
+      assertEquals(status, 200);
+      const rekeyed = {
+        ...carol,
+        accessKey: String(json!.access_key),
+        secret: String(json!.secret_key),
+      };
+      await signsEverywhere([a, b], rekeyed, "ok");
+      for (const node of [a, b, c]) assertEquals(await signIn(node, carol), "InvalidAccessKeyId");
+      // The new key with the old secret is refused too: the secret travelled with the key.
+      const mixed = { ...rekeyed, secret: carol.secret };
+      assertEquals(await signIn(a, mixed), "SignatureDoesNotMatch");
+      carol = rekeyed;
+      const read = await client(a, carol).send(
+        new GetObjectCommand({ Bucket: "carol-photos", Key: "cat.txt" }),
+      );
+      assertEquals(await read.Body!.transformToString(), "meow");
+    });
+
+    await t.step("a node down during the changes catches up after its restart", async () => {
+      await c.server.stop();
+      await eventually(
+        "c dead on a",
+        () => seenBy(a),
+        (s) => s.join() === "node-b:alive,node-c:dead",
+      );
+      const dave = await createUser(b.server, "dave");
+      const setAccess = await adminApi(a.server, "PUT", `/users/${carol.accessKey}/buckets`, {
+        bucket_access: [{ bucket: "shared-x", permission: "read" }],
+      });
+      assertEquals(setAccess.status, 200);
+      const erin = await createUser(a.server, "erin");
+      assertEquals((await adminApi(a.server, "DELETE", `/users/${erin.accessKey}`)).status, 204);
+      c = await restartNode(c);
+      await signsEverywhere([c], dave, "ok");
+      await signsEverywhere([c], erin, "InvalidAccessKeyId");
+      assertEquals(
+        (await userOn(c, carol.accessKey))?.bucket_access,
+        [{ bucket: "shared-x", permission: "read" }],
+      );
+    });
+
+    await t.step("deleted on a: refused everywhere", async () => {
+      assertEquals((await adminApi(a.server, "DELETE", `/users/${carol.accessKey}`)).status, 204);
+      await signsEverywhere([a, b, c], carol, "InvalidAccessKeyId");
+      for (const node of [a, b, c]) assertEquals(await userOn(node, carol.accessKey), undefined);
+    });
+
+    await t.step("concurrent changes of one user on two nodes converge", async () => {
+      const frank = await createUser(a.server, "frank");
+      await signsEverywhere([b, c], frank, "ok");
+      for (let round = 0; round < 3; round++) {
+        // At once: on a disabled then re-keyed, on b its bucket access changed then re-keyed
+        // (one after the other on each node: the admin API reads a user before it writes it).
+        const [keyA, keyB] = await Promise.all([
+          adminApi(a.server, "POST", `/users/${frank.accessKey}/disable`).then(() =>
+            adminApi(a.server, "POST", `/users/${frank.accessKey}/keys`)
+          ),
+          adminApi(b.server, "PUT", `/users/${frank.accessKey}/buckets`, {
+            bucket_access: [{ bucket: `round-${round}`, permission: "write" }],
+          }).then(() => adminApi(b.server, "POST", `/users/${frank.accessKey}/keys`)),
+        ]);
+        const keys = [keyA, keyB].filter((k) => k.status === 200).map((k) => ({
+          ...frank,
+          accessKey: String(k.json!.access_key),
+          secret: String(k.json!.secret_key),
+        }));
+        assert(keys.length > 0, "a re-key succeeded");
+        // Every node ends with the same record: one of the two keys, disabled, round's access.
+        const same = await eventually(
+          `round ${round}: the same user on all nodes`,
+          async () => {
+            const all = await Promise.all(
+              [a, b, c].map(async (n) => {
+                const { json } = await adminApi(n.server, "GET", "/users");
+                return JSON.stringify(
+                  (json!.users as Record<string, unknown>[]).filter((u) => u.name === "frank"),
+                );
+              }),
+            );
+            return all;
+          },
+          (all) => all[0] !== "[]" && all.every((x) => x === all[0]),
+        );
+        const [view] = JSON.parse(same[0]) as Record<string, unknown>[];
+        assertEquals(view.enabled, false);
+        assertEquals(view.bucket_access, [{ bucket: `round-${round}`, permission: "write" }]);
+        const winner = keys.find((k) => k.accessKey === view.access_key);
+        assert(winner, `the key kept is one of those issued: ${view.access_key}`);
+        // Enabled again on c, the winning key signs on every node; the other key on none.
+        assertEquals(
+          (await adminApi(c.server, "POST", `/users/${winner.accessKey}/enable`)).status,
+          200,
+        );
+        await signsEverywhere([a, b, c], winner, "ok");
+        for (const loser of keys.filter((k) => k !== winner)) {
+          for (const node of [a, b, c]) {
+            assertEquals(await signIn(node, loser), "InvalidAccessKeyId");
+          }
+        }
+        frank.accessKey = winner.accessKey;
+        frank.secret = winner.secret;
+      }
+    });
+  } finally {
+    await stopAll([a, b, c]);
+  }
+});
