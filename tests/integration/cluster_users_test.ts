@@ -72,8 +72,10 @@ Deno.test("cluster: users, their keys and their state reach every node", async (
     let carol: TestUser;
 
     await t.step("a user made on a signs a PUT on b; its bucket is known everywhere", async () => {
+      const started = Date.now();
       carol = await createUser(a.server, "carol");
       await signsEverywhere([b, c], carol, "ok");
+      console.log(`a user made on a signed on b and c after ${Date.now() - started} ms`);
       const onB = client(b, carol);
       await onB.send(new CreateBucketCommand({ Bucket: "carol-photos" }));
       await onB.send(
