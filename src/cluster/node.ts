@@ -30,6 +30,7 @@ import { ObjectReplicator, receiveObject } from "./objects.ts";
 import type { ReplicaKeys } from "./object_keys.ts";
 import type { SecretSealer } from "../auth/secrets.ts";
 import { parseUserState, UserReplicator, wireSealer } from "./users.ts";
+import { parseRecordState, RecordReplicator } from "./records.ts";
 
 /** Bytes a join, heartbeat or ping body may have; a message (bucket states) may have more. */
 const BODY_LIMIT = 64 * 1024;
@@ -74,6 +75,7 @@ export class ClusterNode {
   #replicator: BucketReplicator;
   #objects: ObjectReplicator;
   #users: UserReplicator;
+  #records: RecordReplicator;
   /** This node's secret sealer, and the cluster's for secrets between nodes (users.ts). */
   #sealer: SecretSealer;
   #wire: SecretSealer;
@@ -129,6 +131,17 @@ export class ClusterNode {
       undefined,
       config.heartbeatMs * 5,
     );
+    this.#records = new RecordReplicator(
+      queue,
+      this.membership,
+      (url, body) =>
+        callNode(url, "/cluster/message", {
+          ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
+          body,
+        }),
+      undefined,
+      config.heartbeatMs * 5,
+    );
     this.#routes = {
       join: { method: "POST", run: (call, json) => this.#joined(call, json) },
       heartbeat: {
@@ -159,13 +172,19 @@ export class ClusterNode {
     this.#replicator.start();
     this.#objects.start();
     this.#users.start();
+    this.#records.start();
   }
 
   /** Stops heartbeats and tells the nodes that are alive that this one is going. */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await Promise.all([this.#replicator.stop(), this.#objects.stop(), this.#users.stop()]);
+    await Promise.all([
+      this.#replicator.stop(),
+      this.#objects.stop(),
+      this.#users.stop(),
+      this.#records.stop(),
+    ]);
     const alive = this.membership.view().filter((m) => m.state === "alive");
     await Promise.allSettled(
       alive.map((m) =>
@@ -366,6 +385,7 @@ export class ClusterNode {
   async #message(call: VerifiedCall, json: Record<string, unknown>) {
     if (json.type === "buckets") return await this.#applyBuckets(call, json.changes);
     if (json.type === "users") return await this.#applyUsers(json.changes);
+    if (json.type === "records") return await this.#applyRecords(json.changes);
     if (json.type === "forget") {
       this.#sender(call, json);
       await this.#learnForgotten(json.forgotten);
@@ -434,6 +454,21 @@ export class ClusterNode {
       }
     });
     return outcomes;
+  }
+
+  /** Tokens and shares from another node, each taken when its stamp is newer. */
+  async #applyRecords(changes: unknown) {
+    const states = Array.isArray(changes) ? changes.map(parseRecordState) : [undefined];
+    if (states.some((s) => s === undefined)) {
+      throw new ApiError(400, "invalid_message", "A token or share change is malformed.");
+    }
+    const results = await Promise.all(states.map((s) => this.queue.applyRecordState(s!)));
+    const scope = currentAudit();
+    if (scope) scope.routine = true;
+    return {
+      applied: results.filter((r) => r === "applied").length,
+      stale: results.filter((r) => r === "stale").length,
+    };
   }
 
   #learn(members: unknown): void {

@@ -10,11 +10,9 @@ import { SecretSealer } from "../auth/secrets.ts";
 import { log } from "../log.ts";
 import type { UserReplicationQueue } from "../meta/store.ts";
 import type { UserChange, UserState } from "../meta/user_stamps.ts";
-import { backlogOf, NodeBackoff } from "./backoff.ts";
+import { QueueSender } from "./queue_sender.ts";
 import type { Membership } from "./membership.ts";
 import type { Deliver } from "./replication.ts";
-
-const BATCH_CHANGES = 100;
 
 /** Seals secrets for the trip between nodes with a key only holders of the cluster secret have. */
 export function wireSealer(clusterSecret: string): SecretSealer {
@@ -25,114 +23,59 @@ export function wireSealer(clusterSecret: string): SecretSealer {
 /** The sealing context of a secret on the wire: bound to the user and its access key. */
 const wireContext = (id: string, accessKey: string) => `cluster-user:${id}:${accessKey}`;
 
-export class UserReplicator {
-  readonly #backoff = new NodeBackoff("User replication");
-  #busy = new Map<string, Promise<void>>();
-  #timer?: ReturnType<typeof setTimeout>;
-  #stopped = false;
-  #nextPrune = 0;
-  #pruning?: Promise<void>;
-
+export class UserReplicator extends QueueSender<UserChange> {
   constructor(
-    readonly queue: UserReplicationQueue,
-    readonly membership: Membership,
-    readonly deliver: Deliver,
+    queue: UserReplicationQueue,
+    membership: Membership,
+    deliver: Deliver,
     /** This node's sealer (its master key) and the cluster's (see wireSealer). */
-    readonly sealer: SecretSealer,
-    readonly wire: SecretSealer,
-    readonly pollMs = 100,
-    readonly pruneMs = 10_000,
-  ) {}
-
-  start(): void {
-    this.#nextPrune = Date.now() + this.pruneMs;
-    const round = () => {
-      if (this.#stopped) return;
-      const now = Date.now();
-      if (now >= this.#nextPrune && !this.#pruning) {
-        this.#nextPrune = now + this.pruneMs;
-        this.#pruning = this.#prune().finally(() => this.#pruning = undefined);
-      }
-      for (const m of this.membership.view(now)) {
-        if (m.state !== "alive" || this.#busy.has(m.id)) continue;
-        if (this.#backoff.waiting(m.id, now)) continue;
-        this.#busy.set(m.id, this.#catchUp(m.id, m.url));
-      }
-      this.#timer = setTimeout(round, this.pollMs);
-    };
-    round();
-  }
-
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    await Promise.allSettled([...this.#busy.values(), this.#pruning]);
-  }
-
-  /** Deleted users' rows every node has received leave the queue (as for buckets). */
-  async #prune(): Promise<void> {
-    try {
-      const nodes = this.membership.view().map((m) => m.id);
-      for (const node of nodes) await this.queue.setUserReplicationCursor(node, 0);
-      await this.queue.pruneUserChanges(nodes);
-    } catch (err) {
-      log("warn", "Pruning the user-change queue failed", {
-        error: err instanceof Error ? err.message : String(err),
-      });
-    }
-  }
-
-  async backlog(node: string): Promise<{ depth: number; lagMs: number }> {
-    return backlogOf(
-      await this.queue.userReplicationBacklog(await this.queue.userReplicationCursor(node)),
+    sealer: SecretSealer,
+    wire: SecretSealer,
+    pollMs?: number,
+    pruneMs?: number,
+  ) {
+    super(
+      {
+        type: "users",
+        what: "User replication",
+        changes: (after, limit) => queue.userChanges(after, limit),
+        cursor: (node) => queue.userReplicationCursor(node),
+        setCursor: (node, seq) => queue.setUserReplicationCursor(node, seq),
+        backlog: (after) => queue.userReplicationBacklog(after),
+        prune: (nodes) => queue.pruneUserChanges(nodes),
+        wire: (change) => toWire(change, sealer, wire),
+      },
+      membership,
+      deliver,
+      pollMs,
+      pruneMs,
     );
   }
+}
 
-  /** A change as it travels: the secret sealed for the wire, never with this node's key. */
-  #toWire(c: UserChange): Record<string, unknown> {
-    const { seq: _seq, queuedAt: _queuedAt, key, ...state } = c;
-    if (!key) return state;
-    let secret: string;
-    try {
-      secret = this.sealer.open(key.value.sealedSecret, c.id);
-    } catch (err) {
-      // Cannot happen with an intact database: the key part stays here, the rest travels.
-      log("warn", "A user's secret does not open; its key is not replicated", {
-        user: c.id,
-        error: String(err),
-      });
-      return state;
-    }
-    const { accessKey, keyCreatedAt } = key.value;
-    return {
-      ...state,
-      key: {
-        stamp: key.stamp,
-        value: {
-          accessKey,
-          keyCreatedAt,
-          secret: this.wire.seal(secret, wireContext(c.id, accessKey)),
-        },
-      },
-    };
+/** A change as it travels: the secret sealed for the wire, never with this node's key. */
+function toWire(c: UserChange, sealer: SecretSealer, wire: SecretSealer): unknown {
+  const { seq: _seq, queuedAt: _queuedAt, key, ...state } = c;
+  if (!key) return state;
+  let secret: string;
+  try {
+    secret = sealer.open(key.value.sealedSecret, c.id);
+  } catch (err) {
+    // Cannot happen with an intact database: the key part stays here, the rest travels.
+    log("warn", "A user's secret does not open; its key is not replicated", {
+      user: c.id,
+      error: String(err),
+    });
+    return state;
   }
-
-  async #catchUp(node: string, url: string): Promise<void> {
-    try {
-      while (!this.#stopped) {
-        const cursor = await this.queue.userReplicationCursor(node);
-        const pending = await this.queue.userChanges(cursor, BATCH_CHANGES);
-        if (pending.length === 0) break;
-        await this.deliver(url, { type: "users", changes: pending.map((c) => this.#toWire(c)) });
-        await this.queue.setUserReplicationCursor(node, pending[pending.length - 1].seq);
-        this.#backoff.succeeded(node);
-      }
-    } catch (err) {
-      this.#backoff.failed(node, err);
-    } finally {
-      this.#busy.delete(node);
-    }
-  }
+  const { accessKey, keyCreatedAt } = key.value;
+  return {
+    ...state,
+    key: {
+      stamp: key.stamp,
+      value: { accessKey, keyCreatedAt, secret: wire.seal(secret, wireContext(c.id, accessKey)) },
+    },
+  };
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> =>

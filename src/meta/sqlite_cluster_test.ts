@@ -3,6 +3,7 @@ import { replicationCases } from "./contract/replication.ts";
 import { objectReplicationCases } from "./contract/object_replication.ts";
 import { SqliteMetaStore } from "./sqlite.ts";
 import { userReplicationCases } from "./contract/user_replication.ts";
+import { recordReplicationCases } from "./contract/record_replication.ts";
 
 const files = new Map<string, string>();
 
@@ -28,3 +29,4 @@ async function open({ clusterNode, data }: { clusterNode?: string; data?: string
 
 objectReplicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);
 userReplicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);
+recordReplicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);

@@ -457,4 +457,24 @@ export const MIGRATIONS: string[] = [
     seq INTEGER NOT NULL
   );
   `,
+  `
+  -- Bearer tokens and shares replicated between nodes: one row per token or share changed while
+  -- clustering is on, with the stamp of its last change, moved to the end by each change; a
+  -- cursor per node.
+  CREATE TABLE cluster_records (
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    queued_at INTEGER NOT NULL,
+    stamp_ms INTEGER NOT NULL,
+    stamp_node TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (kind, id)
+  );
+  CREATE UNIQUE INDEX cluster_records_by_seq ON cluster_records(seq);
+  CREATE TABLE cluster_record_cursors (
+    node TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+  );
+  `,
 ];

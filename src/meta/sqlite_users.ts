@@ -19,7 +19,7 @@ export function toUser(row: Row): UserRecord {
   };
 }
 
-function toToken(row: Row): TokenRecord {
+export function toToken(row: Row): TokenRecord {
   return {
     hash: row.hash as string,
     userId: row.user_id as string,

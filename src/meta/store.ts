@@ -650,6 +650,36 @@ export interface UserReplicationQueue {
 }
 
 /**
+ * A bearer token or a share as replicated between nodes: the whole record with the stamp of its
+ * last change (creation or revocation), null once a token was revoked. A share's download and
+ * upload counts are not part of it: each node counts its own.
+ */
+export type ReplicatedRecord =
+  | { kind: "token"; id: string; stamp: ChangeStamp; expiresAt: number; value: TokenRecord | null }
+  | { kind: "share"; id: string; stamp: ChangeStamp; expiresAt: number; value: ShareRecord | null };
+
+export type RecordChange = ReplicatedRecord & { seq: number; queuedAt: number };
+
+/**
+ * The durable queue of token and share changes (clustering only): one row per token or share,
+ * moved to the end by each change (createToken and deleteToken of a user's token, createShare,
+ * revokeShare) in the change's transaction; every node has its own cursor.
+ */
+export interface RecordReplicationQueue {
+  recordChanges(after: number, limit: number): Promise<RecordChange[]>;
+  /** Takes another node's record when its stamp is newer (then queued on for the others). */
+  applyRecordState(state: ReplicatedRecord): Promise<"applied" | "stale">;
+  recordReplicationCursor(node: string): Promise<number>;
+  setRecordReplicationCursor(node: string, seq: number): Promise<void>;
+  recordReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }>;
+  /**
+   * Deletes the rows of expired tokens and shares every node has received (never the newest): a
+   * stale copy of an expired one grants nothing. Returns how many.
+   */
+  pruneRecordChanges(nodes: string[], now: number): Promise<number>;
+}
+
+/**
  * An object change queued for the other nodes: a version (or delete marker) written here, or a
  * version removed here. The sender reads the version's state when it sends the change.
  */
@@ -720,6 +750,7 @@ export interface MetaStore
     ReplicationQueue,
     ObjectReplicationQueue,
     UserReplicationQueue,
+    RecordReplicationQueue,
     ChunkGuard {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
@@ -828,6 +859,15 @@ export interface MetaStore
   listUsers(): Promise<UserRecord[]>;
   /** Replaces the stored record (same id); false when the user does not exist. */
   updateUser(user: UserRecord): Promise<boolean>;
+  /**
+   * Applies `change` to the user as it is stored now, in one transaction (so a change replicated
+   * from another node meanwhile is kept); the new record, undefined when there is no such user.
+   * DuplicateError when a new access key is taken.
+   */
+  changeUser(
+    id: string,
+    change: Partial<Omit<UserRecord, "id" | "createdAt">>,
+  ): Promise<UserRecord | undefined>;
   /** Removes the user and its tokens. */
   deleteUser(id: string): Promise<boolean>;
 

@@ -149,6 +149,25 @@ export function userReplicationCases(test: Test, open: Opener): void {
     await b.close();
   });
 
+  test("users: changeUser changes the user as stored, keeping what another node changed", async () => {
+    const a = await open({ clusterNode: "a" });
+    const b = await open({ clusterNode: "b" });
+    await a.createUser(user("u1"));
+    await pass(a, b);
+    await tick();
+    assertEquals((await b.changeUser("u1", { enabled: false }))?.enabled, false);
+    assertEquals(await pass(b, a, 1), ["applied"]);
+    await tick();
+    const access = [{ bucket: "bk1", permission: "read" as const }];
+    const changed = await a.changeUser("u1", { bucketAccess: access });
+    assertEquals([changed?.enabled, changed?.bucketAccess], [false, access]);
+    assertEquals(await pass(a, b, 2), ["applied"]);
+    assertEquals(await b.getUser({ id: "u1" }), changed);
+    assertEquals(await a.changeUser("nobody", { enabled: false }), undefined);
+    await a.close();
+    await b.close();
+  });
+
   test("users: one name made on two nodes at once ends with the earlier user everywhere", async () => {
     const a = await open({ clusterNode: "a" });
     const b = await open({ clusterNode: "b" });

@@ -7,6 +7,7 @@ import { jobAndKeyCases } from "../contract/jobs_keys.ts";
 import { replicationCases } from "../contract/replication.ts";
 import { objectReplicationCases } from "../contract/object_replication.ts";
 import { userReplicationCases } from "../contract/user_replication.ts";
+import { recordReplicationCases } from "../contract/record_replication.ts";
 import { PgMetaStore } from "./store.ts";
 
 Deno.test("PostgreSQL: jobs, KMS keys and the bucket-change queue", async (t) => {
@@ -31,6 +32,7 @@ Deno.test("PostgreSQL: jobs, KMS keys and the bucket-change queue", async (t) =>
   replicationCases(collect, open);
   objectReplicationCases(collect, open);
   userReplicationCases(collect, open);
+  recordReplicationCases(collect, open);
   try {
     for (const [name, fn] of cases) await t.step(name, fn);
   } finally {

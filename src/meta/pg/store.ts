@@ -6,6 +6,7 @@ import { PgKms } from "./kms.ts";
 import { PgJobs } from "./jobs.ts";
 import { PgCluster } from "./cluster.ts";
 import { PgClusterUsers } from "./cluster_users.ts";
+import { PgClusterRecords } from "./cluster_records.ts";
 import { changedItems, type UserChange, type UserState } from "../user_stamps.ts";
 import { PgObjectQueue } from "./object_queue.ts";
 import type { BucketItem } from "../sqlite_cluster.ts";
@@ -39,6 +40,8 @@ import {
   type OutboxEvent,
   type PartRecord,
   type PutResult,
+  type RecordChange,
+  type ReplicatedRecord,
   type Retention,
   type SessionRecord,
   type ShareRecord,
@@ -62,7 +65,7 @@ import { PgErrors } from "./errors.ts";
 import { PgEvents } from "./events.ts";
 import { PgShares } from "./shares.ts";
 import { PgSts } from "./sts.ts";
-import { PgUsers } from "./users.ts";
+import { PgUsers, toUser } from "./users.ts";
 import { openPool, type Q, type Sql } from "./connect.ts";
 import type { Tx } from "./sql.ts";
 import { listCurrent, listVersions } from "./list.ts";
@@ -118,6 +121,7 @@ export class PgMetaStore implements MetaStore {
   readonly #jobs = new PgJobs();
   readonly #cluster: PgCluster;
   readonly #clusterUsers: PgClusterUsers;
+  readonly #clusterRecords: PgClusterRecords;
   readonly #objectQueue = new PgObjectQueue();
   /** Bucket changes are queued for the other nodes (clustering is on). */
   readonly #replicating: boolean;
@@ -128,6 +132,7 @@ export class PgMetaStore implements MetaStore {
     this.#replicating = clusterNode !== undefined;
     this.#cluster = new PgCluster(clusterNode ?? "");
     this.#clusterUsers = new PgClusterUsers(clusterNode ?? "");
+    this.#clusterRecords = new PgClusterRecords(clusterNode ?? "");
     if (this.#replicating) this.#versions.queue = this.#objectQueue;
   }
 
@@ -520,7 +525,8 @@ export class PgMetaStore implements MetaStore {
     return this.#tx(async (tx) => {
       const buckets = await this.#cluster.forget(tx, node);
       const users = await this.#clusterUsers.forget(tx, node);
-      return (await this.#objectQueue.forget(tx, node)) || buckets || users;
+      const records = await this.#clusterRecords.forget(tx, node);
+      return (await this.#objectQueue.forget(tx, node)) || buckets || users || records;
     });
   }
 
@@ -842,6 +848,23 @@ export class PgMetaStore implements MetaStore {
     }, (r) => r ? {} : undefined);
   }
 
+  changeUser(
+    id: string,
+    change: Partial<Omit<UserRecord, "id" | "createdAt">>,
+  ): Promise<UserRecord | undefined> {
+    return this.#change(async (tx) => {
+      const [row] = await tx`SELECT * FROM users WHERE id = ${id} FOR UPDATE`;
+      if (!row) return undefined;
+      const before = toUser(row);
+      const next = { ...before, ...change };
+      await this.#users.update(tx, next);
+      if (this.#replicating) {
+        await this.#clusterUsers.changed(tx as Tx, id, changedItems(before, next));
+      }
+      return next;
+    }, (r) => r ? {} : undefined);
+  }
+
   deleteUser(id: string): Promise<boolean> {
     return this.#change(async (tx) => {
       const deleted = await this.#users.delete(tx, id);
@@ -882,7 +905,18 @@ export class PgMetaStore implements MetaStore {
   }
 
   createToken(token: TokenRecord): Promise<void> {
-    return this.#change((tx) => this.#users.createToken(tx, token));
+    return this.#change(async (tx) => {
+      await this.#users.createToken(tx, token);
+      if (this.#replicating) {
+        await this.#clusterRecords.changed(
+          tx as Tx,
+          "token",
+          token.hash,
+          token.expiresAt,
+          token.userId,
+        );
+      }
+    });
   }
 
   getToken(hash: string): Promise<TokenRecord | undefined> {
@@ -890,7 +924,16 @@ export class PgMetaStore implements MetaStore {
   }
 
   deleteToken(hash: string): Promise<boolean> {
-    return this.#change((tx) => this.#users.deleteToken(tx, hash), (r) => r ? {} : undefined);
+    return this.#change(async (tx) => {
+      const token = this.#replicating
+        ? await this.#clusterRecords.current(tx, "token", hash) as TokenRecord | null
+        : null;
+      const deleted = await this.#users.deleteToken(tx, hash);
+      if (deleted && token) {
+        await this.#clusterRecords.changed(tx as Tx, "token", hash, token.expiresAt, token.userId);
+      }
+      return deleted;
+    }, (r) => r ? {} : undefined);
   }
 
   deleteUserTokens(userId: string): Promise<void> {
@@ -960,7 +1003,12 @@ export class PgMetaStore implements MetaStore {
   }
 
   createShare(share: ShareRecord): Promise<void> {
-    return this.#change((tx) => this.#shares.create(tx, share));
+    return this.#change(async (tx) => {
+      await this.#shares.create(tx, share);
+      if (this.#replicating) {
+        await this.#clusterRecords.changed(tx as Tx, "share", share.id, share.expiresAt);
+      }
+    });
   }
 
   getShare(by: { id: string } | { tokenHash: string }): Promise<ShareRecord | undefined> {
@@ -972,7 +1020,39 @@ export class PgMetaStore implements MetaStore {
   }
 
   revokeShare(id: string): Promise<boolean> {
-    return this.#change((tx) => this.#shares.revoke(tx, id, Date.now()), (r) => r ? {} : undefined);
+    return this.#change(async (tx) => {
+      const revoked = await this.#shares.revoke(tx, id, Date.now());
+      const share = revoked && this.#replicating ? await this.#shares.get(tx, { id }) : undefined;
+      if (share) await this.#clusterRecords.changed(tx as Tx, "share", id, share.expiresAt);
+      return revoked;
+    }, (r) => r ? {} : undefined);
+  }
+
+  recordChanges(after: number, limit: number): Promise<RecordChange[]> {
+    return this.#read((q) => this.#clusterRecords.changes(q, after, limit));
+  }
+
+  applyRecordState(state: ReplicatedRecord): Promise<"applied" | "stale"> {
+    return this.#change(
+      (tx) => this.#clusterRecords.apply(tx as Tx, state),
+      (r) => r === "applied" ? {} : undefined,
+    );
+  }
+
+  recordReplicationCursor(node: string): Promise<number> {
+    return this.#read((q) => this.#clusterRecords.cursor(q, node));
+  }
+
+  setRecordReplicationCursor(node: string, seq: number): Promise<void> {
+    return this.#tx((tx) => this.#clusterRecords.setCursor(tx, node, seq));
+  }
+
+  recordReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
+    return this.#read((q) => this.#clusterRecords.backlog(q, after));
+  }
+
+  pruneRecordChanges(nodes: string[], now: number): Promise<number> {
+    return this.#tx((tx) => this.#clusterRecords.prune(tx, nodes, now));
   }
 
   countShareDownload(id: string): Promise<boolean> {
