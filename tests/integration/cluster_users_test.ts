@@ -19,6 +19,7 @@ import {
   startNode,
   stopAll,
 } from "./cluster_helpers.ts";
+import { startPgMeta } from "./postgres_meta_helpers.ts";
 import { REGION } from "./server.ts";
 
 function client(node: ClusterNodeProcess, user: { accessKey: string; secret: string }) {
@@ -275,5 +276,50 @@ Deno.test("cluster: users, their keys and their state reach every node", async (
     });
   } finally {
     await stopAll([a, b, c]);
+  }
+});
+
+Deno.test("cluster: users replicate between nodes that keep their metadata in PostgreSQL", async () => {
+  const pg = await startPgMeta();
+  const nodes: ClusterNodeProcess[] = [];
+  try {
+    const env = async () => ({ STORE_META_URL: await pg.database() });
+    const a = await startNode("node-a", { env: await env() });
+    nodes.push(a);
+    nodes.push(await startNode("node-b", { seeds: [a.url], env: await env() }));
+    nodes.push(await startNode("node-c", { seeds: [a.url], env: await env() }));
+    const [, b, c] = nodes;
+    for (const n of nodes) {
+      await eventually(
+        `${n.id} sees the others`,
+        () => seenBy(n),
+        (s) => s.length === 2 && s.every((x) => x.endsWith(":alive")),
+      );
+    }
+    let gina = await createUser(a.server, "gina");
+    await signsEverywhere([b, c], gina, "ok");
+    await client(b, gina).send(new CreateBucketCommand({ Bucket: "gina-pg" }));
+    await eventually(
+      "gina's bucket on c",
+      () =>
+        client(c, gina).send(new ListBucketsCommand({})).then((o) => o.Buckets?.map((x) => x.Name)),
+      (names) => names?.join() === "gina-pg",
+    );
+    assertEquals(
+      (await adminApi(b.server, "POST", `/users/${gina.accessKey}/disable`)).status,
+      200,
+    );
+    await signsEverywhere([a, c], gina, "AccessDenied");
+    assertEquals((await adminApi(b.server, "POST", `/users/${gina.accessKey}/enable`)).status, 200);
+    const { json } = await adminApi(c.server, "POST", `/users/${gina.accessKey}/keys`);
+    const old = gina;
+    gina = { ...gina, accessKey: String(json!.access_key), secret: String(json!.secret_key) };
+    await signsEverywhere([a, b], gina, "ok");
+    await signsEverywhere([a, b, c], old, "InvalidAccessKeyId");
+    assertEquals((await adminApi(a.server, "DELETE", `/users/${gina.accessKey}`)).status, 204);
+    await signsEverywhere([a, b, c], gina, "InvalidAccessKeyId");
+  } finally {
+    await stopAll(nodes);
+    await pg.dispose();
   }
 });

@@ -168,6 +168,29 @@ export function userReplicationCases(test: Test, open: Opener): void {
     await b.close();
   });
 
+  test("users: a local change and a replicated one committed at once both stay", async () => {
+    const a = await open({ clusterNode: "a" });
+    const b = await open({ clusterNode: "b" });
+    await a.createUser(user("u1"));
+    await pass(a, b);
+    for (let i = 0; i < 10; i++) {
+      await b.changeUser("u1", { enabled: i % 2 === 0 });
+      const [fromB] = await b.userChanges(0, 10);
+      await tick();
+      await Promise.all([
+        a.changeUser("u1", { accessKey: `KEY${i}`, sealedSecret: `s${i}` }),
+        a.applyUserState(fromB),
+      ]);
+      const onA = await a.getUser({ id: "u1" });
+      assertEquals([onA?.accessKey, onA?.enabled], [`KEY${i}`, i % 2 === 0], `round ${i}`);
+      // b learns a's key; the next round starts from the same user on both.
+      for (const c of await a.userChanges(0, 10)) await b.applyUserState(c);
+      assertEquals((await b.getUser({ id: "u1" }))?.accessKey, `KEY${i}`);
+    }
+    await a.close();
+    await b.close();
+  });
+
   test("users: one name made on two nodes at once ends with the earlier user everywhere", async () => {
     const a = await open({ clusterNode: "a" });
     const b = await open({ clusterNode: "b" });

@@ -27,6 +27,8 @@ export const CLUSTER_RECORDS_DDL = `
 
 /** The advisory lock that orders this queue's positions (a constant of this store). */
 const QUEUE_LOCK = 0x53540c4;
+/** The class of the per-record advisory locks (two-key form: class, hash of kind and id). */
+const RECORD_LOCK = 0x5356;
 
 type Kind = ReplicatedRecord["kind"];
 
@@ -90,7 +92,13 @@ export class PgClusterRecords {
     return out;
   }
 
+  /** Serializes the changes of one token or share, local and replicated. */
+  async lock(tx: Tx, kind: Kind, id: string): Promise<void> {
+    await tx`SELECT pg_advisory_xact_lock(${RECORD_LOCK}, hashtext(${`${kind}:${id}`}))`;
+  }
+
   async apply(tx: Tx, s: ReplicatedRecord): Promise<"applied" | "stale"> {
+    await this.lock(tx, s.kind, s.id);
     if (!newerStamp(s.stamp, await this.#stamp(tx, s.kind, s.id))) return "stale";
     if (s.kind === "token") {
       const t = s.value;

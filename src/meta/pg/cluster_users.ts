@@ -34,6 +34,8 @@ export const CLUSTER_USERS_DDL = `
 
 /** The advisory lock that orders the user queue's positions (a constant of this store). */
 const QUEUE_LOCK = 0x53540c3;
+/** The class of the per-user advisory locks (two-key form: class, hash of the user id). */
+const USER_LOCK = 0x5355;
 
 export class PgClusterUsers {
   /** `node`: this node's id, the stamp of its own changes. */
@@ -58,6 +60,14 @@ export class PgClusterUsers {
       ON CONFLICT (user_id) DO UPDATE SET seq = excluded.seq, queued_at = excluded.queued_at`;
   }
 
+  /**
+   * Serializes the changes of one user, local and replicated (READ COMMITTED would otherwise let
+   * a merge overwrite a change committed after it read the user); first in each transaction.
+   */
+  async lock(tx: Tx, id: string): Promise<void> {
+    await tx`SELECT pg_advisory_xact_lock(${USER_LOCK}, hashtext(${id}))`;
+  }
+
   /** The user as stored now (read inside a change's transaction, before it). */
   async user(q: Queryable, id: string): Promise<UserRecord | undefined> {
     const [row] = await q`SELECT * FROM users WHERE id = ${id}`;
@@ -77,6 +87,7 @@ export class PgClusterUsers {
   }
 
   async apply(tx: Tx, s: UserState): Promise<"applied" | "stale" | "conflict"> {
+    await this.lock(tx, s.id);
     const plan = mergeUser(await this.user(tx, s.id), await this.#stamps(tx, s.id), s);
     if (plan.outcome === "stale") return "stale";
     const user = plan.user;

@@ -839,6 +839,7 @@ export class PgMetaStore implements MetaStore {
 
   updateUser(user: UserRecord): Promise<boolean> {
     return this.#change(async (tx) => {
+      if (this.#replicating) await this.#clusterUsers.lock(tx as Tx, user.id);
       const before = this.#replicating ? await this.#clusterUsers.user(tx, user.id) : undefined;
       const updated = await this.#users.update(tx, user);
       if (updated && before) {
@@ -853,6 +854,7 @@ export class PgMetaStore implements MetaStore {
     change: Partial<Omit<UserRecord, "id" | "createdAt">>,
   ): Promise<UserRecord | undefined> {
     return this.#change(async (tx) => {
+      if (this.#replicating) await this.#clusterUsers.lock(tx as Tx, id);
       const [row] = await tx`SELECT * FROM users WHERE id = ${id} FOR UPDATE`;
       if (!row) return undefined;
       const before = toUser(row);
@@ -867,6 +869,7 @@ export class PgMetaStore implements MetaStore {
 
   deleteUser(id: string): Promise<boolean> {
     return this.#change(async (tx) => {
+      if (this.#replicating) await this.#clusterUsers.lock(tx as Tx, id);
       const deleted = await this.#users.delete(tx, id);
       if (deleted && this.#replicating) await this.#clusterUsers.changed(tx as Tx, id, ["record"]);
       return deleted;
@@ -925,6 +928,7 @@ export class PgMetaStore implements MetaStore {
 
   deleteToken(hash: string): Promise<boolean> {
     return this.#change(async (tx) => {
+      if (this.#replicating) await this.#clusterRecords.lock(tx as Tx, "token", hash);
       const token = this.#replicating
         ? await this.#clusterRecords.current(tx, "token", hash) as TokenRecord | null
         : null;
@@ -1021,6 +1025,7 @@ export class PgMetaStore implements MetaStore {
 
   revokeShare(id: string): Promise<boolean> {
     return this.#change(async (tx) => {
+      if (this.#replicating) await this.#clusterRecords.lock(tx as Tx, "share", id);
       const revoked = await this.#shares.revoke(tx, id, Date.now());
       const share = revoked && this.#replicating ? await this.#shares.get(tx, { id }) : undefined;
       if (share) await this.#clusterRecords.changed(tx as Tx, "share", id, share.expiresAt);
