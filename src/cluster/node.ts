@@ -49,6 +49,10 @@ export interface ClusterStatus {
     lagMs?: number;
     objectQueueDepth?: number;
     objectLagMs?: number;
+    userQueueDepth?: number;
+    userLagMs?: number;
+    recordQueueDepth?: number;
+    recordLagMs?: number;
   })[];
 }
 
@@ -203,6 +207,8 @@ export class ClusterNode {
       this.membership.view().map(async (m) => {
         const { depth, lagMs } = await this.#replicator.backlog(m.id);
         const objects = await this.#objects.backlog(m.id);
+        const users = await this.#users.backlog(m.id);
+        const records = await this.#records.backlog(m.id);
         return {
           ...m,
           self: false,
@@ -210,6 +216,10 @@ export class ClusterNode {
           lagMs,
           objectQueueDepth: objects.depth,
           objectLagMs: objects.lagMs,
+          userQueueDepth: users.depth,
+          userLagMs: users.lagMs,
+          recordQueueDepth: records.depth,
+          recordLagMs: records.lagMs,
         };
       }),
     );

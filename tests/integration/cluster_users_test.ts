@@ -13,6 +13,7 @@ import { assert, assertEquals } from "./assert.ts";
 import { adminApi, createUser, type TestUser } from "./access_helpers.ts";
 import {
   type ClusterNodeProcess,
+  clusterStatus,
   eventually,
   restartNode,
   seenBy,
@@ -195,6 +196,12 @@ Deno.test("cluster: users, their keys and their state reach every node", async (
       assertEquals(setAccess.status, 200);
       const erin = await createUser(a.server, "erin");
       assertEquals((await adminApi(a.server, "DELETE", `/users/${erin.accessKey}`)).status, 204);
+      // a holds carol and erin for c (and dave once b's copy reached a), and shows it.
+      const waiting = async () =>
+        ((await clusterStatus(a)).nodes as unknown as Record<string, number>[])
+          .find((n) => (n as unknown as { id: string }).id === "node-c")!;
+      const held = await waiting();
+      assert(held.user_queue_depth >= 2, JSON.stringify(held));
       c = await restartNode(c);
       await signsEverywhere([c], dave, "ok");
       await signsEverywhere([c], erin, "InvalidAccessKeyId");
@@ -202,6 +209,7 @@ Deno.test("cluster: users, their keys and their state reach every node", async (
         (await userOn(c, carol.accessKey))?.bucket_access,
         [{ bucket: "shared-x", permission: "read" }],
       );
+      await eventually("a's user queue for c empty", waiting, (n) => n.user_queue_depth === 0);
     });
 
     await t.step("deleted on a: refused everywhere", async () => {
