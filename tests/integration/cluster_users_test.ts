@@ -21,7 +21,7 @@ import {
   stopAll,
 } from "./cluster_helpers.ts";
 import { startPgMeta } from "./postgres_meta_helpers.ts";
-import { REGION } from "./server.ts";
+import { ADMIN_PASSWORD, ADMIN_USER, REGION } from "./server.ts";
 
 function client(node: ClusterNodeProcess, user: { accessKey: string; secret: string }) {
   return new S3Client({
@@ -202,6 +202,11 @@ Deno.test("cluster: users, their keys and their state reach every node", async (
           .find((n) => (n as unknown as { id: string }).id === "node-c")!;
       const held = await waiting();
       assert(held.user_queue_depth >= 2, JSON.stringify(held));
+      const metrics = await (await fetch(`${a.url}/metrics`, {
+        headers: { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) },
+      })).text();
+      const depth = /^store_cluster_user_queue_depth\{node="node-c"\} (\d+)$/m.exec(metrics);
+      assert(depth && Number(depth[1]) >= 2, metrics);
       c = await restartNode(c);
       await signsEverywhere([c], dave, "ok");
       await signsEverywhere([c], erin, "InvalidAccessKeyId");
