@@ -1,12 +1,15 @@
 // Sends a state-based queue (users, tokens and shares) to every node that is alive, from that
-// node's own cursor, batch by batch, retried with backoff (as replication.ts does for buckets);
-// deleted or expired entries every node has received are pruned every `pruneMs`.
+// node's own cursor, in batches of at most 100 changes or about 1 MiB, retried with backoff (as
+// replication.ts does for buckets); deleted or expired entries every node has received are pruned
+// every `pruneMs`.
 import { log } from "../log.ts";
 import { backlogOf, NodeBackoff } from "./backoff.ts";
 import type { Membership } from "./membership.ts";
 import type { Deliver } from "./replication.ts";
 
+/** Changes read per batch, and the JSON bytes a batch grows to before it is sent. */
 const BATCH_CHANGES = 100;
+const BATCH_BYTES = 1024 * 1024;
 
 /** The queue a sender reads: its changes in order, and a cursor per node. */
 export interface SentQueue<C extends { seq: number }> {
@@ -90,9 +93,17 @@ export class QueueSender<C extends { seq: number }> {
         const cursor = await this.queue.cursor(node);
         const pending = await this.queue.changes(cursor, BATCH_CHANGES);
         if (pending.length === 0) break;
-        const changes = pending.map((c) => this.queue.wire(c));
+        // Up to the byte budget (at least one change), well under the receiver's message limit.
+        const changes: unknown[] = [];
+        let bytes = 0;
+        for (const c of pending) {
+          const wire = this.queue.wire(c);
+          bytes += JSON.stringify(wire).length;
+          if (bytes > BATCH_BYTES && changes.length > 0) break;
+          changes.push(wire);
+        }
         await this.deliver(url, { type: this.queue.type, changes });
-        await this.queue.setCursor(node, pending[pending.length - 1].seq);
+        await this.queue.setCursor(node, pending[changes.length - 1].seq);
         this.#backoff.succeeded(node);
       }
     } catch (err) {

@@ -90,3 +90,54 @@ Deno.test("a user's secret travels sealed with the cluster's key and is sealed a
     assertEquals(parseUserState(bad, there, wireSealer(SECRET)), undefined, JSON.stringify(bad));
   }
 });
+
+Deno.test("user changes go in batches of about 1 MiB at most, from the node's cursor", async () => {
+  const meta = new SqliteMetaStore(":memory:", { clusterNode: "a" });
+  const here = nodeSealer();
+  // About 65 KB of bucket access each: 40 users need three messages.
+  const bucketAccess = Array.from({ length: 1000 }, (_, i) => ({
+    bucket: `bucket-${String(i).padStart(4, "0")}-of-a-rather-long-name`,
+    permission: "read" as const,
+  }));
+  for (let i = 0; i < 40; i++) {
+    await meta.createUser({
+      id: `u${i}`,
+      name: `user${i}`,
+      description: "",
+      email: "",
+      accessKey: `STUSKEY${i}`,
+      sealedSecret: here.seal(`secret-${i}`, `u${i}`),
+      enabled: true,
+      createdAt: 1,
+      keyCreatedAt: 1,
+      bucketAccess,
+    });
+  }
+  const members = new Membership({ id: "a", url: "http://a" }, {
+    suspectMs: 60_000,
+    deadMs: 120_000,
+  });
+  members.heardFrom({ id: "b", url: "http://b" });
+  const sizes: number[] = [];
+  const ids: string[] = [];
+  const replicator = new UserReplicator(
+    meta,
+    members,
+    (_url, body) => {
+      sizes.push(JSON.stringify(body).length);
+      ids.push(...(body as { changes: { id: string }[] }).changes.map((c) => c.id));
+      return Promise.resolve({});
+    },
+    here,
+    wireSealer(SECRET),
+    10,
+  );
+  replicator.start();
+  await eventually(() => ids.length === 40);
+  await replicator.stop();
+  assertEquals(await meta.userReplicationCursor("b"), 40);
+  await meta.close();
+  assertEquals(ids, Array.from({ length: 40 }, (_, i) => `u${i}`));
+  assertEquals(sizes.length, 3, JSON.stringify(sizes));
+  assert(sizes.every((n) => n < 1024 * 1024 + 64 * 1024), JSON.stringify(sizes));
+});
