@@ -207,7 +207,19 @@ Deno.test("cluster: users, their keys and their state reach every node", async (
       })).text();
       const depth = /^store_cluster_user_queue_depth\{node="node-c"\} (\d+)$/m.exec(metrics);
       assert(depth && Number(depth[1]) >= 2, metrics);
+      // And 200 more, to time the catch-up.
+      for (let i = 0; i < 200; i++) {
+        const made = await adminApi(a.server, "POST", "/users", { name: `bulk-${i}` });
+        assertEquals(made.status, 201);
+      }
       c = await restartNode(c);
+      const listening = Date.now();
+      const total = async () => Number((await adminApi(c.server, "GET", "/users")).json!.total);
+      const expected = Number((await adminApi(a.server, "GET", "/users")).json!.total);
+      await eventually("every user on c", total, (n) => n === expected);
+      console.log(
+        `c had all ${expected} users ${Date.now() - listening} ms after it listened again`,
+      );
       await signsEverywhere([c], dave, "ok");
       await signsEverywhere([c], erin, "InvalidAccessKeyId");
       assertEquals(
