@@ -297,11 +297,13 @@ async function start() {
   const transforms = new TransformWorkers(layer, { sse: sseKeys, kms }, config.transform);
   await transforms.start();
   const cluster = config.cluster
-    ? new ClusterNode(config.cluster, meta, layer, new ReplicaKeys(meta, sseKeys, kms))
+    ? new ClusterNode(config.cluster, meta, layer, new ReplicaKeys(meta, sseKeys, kms), sealer)
     : undefined;
   if (cluster) {
     const queued = await meta.queueUnreplicatedBuckets();
     if (queued > 0) log("info", "Buckets made before clustering queued for the others", { queued });
+    const users = await meta.queueUnreplicatedUsers();
+    if (users > 0) log("info", "Users made before clustering queued for the others", { users });
   }
   const ops = startOps({
     config,

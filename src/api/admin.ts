@@ -114,10 +114,10 @@ async function update(
   user: UserRecord,
   change: Partial<UserRecord>,
 ): Promise<UserRecord> {
-  const next = { ...user, ...change };
-  if (!(await deps.layer.meta.updateUser(next))) {
-    throw new ApiError(404, "no_such_user", "No user has that access key.");
-  }
+  // Applied to the user as stored at the change (another node's change may have arrived since
+  // `user` was read).
+  const next = await deps.layer.meta.changeUser(user.id, change);
+  if (!next) throw new ApiError(404, "no_such_user", "No user has that access key.");
   return next;
 }
 

@@ -190,7 +190,9 @@ export async function tokenPrincipal(
     return { principal: found.principal, hash };
   }
   const user = await deps.layer.meta.getUser({ id: record.userId });
-  if (!user) throw invalid;
+  // A token issued before the user's keys were rotated (one that reached this node from another
+  // after the rotation did) is as dead as the keys.
+  if (!user || record.createdAt < user.keyCreatedAt) throw invalid;
   const principal = userPrincipal(user);
   if (scope) scope.principal = principalName(principal);
   if (!user.enabled) throw new ApiError(403, "user_disabled", "The user is disabled.");

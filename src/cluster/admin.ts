@@ -43,6 +43,11 @@ export async function clusterView(
       // Object changes likewise (src/cluster/objects.ts).
       object_queue_depth: n.objectQueueDepth ?? 0,
       object_lag_seconds: Math.round((n.objectLagMs ?? 0) / 100) / 10,
+      // Users, and users' tokens and shares (src/cluster/users.ts, records.ts).
+      user_queue_depth: n.userQueueDepth ?? 0,
+      user_lag_seconds: Math.round((n.userLagMs ?? 0) / 100) / 10,
+      record_queue_depth: n.recordQueueDepth ?? 0,
+      record_lag_seconds: Math.round((n.recordLagMs ?? 0) / 100) / 10,
     }),
   }));
   return {

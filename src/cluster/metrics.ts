@@ -1,5 +1,6 @@
 // The cluster's Prometheus families: other nodes by state, and per node the bucket changes not
-// yet delivered and how long the oldest has waited, and the same for object changes.
+// yet delivered and how long the oldest has waited, and the same for object changes, users, and
+// users' tokens and shares.
 import type { Exposition } from "../ops/prometheus.ts";
 import type { NodeState } from "./membership.ts";
 import type { ClusterNode } from "./node.ts";
@@ -62,4 +63,29 @@ export async function renderClusterMetrics(out: Exposition, cluster: ClusterNode
   );
   out.family("store_cluster_anti_entropy_passes_total", "counter", "Anti-entropy passes run.");
   out.sample("store_cluster_anti_entropy_passes_total", antiEntropy.passes);
+  const queues = [
+    ["user", "Users", (n: typeof others[0]) => [n.userQueueDepth, n.userLagMs]],
+    ["record", "Bearer tokens and shares", (n: typeof others[0]) => [
+      n.recordQueueDepth,
+      n.recordLagMs,
+    ]],
+  ] as const;
+  for (const [name, what, of] of queues) {
+    out.family(
+      `store_cluster_${name}_queue_depth`,
+      "gauge",
+      `${what} with changes not yet delivered to the node.`,
+    );
+    for (const n of others) {
+      out.sample(`store_cluster_${name}_queue_depth`, of(n)[0] ?? 0, { node: n.id });
+    }
+    out.family(
+      `store_cluster_${name}_lag_seconds`,
+      "gauge",
+      `How long the oldest change of ${what.toLowerCase()} not yet delivered to the node has waited.`,
+    );
+    for (const n of others) {
+      out.sample(`store_cluster_${name}_lag_seconds`, (of(n)[1] ?? 0) / 1000, { node: n.id });
+    }
+  }
 }

@@ -32,6 +32,9 @@ import { AntiEntropy, type AntiEntropyStatus } from "./anti_entropy.ts";
 import { AntiEntropyAnswers } from "./anti_entropy_answer.ts";
 import { SharedMeta } from "./shared_meta.ts";
 import { sharedHoldingsOf } from "../meta/shared_holdings.ts";
+import type { SecretSealer } from "../auth/secrets.ts";
+import { parseUserState, UserReplicator, wireSealer } from "./users.ts";
+import { parseRecordState, RecordReplicator } from "./records.ts";
 
 /** Bytes a join, heartbeat or ping body may have; a message (bucket states) may have more. */
 const BODY_LIMIT = 64 * 1024;
@@ -50,6 +53,10 @@ export interface ClusterStatus {
     lagMs?: number;
     objectQueueDepth?: number;
     objectLagMs?: number;
+    userQueueDepth?: number;
+    userLagMs?: number;
+    recordQueueDepth?: number;
+    recordLagMs?: number;
   })[];
   antiEntropy: AntiEntropyStatus;
 }
@@ -78,6 +85,11 @@ export class ClusterNode {
   #objects: ObjectReplicator;
   /** Set when the metadata is in PostgreSQL, which other nodes may share (shared_meta.ts). */
   readonly shared?: SharedMeta;
+  #users: UserReplicator;
+  #records: RecordReplicator;
+  /** This node's secret sealer, and the cluster's for secrets between nodes (users.ts). */
+  #sealer: SecretSealer;
+  #wire: SecretSealer;
   /** When this process started: a node forgotten comes back only with a later start. */
   readonly #started = Date.now();
   /** Anti-entropy passes (src/cluster/anti_entropy.ts); `antiEntropy.runNow()` runs one. */
@@ -88,7 +100,10 @@ export class ClusterNode {
     readonly queue: MetaStore,
     readonly layer: ObjectLayer,
     readonly keys: ReplicaKeys,
+    sealer: SecretSealer,
   ) {
+    this.#sealer = sealer;
+    this.#wire = wireSealer(config.secret);
     this.membership = new Membership(
       { id: config.nodeId, url: config.advertiseUrl },
       { suspectMs: config.suspectMs, deadMs: config.deadMs },
@@ -116,6 +131,30 @@ export class ClusterNode {
       // Five heartbeats: after a restart, the member list is whole again by then.
       config.heartbeatMs * 5,
     );
+    this.#users = new UserReplicator(
+      queue,
+      this.membership,
+      (url, body) =>
+        callNode(url, "/cluster/message", {
+          ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
+          body,
+        }),
+      sealer,
+      this.#wire,
+      undefined,
+      config.heartbeatMs * 5,
+    );
+    this.#records = new RecordReplicator(
+      queue,
+      this.membership,
+      (url, body) =>
+        callNode(url, "/cluster/message", {
+          ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
+          body,
+        }),
+      undefined,
+      config.heartbeatMs * 5,
+    );
     const holdings = sharedHoldingsOf(queue);
     if (holdings) {
       const shared = new SharedMeta(
@@ -130,6 +169,8 @@ export class ClusterNode {
       // Nodes sharing the database share the rows: nothing to send them.
       this.#replicator.skip = (node) => shared.isShared(node);
       this.#objects.skip = (node) => shared.isShared(node);
+      this.#users.skip = (node) => shared.isShared(node);
+      this.#records.skip = (node) => shared.isShared(node);
     }
     const answers = new AntiEntropyAnswers(queue);
     this.antiEntropy = new AntiEntropy({
@@ -182,6 +223,8 @@ export class ClusterNode {
       if (this.#stopped) return;
       this.#replicator.start();
       this.#objects.start();
+      this.#users.start();
+      this.#records.start();
       this.shared?.start();
       this.antiEntropy.start();
     };
@@ -201,6 +244,8 @@ export class ClusterNode {
       this.#objects.stop(),
       this.antiEntropy.stop(),
       this.shared?.stop(),
+      this.#users.stop(),
+      this.#records.stop(),
     ]);
     const alive = this.membership.view().filter((m) => m.state === "alive");
     await Promise.allSettled(
@@ -220,6 +265,8 @@ export class ClusterNode {
       this.membership.view().map(async (m) => {
         const { depth, lagMs } = await this.#replicator.backlog(m.id);
         const objects = await this.#objects.backlog(m.id);
+        const users = await this.#users.backlog(m.id);
+        const records = await this.#records.backlog(m.id);
         return {
           ...m,
           self: false,
@@ -227,6 +274,10 @@ export class ClusterNode {
           lagMs,
           objectQueueDepth: objects.depth,
           objectLagMs: objects.lagMs,
+          userQueueDepth: users.depth,
+          userLagMs: users.lagMs,
+          recordQueueDepth: records.depth,
+          recordLagMs: records.lagMs,
         };
       }),
     );
@@ -449,6 +500,8 @@ export class ClusterNode {
 
   async #message(call: VerifiedCall, json: Record<string, unknown>) {
     if (json.type === "buckets") return await this.#applyBuckets(call, json.changes);
+    if (json.type === "users") return await this.#applyUsers(json.changes);
+    if (json.type === "records") return await this.#applyRecords(json.changes);
     if (json.type === "forget") {
       this.#sender(call, json);
       await this.#learnForgotten(json.forgotten);
@@ -498,6 +551,46 @@ export class ClusterNode {
       }
     });
     return outcomes;
+  }
+
+  /** User states from another node, each merged in its own transaction (in one group commit). */
+  async #applyUsers(changes: unknown) {
+    const states = Array.isArray(changes)
+      ? changes.map((c) => parseUserState(c, this.#sealer, this.#wire))
+      : [undefined];
+    if (states.some((s) => s === undefined)) {
+      throw new ApiError(400, "invalid_message", "A user change is malformed.");
+    }
+    const results = await Promise.all(
+      states.map((state) => this.queue.applyUserState(state!)),
+    );
+    const scope = currentAudit();
+    if (scope) scope.routine = true;
+    const outcomes = { applied: 0, stale: 0, conflict: 0 };
+    results.forEach((outcome, i) => {
+      outcomes[outcome]++;
+      if (outcome === "conflict") {
+        log("warn", "A replicated user was not taken: its name or key belongs to an older user", {
+          user: states[i]!.id,
+        });
+      }
+    });
+    return outcomes;
+  }
+
+  /** Tokens and shares from another node, each taken when its stamp is newer. */
+  async #applyRecords(changes: unknown) {
+    const states = Array.isArray(changes) ? changes.map(parseRecordState) : [undefined];
+    if (states.some((s) => s === undefined)) {
+      throw new ApiError(400, "invalid_message", "A token or share change is malformed.");
+    }
+    const results = await Promise.all(states.map((s) => this.queue.applyRecordState(s!)));
+    const scope = currentAudit();
+    if (scope) scope.routine = true;
+    return {
+      applied: results.filter((r) => r === "applied").length,
+      stale: results.filter((r) => r === "stale").length,
+    };
   }
 
   #learn(members: unknown): void {

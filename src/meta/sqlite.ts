@@ -19,6 +19,9 @@ import { SqliteUploads } from "./sqlite_uploads.ts";
 import { SqliteUsers } from "./sqlite_users.ts";
 import { SqliteSts } from "./sqlite_sts.ts";
 import { type BucketItem, SqliteCluster } from "./sqlite_cluster.ts";
+import { SqliteClusterUsers } from "./sqlite_cluster_users.ts";
+import { SqliteClusterRecords } from "./sqlite_cluster_records.ts";
+import { changedItems, type UserChange, type UserState } from "./user_stamps.ts";
 import { SqliteObjectQueue } from "./sqlite_object_queue.ts";
 import { MissingBucketError } from "./store.ts";
 import type {
@@ -65,7 +68,7 @@ import type {
   VersionListQuery,
   WriteRecords,
 } from "./store.ts";
-import type { ObjectChange, ReplicationStatus } from "./store.ts";
+import type { ObjectChange, RecordChange, ReplicatedRecord, ReplicationStatus } from "./store.ts";
 import {
   keepNewerParts,
   mergeParts,
@@ -153,6 +156,8 @@ export class SqliteMetaStore implements MetaStore {
   readonly #sts: SqliteSts;
   readonly #ops: SqliteOps;
   readonly #cluster: SqliteCluster;
+  readonly #clusterUsers: SqliteClusterUsers;
+  readonly #clusterRecords: SqliteClusterRecords;
   readonly #objectQueue: SqliteObjectQueue;
   /** Bucket changes are queued for the other nodes (clustering is on). */
   readonly #replicating: boolean;
@@ -182,6 +187,11 @@ export class SqliteMetaStore implements MetaStore {
     this.#sts = new SqliteSts((sql) => this.#stmt(sql));
     this.#ops = new SqliteOps(this.#db, (sql) => this.#stmt(sql), this.#batch);
     this.#cluster = new SqliteCluster((sql) => this.#stmt(sql), opts.clusterNode ?? "");
+    this.#clusterUsers = new SqliteClusterUsers((sql) => this.#stmt(sql), opts.clusterNode ?? "");
+    this.#clusterRecords = new SqliteClusterRecords(
+      (sql) => this.#stmt(sql),
+      opts.clusterNode ?? "",
+    );
     this.#objectQueue = new SqliteObjectQueue((sql) => this.#stmt(sql));
   }
 
@@ -744,7 +754,9 @@ export class SqliteMetaStore implements MetaStore {
   forgetReplicationNode(node: string): Promise<boolean> {
     return this.#batch.run(() => {
       const buckets = this.#cluster.forget(node);
-      return this.#objectQueue.forget(node) || buckets;
+      const users = this.#clusterUsers.forget(node);
+      const records = this.#clusterRecords.forget(node);
+      return this.#objectQueue.forget(node) || buckets || users || records;
     });
   }
 
@@ -913,6 +925,7 @@ export class SqliteMetaStore implements MetaStore {
   createUser(user: UserRecord): Promise<void> {
     return this.#change(() => {
       this.#users.create(user);
+      if (this.#replicating) this.#clusterUsers.changed(user.id, changedItems(undefined, user));
     });
   }
 
@@ -927,15 +940,74 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   updateUser(user: UserRecord): Promise<boolean> {
-    return this.#change(() => this.#users.update(user), (r) => r ? {} : undefined);
+    return this.#change(() => {
+      const before = this.#replicating ? this.#clusterUsers.user(user.id) : undefined;
+      const updated = this.#users.update(user);
+      if (updated && before) this.#clusterUsers.changed(user.id, changedItems(before, user));
+      return updated;
+    }, (r) => r ? {} : undefined);
+  }
+
+  changeUser(
+    id: string,
+    change: Partial<Omit<UserRecord, "id" | "createdAt">>,
+  ): Promise<UserRecord | undefined> {
+    return this.#change(() => {
+      const before = this.#clusterUsers.user(id);
+      if (!before) return undefined;
+      const next = { ...before, ...change };
+      this.#users.update(next);
+      if (this.#replicating) this.#clusterUsers.changed(id, changedItems(before, next));
+      return next;
+    }, (r) => r ? {} : undefined);
   }
 
   deleteUser(id: string): Promise<boolean> {
-    return this.#change(() => this.#users.delete(id), (r) => r ? {} : undefined);
+    return this.#change(() => {
+      const deleted = this.#users.delete(id);
+      if (deleted && this.#replicating) this.#clusterUsers.changed(id, ["record"]);
+      return deleted;
+    }, (r) => r ? {} : undefined);
+  }
+
+  userChanges(after: number, limit: number): Promise<UserChange[]> {
+    return Promise.resolve(this.#clusterUsers.changes(after, limit));
+  }
+
+  applyUserState(state: UserState): Promise<"applied" | "stale" | "conflict"> {
+    return this.#change(
+      () => this.#clusterUsers.apply(state),
+      (r) => r === "applied" ? { key: state.id } : undefined,
+    );
+  }
+
+  queueUnreplicatedUsers(): Promise<number> {
+    return this.#batch.run(() => this.#clusterUsers.queueUnstamped());
+  }
+
+  userReplicationCursor(node: string): Promise<number> {
+    return Promise.resolve(this.#clusterUsers.cursor(node));
+  }
+
+  setUserReplicationCursor(node: string, seq: number): Promise<void> {
+    return this.#batch.run(() => this.#clusterUsers.setCursor(node, seq));
+  }
+
+  userReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
+    return Promise.resolve(this.#clusterUsers.backlog(after));
+  }
+
+  pruneUserChanges(nodes: string[]): Promise<number> {
+    return this.#batch.run(() => this.#clusterUsers.prune(nodes));
   }
 
   createToken(token: TokenRecord): Promise<void> {
-    return this.#change(() => this.#users.createToken(token));
+    return this.#change(() => {
+      this.#users.createToken(token);
+      if (this.#replicating) {
+        this.#clusterRecords.changed("token", token.hash, token.expiresAt, token.userId);
+      }
+    });
   }
 
   getToken(hash: string): Promise<TokenRecord | undefined> {
@@ -943,7 +1015,14 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   deleteToken(hash: string): Promise<boolean> {
-    return this.#change(() => this.#users.deleteToken(hash), (r) => r ? {} : undefined);
+    return this.#change(() => {
+      const token = this.#replicating ? this.#clusterRecords.current("token", hash) : null;
+      const deleted = this.#users.deleteToken(hash);
+      if (deleted && token) {
+        this.#clusterRecords.changed("token", hash, token.expiresAt, (token as TokenRecord).userId);
+      }
+      return deleted;
+    }, (r) => r ? {} : undefined);
   }
 
   deleteUserTokens(userId: string): Promise<void> {
@@ -1148,7 +1227,10 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   createShare(share: ShareRecord): Promise<void> {
-    return this.#change(() => this.#shares.create(share));
+    return this.#change(() => {
+      this.#shares.create(share);
+      if (this.#replicating) this.#clusterRecords.changed("share", share.id, share.expiresAt);
+    });
   }
 
   getShare(by: { id: string } | { tokenHash: string }): Promise<ShareRecord | undefined> {
@@ -1160,7 +1242,39 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   revokeShare(id: string): Promise<boolean> {
-    return this.#change(() => this.#shares.revoke(id, Date.now()), (r) => r ? {} : undefined);
+    return this.#change(() => {
+      const revoked = this.#shares.revoke(id, Date.now());
+      const share = revoked && this.#replicating ? this.#shares.get({ id }) : undefined;
+      if (share) this.#clusterRecords.changed("share", id, share.expiresAt);
+      return revoked;
+    }, (r) => r ? {} : undefined);
+  }
+
+  recordChanges(after: number, limit: number): Promise<RecordChange[]> {
+    return Promise.resolve(this.#clusterRecords.changes(after, limit));
+  }
+
+  applyRecordState(state: ReplicatedRecord): Promise<"applied" | "stale"> {
+    return this.#change(
+      () => this.#clusterRecords.apply(state),
+      (r) => r === "applied" ? {} : undefined,
+    );
+  }
+
+  recordReplicationCursor(node: string): Promise<number> {
+    return Promise.resolve(this.#clusterRecords.cursor(node));
+  }
+
+  setRecordReplicationCursor(node: string, seq: number): Promise<void> {
+    return this.#batch.run(() => this.#clusterRecords.setCursor(node, seq));
+  }
+
+  recordReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
+    return Promise.resolve(this.#clusterRecords.backlog(after));
+  }
+
+  pruneRecordChanges(nodes: string[], now: number): Promise<number> {
+    return this.#batch.run(() => this.#clusterRecords.prune(nodes, now));
   }
 
   countShareDownload(id: string): Promise<boolean> {

@@ -2,6 +2,8 @@
 import { replicationCases } from "./contract/replication.ts";
 import { objectReplicationCases } from "./contract/object_replication.ts";
 import { SqliteMetaStore } from "./sqlite.ts";
+import { userReplicationCases } from "./contract/user_replication.ts";
+import { recordReplicationCases } from "./contract/record_replication.ts";
 
 const files = new Map<string, string>();
 
@@ -15,15 +17,16 @@ replicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), async ({ cluste
   return new SqliteMetaStore(path, { clusterNode });
 });
 
-objectReplicationCases(
-  (name, fn) => Deno.test(`SQLite: ${name}`, fn),
-  async ({ clusterNode, data }) => {
-    if (data === undefined) return new SqliteMetaStore(":memory:", { clusterNode });
-    let path = files.get(data);
-    if (!path) {
-      path = await Deno.makeTempFile({ suffix: ".db" });
-      files.set(data, path);
-    }
-    return new SqliteMetaStore(path, { clusterNode });
-  },
-);
+async function open({ clusterNode, data }: { clusterNode?: string; data?: string }) {
+  if (data === undefined) return new SqliteMetaStore(":memory:", { clusterNode });
+  let path = files.get(data);
+  if (!path) {
+    path = await Deno.makeTempFile({ suffix: ".db" });
+    files.set(data, path);
+  }
+  return new SqliteMetaStore(path, { clusterNode });
+}
+
+objectReplicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);
+userReplicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);
+recordReplicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);

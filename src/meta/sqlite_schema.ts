@@ -438,4 +438,43 @@ export const MIGRATIONS: string[] = [
   -- {ms, node} for its tags, ACL, retention and legal hold; NULL until one changes.
   ALTER TABLE versions ADD COLUMN stamps TEXT;
   `,
+  `
+  -- User replication (src/meta/user_stamps.ts): one row per user changed while clustering is on,
+  -- moved to the end by each change; the stamps (JSON of part to {ms, node}) of each user's
+  -- record, enabled flag, bucket access and key, kept after a deletion; a cursor per node.
+  CREATE TABLE cluster_user_changes (
+    user_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    queued_at INTEGER NOT NULL
+  );
+  CREATE UNIQUE INDEX cluster_user_changes_by_seq ON cluster_user_changes(seq);
+  CREATE TABLE cluster_user_stamps (
+    user_id TEXT PRIMARY KEY,
+    stamps TEXT NOT NULL
+  );
+  CREATE TABLE cluster_user_cursors (
+    node TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+  );
+  `,
+  `
+  -- Bearer tokens and shares replicated between nodes: one row per token or share changed while
+  -- clustering is on, with the stamp of its last change, moved to the end by each change; a
+  -- cursor per node.
+  CREATE TABLE cluster_records (
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    queued_at INTEGER NOT NULL,
+    stamp_ms INTEGER NOT NULL,
+    stamp_node TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (kind, id)
+  );
+  CREATE UNIQUE INDEX cluster_records_by_seq ON cluster_records(seq);
+  CREATE TABLE cluster_record_cursors (
+    node TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL
+  );
+  `,
 ];

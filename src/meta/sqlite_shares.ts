@@ -5,7 +5,7 @@ import type { ShareRecord } from "./store.ts";
 type Prepare = (sql: string) => StatementSync;
 type Row = Record<string, SQLInputValue>;
 
-function toShare(r: Row): ShareRecord {
+export function toShare(r: Row): ShareRecord {
   return {
     id: r.id as string,
     tokenHash: r.token_hash as string,

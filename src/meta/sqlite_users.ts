@@ -4,7 +4,7 @@ import { DuplicateError, type TokenRecord, type UserRecord } from "./store.ts";
 
 type Row = Record<string, SQLInputValue>;
 
-function toUser(row: Row): UserRecord {
+export function toUser(row: Row): UserRecord {
   return {
     id: row.id as string,
     name: row.name as string,
@@ -19,7 +19,7 @@ function toUser(row: Row): UserRecord {
   };
 }
 
-function toToken(row: Row): TokenRecord {
+export function toToken(row: Row): TokenRecord {
   return {
     hash: row.hash as string,
     userId: row.user_id as string,

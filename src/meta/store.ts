@@ -1,6 +1,7 @@
 // The MetaStore interface: a narrow, async view of ordered metadata records.
 import type { AuditAnchor, AuditEntry, AuditFacts } from "../audit/chain.ts";
 import type { VersionParts, VersionStamps } from "./version_stamps.ts";
+import type { UserChange, UserState } from "./user_stamps.ts";
 
 export interface BucketRecord {
   name: string;
@@ -620,8 +621,62 @@ export interface ReplicationQueue {
    * The stamps stay too, so a stale state never brings a deleted bucket back. Returns how many.
    */
   pruneBucketChanges(nodes: string[]): Promise<number>;
-  /** Drops a node's cursors in both queues (a node forgotten); whether it had any. */
+  /** Drops a node's cursors in every queue (a node forgotten); whether it had any. */
   forgetReplicationNode(node: string): Promise<boolean>;
+}
+
+/**
+ * The durable queue of user changes (clustering only), kept like the bucket-change queue: one row
+ * per user, moved to the end by each change (createUser, updateUser, deleteUser stamp the parts
+ * they change and queue the user in their own transaction); every node has its own cursor.
+ */
+export interface UserReplicationQueue {
+  /** Changes queued after `after`, oldest first, at most `limit`, with each user's state now. */
+  userChanges(after: number, limit: number): Promise<UserChange[]>;
+  /**
+   * Merges another node's user state part by part (newer stamps win), queued again for the
+   * others when anything was taken; a user disabled, re-keyed or deleted loses its bearer tokens.
+   * "conflict" when its name or access key belongs to another user here that keeps it (created
+   * earlier); a user here that loses them to it is deleted (and that deletion queued).
+   */
+  applyUserState(state: UserState): Promise<"applied" | "stale" | "conflict">;
+  /** Stamps and queues the users never queued (made before clustering); how many. */
+  queueUnreplicatedUsers(): Promise<number>;
+  userReplicationCursor(node: string): Promise<number>;
+  setUserReplicationCursor(node: string, seq: number): Promise<void>;
+  userReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }>;
+  /** Deletes the rows of deleted users every node has received (as pruneBucketChanges). */
+  pruneUserChanges(nodes: string[]): Promise<number>;
+}
+
+/**
+ * A bearer token or a share as replicated between nodes: the whole record with the stamp of its
+ * last change (creation or revocation), null once a token was revoked. A share's download and
+ * upload counts are not part of it: each node counts its own.
+ */
+export type ReplicatedRecord =
+  | { kind: "token"; id: string; stamp: ChangeStamp; expiresAt: number; value: TokenRecord | null }
+  | { kind: "share"; id: string; stamp: ChangeStamp; expiresAt: number; value: ShareRecord | null };
+
+export type RecordChange = ReplicatedRecord & { seq: number; queuedAt: number };
+
+/**
+ * The durable queue of token and share changes (clustering only): one row per token or share,
+ * moved to the end by each change (createToken and deleteToken of a user's token, createShare,
+ * revokeShare) in the change's transaction; every node has its own cursor.
+ */
+export interface RecordReplicationQueue {
+  recordChanges(after: number, limit: number): Promise<RecordChange[]>;
+  /** Takes another node's record when its stamp is newer (then queued on for the others). */
+  applyRecordState(state: ReplicatedRecord): Promise<"applied" | "stale">;
+  recordReplicationCursor(node: string): Promise<number>;
+  setRecordReplicationCursor(node: string, seq: number): Promise<void>;
+  recordReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }>;
+  /**
+   * Deletes the rows of expired tokens and shares every node has received (never the newest): a
+   * stale copy of an expired one grants nothing. Returns how many.
+   */
+  pruneRecordChanges(nodes: string[], now: number): Promise<number>;
 }
 
 /**
@@ -688,7 +743,15 @@ export interface ChunkGuard {
 }
 
 export interface MetaStore
-  extends EventLog, RecordStore, JobStore, ReplicationQueue, ObjectReplicationQueue, ChunkGuard {
+  extends
+    EventLog,
+    RecordStore,
+    JobStore,
+    ReplicationQueue,
+    ObjectReplicationQueue,
+    UserReplicationQueue,
+    RecordReplicationQueue,
+    ChunkGuard {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;
   /** The owner's buckets in name order: names starting with `prefix`, after `after`. */
@@ -796,6 +859,15 @@ export interface MetaStore
   listUsers(): Promise<UserRecord[]>;
   /** Replaces the stored record (same id); false when the user does not exist. */
   updateUser(user: UserRecord): Promise<boolean>;
+  /**
+   * Applies `change` to the user as it is stored now, in one transaction (so a change replicated
+   * from another node meanwhile is kept); the new record, undefined when there is no such user.
+   * DuplicateError when a new access key is taken.
+   */
+  changeUser(
+    id: string,
+    change: Partial<Omit<UserRecord, "id" | "createdAt">>,
+  ): Promise<UserRecord | undefined>;
   /** Removes the user and its tokens. */
   deleteUser(id: string): Promise<boolean>;
 

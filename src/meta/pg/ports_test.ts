@@ -1,11 +1,13 @@
-// Transformation jobs, KMS keys and the cluster's bucket-change queue on a real PostgreSQL: the
-// cases SQLite runs too (contract/jobs_keys.ts, contract/replication.ts), each store on a fresh
+// Transformation jobs, KMS keys and the cluster's bucket, object and user queues on a real
+// PostgreSQL: the cases SQLite runs too (contract/jobs_keys.ts, contract/*replication.ts), each store on a fresh
 // database (or on the database a case names again, for a restart).
 import postgres from "postgres";
 import { createPostgres } from "../../../tests/services/postgres.ts";
 import { jobAndKeyCases } from "../contract/jobs_keys.ts";
 import { replicationCases } from "../contract/replication.ts";
 import { objectReplicationCases } from "../contract/object_replication.ts";
+import { userReplicationCases } from "../contract/user_replication.ts";
+import { recordReplicationCases } from "../contract/record_replication.ts";
 import { PgMetaStore } from "./store.ts";
 
 Deno.test("PostgreSQL: jobs, KMS keys and the bucket-change queue", async (t) => {
@@ -29,6 +31,8 @@ Deno.test("PostgreSQL: jobs, KMS keys and the bucket-change queue", async (t) =>
   jobAndKeyCases(collect, () => open());
   replicationCases(collect, open);
   objectReplicationCases(collect, open);
+  userReplicationCases(collect, open);
+  recordReplicationCases(collect, open);
   try {
     for (const [name, fn] of cases) await t.step(name, fn);
   } finally {

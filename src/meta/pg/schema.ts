@@ -5,6 +5,8 @@
 import { KMS_DDL } from "./kms.ts";
 import { JOBS_DDL } from "./jobs.ts";
 import { CLUSTER_DDL } from "./cluster.ts";
+import { CLUSTER_USERS_DDL } from "./cluster_users.ts";
+import { CLUSTER_RECORDS_DDL } from "./cluster_records.ts";
 import { AUDIT_DDL } from "./audit.ts";
 import type { Sql } from "./connect.ts";
 import { ERRORS_DDL } from "./errors.ts";
@@ -216,6 +218,10 @@ export const MIGRATIONS: string[] = [
   `ALTER TABLE versions ADD COLUMN stamps TEXT;`,
   // Nodes sharing this database and the chunks each holds on its own drives.
   HOLDINGS_DDL,
+  // The cluster's user-change queue (src/meta/user_stamps.ts).
+  CLUSTER_USERS_DDL,
+  // The cluster's queue of bearer tokens and shares.
+  CLUSTER_RECORDS_DDL,
 ];
 
 /** Applies the migrations not applied yet; returns how many there are in all. */

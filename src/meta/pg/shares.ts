@@ -24,7 +24,7 @@ export const SHARES_DDL = `
 
 type Row = Record<string, unknown>;
 
-function toShare(r: Row): ShareRecord {
+export function toShare(r: Row): ShareRecord {
   return {
     id: r.id as string,
     tokenHash: r.token_hash as string,

@@ -5,6 +5,9 @@ import { type ChangeDetail, changeFacts } from "../change_facts.ts";
 import { PgKms } from "./kms.ts";
 import { PgJobs } from "./jobs.ts";
 import { PgCluster } from "./cluster.ts";
+import { PgClusterUsers } from "./cluster_users.ts";
+import { PgClusterRecords } from "./cluster_records.ts";
+import { changedItems, type UserChange, type UserState } from "../user_stamps.ts";
 import { PgObjectQueue } from "./object_queue.ts";
 import { PgHoldings } from "./holdings.ts";
 import type { BucketItem } from "../sqlite_cluster.ts";
@@ -38,6 +41,8 @@ import {
   type OutboxEvent,
   type PartRecord,
   type PutResult,
+  type RecordChange,
+  type ReplicatedRecord,
   type Retention,
   type SessionRecord,
   type ShareRecord,
@@ -61,7 +66,7 @@ import { PgErrors } from "./errors.ts";
 import { PgEvents } from "./events.ts";
 import { PgShares } from "./shares.ts";
 import { PgSts } from "./sts.ts";
-import { PgUsers } from "./users.ts";
+import { PgUsers, toUser } from "./users.ts";
 import { openPool, type Q, type Sql } from "./connect.ts";
 import type { Tx } from "./sql.ts";
 import { listCurrent, listVersions } from "./list.ts";
@@ -116,6 +121,8 @@ export class PgMetaStore implements MetaStore {
   readonly #kms = new PgKms();
   readonly #jobs = new PgJobs();
   readonly #cluster: PgCluster;
+  readonly #clusterUsers: PgClusterUsers;
+  readonly #clusterRecords: PgClusterRecords;
   readonly #objectQueue = new PgObjectQueue();
   /** Chunk holdings of the cluster nodes sharing this database (src/cluster/shared_meta.ts). */
   readonly sharedHoldings = new PgHoldings((fn) => this.#read(fn));
@@ -127,6 +134,8 @@ export class PgMetaStore implements MetaStore {
     this.#auditing = auditing;
     this.#replicating = clusterNode !== undefined;
     this.#cluster = new PgCluster(clusterNode ?? "");
+    this.#clusterUsers = new PgClusterUsers(clusterNode ?? "");
+    this.#clusterRecords = new PgClusterRecords(clusterNode ?? "");
     if (this.#replicating) this.#versions.queue = this.#objectQueue;
   }
 
@@ -518,7 +527,9 @@ export class PgMetaStore implements MetaStore {
   forgetReplicationNode(node: string): Promise<boolean> {
     return this.#tx(async (tx) => {
       const buckets = await this.#cluster.forget(tx, node);
-      return (await this.#objectQueue.forget(tx, node)) || buckets;
+      const users = await this.#clusterUsers.forget(tx, node);
+      const records = await this.#clusterRecords.forget(tx, node);
+      return (await this.#objectQueue.forget(tx, node)) || buckets || users || records;
     });
   }
 
@@ -811,7 +822,12 @@ export class PgMetaStore implements MetaStore {
   }
 
   createUser(user: UserRecord): Promise<void> {
-    return this.#change((tx) => this.#users.create(tx, user));
+    return this.#change(async (tx) => {
+      await this.#users.create(tx, user);
+      if (this.#replicating) {
+        await this.#clusterUsers.changed(tx as Tx, user.id, changedItems(undefined, user));
+      }
+    });
   }
 
   getUser(
@@ -825,15 +841,88 @@ export class PgMetaStore implements MetaStore {
   }
 
   updateUser(user: UserRecord): Promise<boolean> {
-    return this.#change((tx) => this.#users.update(tx, user), (r) => r ? {} : undefined);
+    return this.#change(async (tx) => {
+      if (this.#replicating) await this.#clusterUsers.lock(tx as Tx, user.id);
+      const before = this.#replicating ? await this.#clusterUsers.user(tx, user.id) : undefined;
+      const updated = await this.#users.update(tx, user);
+      if (updated && before) {
+        await this.#clusterUsers.changed(tx as Tx, user.id, changedItems(before, user));
+      }
+      return updated;
+    }, (r) => r ? {} : undefined);
+  }
+
+  changeUser(
+    id: string,
+    change: Partial<Omit<UserRecord, "id" | "createdAt">>,
+  ): Promise<UserRecord | undefined> {
+    return this.#change(async (tx) => {
+      if (this.#replicating) await this.#clusterUsers.lock(tx as Tx, id);
+      const [row] = await tx`SELECT * FROM users WHERE id = ${id} FOR UPDATE`;
+      if (!row) return undefined;
+      const before = toUser(row);
+      const next = { ...before, ...change };
+      await this.#users.update(tx, next);
+      if (this.#replicating) {
+        await this.#clusterUsers.changed(tx as Tx, id, changedItems(before, next));
+      }
+      return next;
+    }, (r) => r ? {} : undefined);
   }
 
   deleteUser(id: string): Promise<boolean> {
-    return this.#change((tx) => this.#users.delete(tx, id), (r) => r ? {} : undefined);
+    return this.#change(async (tx) => {
+      if (this.#replicating) await this.#clusterUsers.lock(tx as Tx, id);
+      const deleted = await this.#users.delete(tx, id);
+      if (deleted && this.#replicating) await this.#clusterUsers.changed(tx as Tx, id, ["record"]);
+      return deleted;
+    }, (r) => r ? {} : undefined);
+  }
+
+  userChanges(after: number, limit: number): Promise<UserChange[]> {
+    return this.#read((q) => this.#clusterUsers.changes(q, after, limit));
+  }
+
+  applyUserState(state: UserState): Promise<"applied" | "stale" | "conflict"> {
+    return this.#change(
+      (tx) => this.#clusterUsers.apply(tx as Tx, state),
+      (r) => r === "applied" ? { key: state.id } : undefined,
+    );
+  }
+
+  queueUnreplicatedUsers(): Promise<number> {
+    return this.#tx((tx) => this.#clusterUsers.queueUnstamped(tx as Tx));
+  }
+
+  userReplicationCursor(node: string): Promise<number> {
+    return this.#read((q) => this.#clusterUsers.cursor(q, node));
+  }
+
+  setUserReplicationCursor(node: string, seq: number): Promise<void> {
+    return this.#tx((tx) => this.#clusterUsers.setCursor(tx, node, seq));
+  }
+
+  userReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
+    return this.#read((q) => this.#clusterUsers.backlog(q, after));
+  }
+
+  pruneUserChanges(nodes: string[]): Promise<number> {
+    return this.#tx((tx) => this.#clusterUsers.prune(tx, nodes));
   }
 
   createToken(token: TokenRecord): Promise<void> {
-    return this.#change((tx) => this.#users.createToken(tx, token));
+    return this.#change(async (tx) => {
+      await this.#users.createToken(tx, token);
+      if (this.#replicating) {
+        await this.#clusterRecords.changed(
+          tx as Tx,
+          "token",
+          token.hash,
+          token.expiresAt,
+          token.userId,
+        );
+      }
+    });
   }
 
   getToken(hash: string): Promise<TokenRecord | undefined> {
@@ -841,7 +930,17 @@ export class PgMetaStore implements MetaStore {
   }
 
   deleteToken(hash: string): Promise<boolean> {
-    return this.#change((tx) => this.#users.deleteToken(tx, hash), (r) => r ? {} : undefined);
+    return this.#change(async (tx) => {
+      if (this.#replicating) await this.#clusterRecords.lock(tx as Tx, "token", hash);
+      const token = this.#replicating
+        ? await this.#clusterRecords.current(tx, "token", hash) as TokenRecord | null
+        : null;
+      const deleted = await this.#users.deleteToken(tx, hash);
+      if (deleted && token) {
+        await this.#clusterRecords.changed(tx as Tx, "token", hash, token.expiresAt, token.userId);
+      }
+      return deleted;
+    }, (r) => r ? {} : undefined);
   }
 
   deleteUserTokens(userId: string): Promise<void> {
@@ -911,7 +1010,12 @@ export class PgMetaStore implements MetaStore {
   }
 
   createShare(share: ShareRecord): Promise<void> {
-    return this.#change((tx) => this.#shares.create(tx, share));
+    return this.#change(async (tx) => {
+      await this.#shares.create(tx, share);
+      if (this.#replicating) {
+        await this.#clusterRecords.changed(tx as Tx, "share", share.id, share.expiresAt);
+      }
+    });
   }
 
   getShare(by: { id: string } | { tokenHash: string }): Promise<ShareRecord | undefined> {
@@ -923,7 +1027,40 @@ export class PgMetaStore implements MetaStore {
   }
 
   revokeShare(id: string): Promise<boolean> {
-    return this.#change((tx) => this.#shares.revoke(tx, id, Date.now()), (r) => r ? {} : undefined);
+    return this.#change(async (tx) => {
+      if (this.#replicating) await this.#clusterRecords.lock(tx as Tx, "share", id);
+      const revoked = await this.#shares.revoke(tx, id, Date.now());
+      const share = revoked && this.#replicating ? await this.#shares.get(tx, { id }) : undefined;
+      if (share) await this.#clusterRecords.changed(tx as Tx, "share", id, share.expiresAt);
+      return revoked;
+    }, (r) => r ? {} : undefined);
+  }
+
+  recordChanges(after: number, limit: number): Promise<RecordChange[]> {
+    return this.#read((q) => this.#clusterRecords.changes(q, after, limit));
+  }
+
+  applyRecordState(state: ReplicatedRecord): Promise<"applied" | "stale"> {
+    return this.#change(
+      (tx) => this.#clusterRecords.apply(tx as Tx, state),
+      (r) => r === "applied" ? {} : undefined,
+    );
+  }
+
+  recordReplicationCursor(node: string): Promise<number> {
+    return this.#read((q) => this.#clusterRecords.cursor(q, node));
+  }
+
+  setRecordReplicationCursor(node: string, seq: number): Promise<void> {
+    return this.#tx((tx) => this.#clusterRecords.setCursor(tx, node, seq));
+  }
+
+  recordReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }> {
+    return this.#read((q) => this.#clusterRecords.backlog(q, after));
+  }
+
+  pruneRecordChanges(nodes: string[], now: number): Promise<number> {
+    return this.#tx((tx) => this.#clusterRecords.prune(tx, nodes, now));
   }
 
   countShareDownload(id: string): Promise<boolean> {

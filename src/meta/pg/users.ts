@@ -29,7 +29,7 @@ export const USERS_DDL = `
 
 type Row = Record<string, unknown>;
 
-function toUser(row: Row): UserRecord {
+export function toUser(row: Row): UserRecord {
   return {
     id: row.id as string,
     name: row.name as string,
@@ -44,7 +44,7 @@ function toUser(row: Row): UserRecord {
   };
 }
 
-function toToken(row: Row): TokenRecord {
+export function toToken(row: Row): TokenRecord {
   return {
     hash: row.hash as string,
     userId: row.user_id as string,

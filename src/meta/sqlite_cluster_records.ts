@@ -1,0 +1,149 @@
+// The cluster's queue of bearer tokens and shares in SQLite (tables cluster_records and
+// cluster_record_cursors; see RecordReplicationQueue in store.ts): one row per token or share with
+// the stamp of its last change; writes run inside the caller's transaction.
+import type { SQLInputValue, StatementSync } from "node:sqlite";
+import type { ChangeStamp, RecordChange, ReplicatedRecord } from "./store.ts";
+import { toToken } from "./sqlite_users.ts";
+import { toShare } from "./sqlite_shares.ts";
+import { newerStamp } from "./version_stamps.ts";
+
+type Row = Record<string, SQLInputValue>;
+type Prepare = (sql: string) => StatementSync;
+type Kind = ReplicatedRecord["kind"];
+
+export class SqliteClusterRecords {
+  /** `node`: this node's id, the stamp of its own changes. */
+  constructor(readonly stmt: Prepare, readonly node: string) {}
+
+  #stamp(kind: Kind, id: string): ChangeStamp | undefined {
+    const row = this.stmt(
+      "SELECT stamp_ms, stamp_node FROM cluster_records WHERE kind = ? AND id = ?",
+    ).get(kind, id) as Row | undefined;
+    return row ? { ms: row.stamp_ms as number, node: row.stamp_node as string } : undefined;
+  }
+
+  /** Stores the record's stamp and moves its row to the end of the queue. */
+  #enqueue(kind: Kind, id: string, stamp: ChangeStamp, expiresAt: number): void {
+    this.stmt(
+      "INSERT INTO cluster_records (kind, id, seq, queued_at, stamp_ms, stamp_node, expires_at) " +
+        "VALUES (?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM cluster_records), ?, ?, ?, ?) " +
+        "ON CONFLICT(kind, id) DO UPDATE SET seq = excluded.seq, queued_at = excluded.queued_at, " +
+        "stamp_ms = excluded.stamp_ms, stamp_node = excluded.stamp_node, " +
+        "expires_at = excluded.expires_at",
+    ).run(kind, id, Date.now(), stamp.ms, stamp.node, expiresAt);
+  }
+
+  /** A change made here; a token only when it is a user's (not the administrator's, ...). */
+  changed(kind: Kind, id: string, expiresAt: number, userId?: string): void {
+    if (userId !== undefined && !this.stmt("SELECT 1 FROM users WHERE id = ?").get(userId)) return;
+    const latest = this.#stamp(kind, id)?.ms ?? 0;
+    this.#enqueue(kind, id, { ms: Math.max(Date.now(), latest + 1), node: this.node }, expiresAt);
+  }
+
+  /** The token or share as stored now (inside a change's transaction, before it). */
+  current(kind: Kind, id: string) {
+    const row = kind === "token"
+      ? this.stmt("SELECT * FROM tokens WHERE hash = ?").get(id)
+      : this.stmt("SELECT * FROM shares WHERE id = ?").get(id);
+    if (!row) return null;
+    return kind === "token" ? toToken(row as Row) : toShare(row as Row);
+  }
+
+  changes(after: number, limit: number): RecordChange[] {
+    const rows = this.stmt("SELECT * FROM cluster_records WHERE seq > ? ORDER BY seq LIMIT ?")
+      .all(after, limit) as Row[];
+    return rows.map((r) => {
+      const kind = r.kind as Kind;
+      return {
+        kind,
+        id: r.id as string,
+        stamp: { ms: r.stamp_ms as number, node: r.stamp_node as string },
+        expiresAt: r.expires_at as number,
+        value: this.current(kind, r.id as string),
+        seq: r.seq as number,
+        queuedAt: r.queued_at as number,
+      } as RecordChange;
+    });
+  }
+
+  apply(s: ReplicatedRecord): "applied" | "stale" {
+    if (!newerStamp(s.stamp, this.#stamp(s.kind, s.id))) return "stale";
+    if (s.kind === "token") {
+      const t = s.value;
+      if (t === null) this.stmt("DELETE FROM tokens WHERE hash = ?").run(s.id);
+      else {
+        this.stmt(
+          "INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?) " +
+            "ON CONFLICT(hash) DO UPDATE SET user_id = excluded.user_id, " +
+            "created_at = excluded.created_at, expires_at = excluded.expires_at",
+        ).run(s.id, t.userId, t.createdAt, t.expiresAt);
+      }
+    } else if (s.value === null) this.stmt("DELETE FROM shares WHERE id = ?").run(s.id);
+    else {
+      const v = s.value;
+      // The counts stay this node's own.
+      this.stmt(
+        "INSERT INTO shares (id, token_hash, creator, bucket, prefix, permissions, password_hash, " +
+          "created_at, expires_at, max_downloads, downloads, uploads, revoked_at) " +
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?) ON CONFLICT(id) DO UPDATE SET " +
+          "token_hash = excluded.token_hash, creator = excluded.creator, " +
+          "bucket = excluded.bucket, prefix = excluded.prefix, " +
+          "permissions = excluded.permissions, password_hash = excluded.password_hash, " +
+          "created_at = excluded.created_at, expires_at = excluded.expires_at, " +
+          "max_downloads = excluded.max_downloads, revoked_at = excluded.revoked_at",
+      ).run(
+        s.id,
+        v.tokenHash,
+        v.creator,
+        v.bucket,
+        v.prefix,
+        JSON.stringify(v.permissions),
+        v.passwordHash ?? null,
+        v.createdAt,
+        v.expiresAt,
+        v.maxDownloads ?? null,
+        v.revokedAt ?? null,
+      );
+    }
+    this.#enqueue(s.kind, s.id, s.stamp, s.expiresAt);
+    return "applied";
+  }
+
+  cursor(node: string): number {
+    const row = this.stmt("SELECT seq FROM cluster_record_cursors WHERE node = ?").get(node) as
+      | Row
+      | undefined;
+    return (row?.seq as number | undefined) ?? 0;
+  }
+
+  setCursor(node: string, seq: number): void {
+    this.stmt(
+      "INSERT INTO cluster_record_cursors (node, seq) VALUES (?, ?) " +
+        "ON CONFLICT(node) DO UPDATE SET seq = max(seq, excluded.seq)",
+    ).run(node, seq);
+  }
+
+  backlog(after: number): { depth: number; oldest?: number } {
+    const row = this.stmt(
+      "SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_records WHERE seq > ?",
+    ).get(after) as Row;
+    return { depth: row.depth as number, oldest: (row.oldest as number | null) ?? undefined };
+  }
+
+  prune(nodes: string[], now: number): number {
+    const rows = this.stmt("SELECT node, seq FROM cluster_record_cursors").all() as Row[];
+    const cursors = new Map(rows.map((r) => [r.node as string, r.seq as number]));
+    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
+    if (!(upTo > 0)) return 0;
+    return Number(
+      this.stmt(
+        "DELETE FROM cluster_records WHERE seq <= ? AND expires_at < ? " +
+          "AND seq < (SELECT max(seq) FROM cluster_records)",
+      ).run(upTo, now).changes,
+    );
+  }
+
+  forget(node: string): boolean {
+    return this.stmt("DELETE FROM cluster_record_cursors WHERE node = ?").run(node).changes > 0;
+  }
+}
