@@ -72,6 +72,7 @@ export async function writeBody(
     // Awaited later; a failure must not surface as an unhandled rejection meanwhile. Once the
     // write and the MD5 settled, nothing refers to its plaintext any more.
     const free = Promise.all([written, hashed]);
+    free.catch(() => {});
     if (pooled) {
       // Back once neither reads it any more, also after a failure.
       const whole = buffer.buffer;

@@ -116,7 +116,6 @@ export function serveHttp1(conn: Deno.Conn, hooks: Http1Hooks): Http1Connection 
       } catch (err) {
         response = await hooks.onError(err);
       }
-      if (body?.failure instanceof UnexpectedEof) return "close"; // the client went away
       if (body?.failure instanceof HeadError) {
         // Malformed body framing: whatever the handler made of it, the answer is the framing's.
         await response.body?.cancel().catch(() => {});
