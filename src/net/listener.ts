@@ -139,10 +139,13 @@ const SWEEP_MS = 200;
 function sweep(
   waiting: Set<Connection>,
   servers: Set<{ writeDeadline: number; close(): void }>,
+  late: boolean,
 ): void {
   const now = performance.now();
   for (const c of waiting) if (c.deadline <= now) c.close();
-  // Busy connections: a response the client stopped reading.
+  // Busy connections: a response the client stopped reading. Not right after the event loop
+  // was held up: writes that completed meanwhile have not been seen yet.
+  if (late) return;
   for (const s of servers) if (s.writeDeadline !== 0 && s.writeDeadline <= now) s.close();
 }
 
@@ -162,7 +165,12 @@ export function serveConnections(
   >();
   /** Connections waiting for a request's headers, oldest first: the first to give way. */
   const waiting = new Set<Connection>();
-  const sweeper = setInterval(() => sweep(waiting, servers), SWEEP_MS);
+  let lastSweep = performance.now();
+  const sweeper = setInterval(() => {
+    const now = performance.now();
+    sweep(waiting, servers, now - lastSweep > 2 * SWEEP_MS);
+    lastSweep = now;
+  }, SWEEP_MS);
   /** Connections closed to make room whose sockets may not have been released yet. */
   let evicting = 0;
   let closed = false;
