@@ -8,6 +8,9 @@
 // now and then costs no collection); never during a load, so it costs its throughput nothing.
 import { collectGarbage } from "./gc.ts";
 
+/** How long after a release the RSS is watched for its lowest (see settleUntil). */
+const SETTLE_MS = 3000;
+
 export interface ReleaseOptions {
   /** Activity so far (e.g. requests started); a change means the server was not quiet. */
   activity(): number;
@@ -44,8 +47,16 @@ export function startMemoryRelease(opts: ReleaseOptions): MemoryRelease {
   let count = 0;
   let forced = false;
   let rssAfter = 0;
+  /**
+   * Until when the RSS is watched after a release: right after one it is still falling (freed
+   * pages leave over the next moments), and growth is counted from the lowest it reaches, not
+   * from where it stood when the release ended (else the next load's garbage, below that, would
+   * never count as growth).
+   */
+  let settleUntil = -Infinity;
   const tick = () => {
     const now = performance.now();
+    if (now < settleUntil) rssAfter = Math.min(rssAfter, Deno.memoryUsage().rss);
     const activity = opts.activity();
     if (activity !== seen || opts.busy()) {
       seen = activity;
@@ -64,6 +75,7 @@ export function startMemoryRelease(opts: ReleaseOptions): MemoryRelease {
     trim?.();
     count++;
     rssAfter = Deno.memoryUsage().rss;
+    settleUntil = performance.now() + SETTLE_MS;
     opts.onRelease?.({ ms: performance.now() - now, rssBefore, rssAfter });
   };
   const timer = setInterval(tick, Math.max(10, Math.floor(opts.quietMs / 4)));
