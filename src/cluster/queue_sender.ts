@@ -1,7 +1,6 @@
-// Sends a state-based queue (users, tokens and shares) to every node that is alive, from that
-// node's own cursor, in batches of at most 100 changes or about 1 MiB, retried with backoff (as
-// replication.ts does for buckets); deleted or expired entries every node has received are pruned
-// every `pruneMs`.
+// Sends a state-based queue (buckets, users, tokens and shares) to every node that is alive, from
+// that node's own cursor, in batches of at most 100 changes or about 1 MiB, retried with backoff;
+// deleted or expired entries every node has received are pruned every `pruneMs`.
 import { log } from "../log.ts";
 import { backlogOf, NodeBackoff } from "./backoff.ts";
 import type { Membership } from "./membership.ts";
