@@ -11,7 +11,8 @@
 // object and the receiver recomputes as the bytes stream into storage: a body that does not
 // match is refused before its version commits. Nothing is held in memory whole on either side.
 // The receiver writes through the object layer as REPLICA (same version id, never queued again).
-import { backlogOf, NodeBackoff } from "./backoff.ts";
+import { backlogOf } from "./backoff.ts";
+import { NodeRounds } from "./node_rounds.ts";
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { ApiError } from "../api/json.ts";
@@ -227,70 +228,27 @@ const RETRIED = new Set([403, 404, 408, 409, 429]);
  */
 const MISSING_BUCKET_MS = 120_000;
 
-export class ObjectReplicator {
-  /** Nodes not to send to (they share this node's metadata database). */
-  skip: (node: string) => boolean = () => false;
-  readonly #backoff = new NodeBackoff("Object replication");
+export class ObjectReplicator extends NodeRounds {
   /** `<node>:<seq>` of changes answered NoSuchBucket, with when that was first answered. */
   #missingSince = new Map<string, number>();
-  #busy = new Map<string, Promise<void>>();
-  #timer?: ReturnType<typeof setTimeout>;
-  #stopped = false;
-  #nextPrune = 0;
-  #pruning?: Promise<void>;
 
   constructor(
     readonly meta: MetaStore,
     readonly layer: ObjectLayer,
     readonly keys: ReplicaKeys,
-    readonly membership: Membership,
+    membership: Membership,
     readonly call: () => CallOptions,
-    readonly pollMs = 100,
+    pollMs = 100,
     readonly missingBucketMs = MISSING_BUCKET_MS,
-    readonly pruneMs = PRUNE_MS,
-  ) {}
-
-  start(): void {
-    // The first pruning waits a round, so the member list has been learned after a restart.
-    this.#nextPrune = Date.now() + this.pruneMs;
-    const round = () => {
-      if (this.#stopped) return;
-      const now = Date.now();
-      if (now >= this.#nextPrune && !this.#pruning) {
-        this.#nextPrune = now + this.pruneMs;
-        this.#pruning = this.#prune().finally(() => this.#pruning = undefined);
-      }
-      for (const m of this.membership.view(now)) {
-        if (m.state !== "alive" || this.#busy.has(m.id) || this.skip(m.id)) continue;
-        if (this.#backoff.waiting(m.id, now)) continue;
-        this.#busy.set(m.id, this.#catchUp(m.id, m.url));
-      }
-      this.#timer = setTimeout(round, this.pollMs);
-    };
-    round();
+    pruneMs = PRUNE_MS,
+  ) {
+    super("Object replication", membership, pollMs, pruneMs);
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#timer);
-    await Promise.allSettled([...this.#busy.values(), this.#pruning]);
-  }
-
-  /**
-   * Deletes the changes every node has received. Each node known gets a cursor row first (at 0
-   * when it has received nothing), so a node known once holds the queue even after a restart.
-   */
-  async #prune(): Promise<void> {
-    try {
-      const nodes = this.membership.view().map((m) => m.id);
-      for (const node of nodes) await this.meta.setObjectReplicationCursor(node, 0);
-      const pruned = await this.meta.pruneObjectChanges(nodes);
-      if (pruned > 0) log("debug", "Object changes every node has received pruned", { pruned });
-    } catch (err) {
-      log("warn", "Pruning the object-change queue failed", {
-        error: err instanceof Error ? err.message : String(err),
-      });
-    }
+  protected async prune(nodes: string[]): Promise<void> {
+    for (const node of nodes) await this.meta.setObjectReplicationCursor(node, 0);
+    const pruned = await this.meta.pruneObjectChanges(nodes);
+    if (pruned > 0) log("debug", "Object changes every node has received pruned", { pruned });
   }
 
   /**
@@ -314,42 +272,36 @@ export class ObjectReplicator {
   }
 
   /** Sends what lies after the node's cursor, change by change, until none is left or one fails. */
-  async #catchUp(node: string, url: string): Promise<void> {
-    try {
-      while (!this.#stopped) {
-        const cursor = await this.meta.objectReplicationCursor(node);
-        const pending = await this.meta.objectChanges(cursor, BATCH);
-        if (pending.length === 0) break;
-        for (let i = 0; i < pending.length && !this.#stopped;) {
-          const group: ObjectChange[] = [];
-          const keys = new Set<string>();
-          while (i < pending.length && group.length < PARALLEL) {
-            const key = `${pending[i].bucket}/${pending[i].key}`;
-            if (keys.has(key)) break;
-            keys.add(key);
-            group.push(pending[i++]);
-          }
-          const outcomes = await Promise.allSettled(group.map((c) => this.#deliver(node, url, c)));
-          let done = 0;
-          while (done < group.length && outcomes[done].status === "fulfilled") done++;
-          // The cursor moves only past changes the node answered, in order: a crash before
-          // re-sends them, and the receiver applies a change again to the same effect.
-          if (done > 0) {
-            await this.meta.setObjectReplicationCursor(node, group[done - 1].seq);
-            await this.#settle(
-              node,
-              group.slice(0, done),
-              outcomes.slice(0, done).map((o) => (o as PromiseFulfilledResult<Delivery>).value),
-            );
-          }
-          if (done < group.length) throw (outcomes[done] as PromiseRejectedResult).reason;
+  protected async catchUp(node: string, url: string): Promise<void> {
+    while (!this.stopped) {
+      const cursor = await this.meta.objectReplicationCursor(node);
+      const pending = await this.meta.objectChanges(cursor, BATCH);
+      if (pending.length === 0) break;
+      for (let i = 0; i < pending.length && !this.stopped;) {
+        const group: ObjectChange[] = [];
+        const keys = new Set<string>();
+        while (i < pending.length && group.length < PARALLEL) {
+          const key = `${pending[i].bucket}/${pending[i].key}`;
+          if (keys.has(key)) break;
+          keys.add(key);
+          group.push(pending[i++]);
         }
-        this.#backoff.succeeded(node);
+        const outcomes = await Promise.allSettled(group.map((c) => this.#deliver(node, url, c)));
+        let done = 0;
+        while (done < group.length && outcomes[done].status === "fulfilled") done++;
+        // The cursor moves only past changes the node answered, in order: a crash before
+        // re-sends them, and the receiver applies a change again to the same effect.
+        if (done > 0) {
+          await this.meta.setObjectReplicationCursor(node, group[done - 1].seq);
+          await this.#settle(
+            node,
+            group.slice(0, done),
+            outcomes.slice(0, done).map((o) => (o as PromiseFulfilledResult<Delivery>).value),
+          );
+        }
+        if (done < group.length) throw (outcomes[done] as PromiseRejectedResult).reason;
       }
-    } catch (err) {
-      this.#backoff.failed(node, err);
-    } finally {
-      this.#busy.delete(node);
+      this.backoff.succeeded(node);
     }
   }
 
