@@ -23,6 +23,8 @@ import { SqliteMetaStore } from "./src/meta/sqlite.ts";
 import type { MetaStore } from "./src/meta/store.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
 import { ReadBudget } from "./src/object/read_budget.ts";
+import { PiecePool } from "./src/object/piece_pool.ts";
+import { READ_PIECE } from "./src/object/read_stream.ts";
 import { WriteBuffers } from "./src/object/write_buffers.ts";
 import { startMemoryRelease } from "./src/memory/release.ts";
 import { ChunkStore } from "./src/storage/chunk_store.ts";
@@ -55,6 +57,8 @@ const SHUTDOWN_DRAIN_MS = 60_000;
 const SHUTDOWN_CLOSE_MS = 5_000;
 /** The least time between two memory releases (src/memory/release.ts). */
 const MEMORY_RELEASE_INTERVAL_MS = 2_000;
+/** Read buffers kept for the next GET (README, Memory): 16 MiB at most. */
+const READ_PIECES_KEPT = 16;
 /** ... and the RSS growth since the last one that makes another worth its collection. */
 const MEMORY_RELEASE_GROWTH = 8 * 1024 * 1024;
 
@@ -230,11 +234,12 @@ async function start() {
     monitor,
   });
   const readBudget = new ReadBudget(config.readBufferMax);
+  const readPieces = new PiecePool(READ_PIECE, READ_PIECES_KEPT);
   const writeBuffers = new WriteBuffers(config.writeBufferMax);
   const layer = new ObjectLayer(meta, chunks, {
     inlineMax: config.inlineMax,
     chunkSize: config.chunkSize,
-    read: { budget: readBudget, stallMs: config.bodyTimeout * 1000 },
+    read: { budget: readBudget, stallMs: config.bodyTimeout * 1000, pieces: readPieces },
     write: writeBuffers,
   });
   log("info", "Storage", {
@@ -253,6 +258,7 @@ async function start() {
         inFlight.running > 0 || readBudget.used > 0 || writeBuffers.held > writeBuffers.kept,
       dropKept: () => {
         writeBuffers.dropKept();
+        readPieces.dropKept();
         cpu.dropKept();
       },
       quietMs: config.memoryReleaseMs,
@@ -318,6 +324,7 @@ async function start() {
       writeBufferBytes: writeBuffers.held,
       writeBufferWaits: writeBuffers.waits,
       readBufferBytes: readBudget.used,
+      readPiecesReused: readPieces.reused,
       releases: memoryRelease?.count ?? 0,
     }),
   });

@@ -20,15 +20,19 @@ import type { VersionChunk } from "../meta/store.ts";
 import type { ChunkStore } from "../storage/chunk_store.ts";
 import { connectionCloser } from "../net/connection_context.ts";
 import type { Grant, ReadBudget } from "./read_budget.ts";
+import type { PiecePool } from "./piece_pool.ts";
+import { unwatchWrites, watchWrites } from "../http/written.ts";
 
 export interface ReadLimits {
   budget: ReadBudget;
   /** A reader that takes nothing for this long is ended (STORE_BODY_TIMEOUT). */
   stallMs: number;
+  /** Buffers of READ_PIECE bytes for pieces of chunks stored as they are, reused. */
+  pieces?: PiecePool;
 }
 
 /** Of a chunk stored as it is, at most this much is read at a time. */
-const READ_PIECE = 1024 * 1024;
+export const READ_PIECE = 1024 * 1024;
 /** Bytes handed to the HTTP server per read, at first and for a slow client. */
 const SLICE = 64 * 1024;
 /** The largest slice, for a client that keeps up. */
@@ -45,6 +49,42 @@ interface Held {
   plain: Uint8Array;
   from: number;
   grant: Grant;
+  /** The pool's buffer `plain` is a view of. */
+  lent?: Lent;
+}
+
+/**
+ * A buffer of the piece pool, read into for one piece: it goes back once the piece is done with
+ * (retired) and every byte of the views handed to the client has been written to the socket.
+ */
+class Lent {
+  #handed = 0;
+  #written = 0;
+  #retired = false;
+
+  constructor(readonly buffer: Uint8Array, readonly pool: PiecePool) {
+    watchWrites(buffer.buffer, (bytes) => {
+      this.#written += bytes;
+      this.#giveBack();
+    });
+  }
+
+  /** A view of `bytes` bytes goes to the client. */
+  hand(bytes: number): void {
+    this.#handed += bytes;
+  }
+
+  /** Nothing reads into the buffer or cuts views of it any more. */
+  retire(): void {
+    this.#retired = true;
+    this.#giveBack();
+  }
+
+  #giveBack(): void {
+    if (!this.#retired || this.#written !== this.#handed) return;
+    unwatchWrites(this.buffer.buffer);
+    this.pool.give(this.buffer);
+  }
 }
 
 class RangeReader {
@@ -117,11 +157,13 @@ class RangeReader {
     const slice = keepingUp || rest
       ? plain.subarray(from - base, until - base)
       : plain.slice(from - base, until - base);
+    if (slice.buffer === plain.buffer) this.#current.lent?.hand(slice.byteLength);
     this.#pos = to;
     if (to >= pieceEnd) {
       // A copy frees the piece now; a view keeps it (and its grant) until the next pull.
       if (keepingUp) this.#finished = this.#current.grant;
       else this.#current.grant.release();
+      this.#current.lent?.retire();
       this.#current = undefined;
       if (to >= chunkEnd) this.#index++;
     }
@@ -146,7 +188,7 @@ class RangeReader {
     this.#ahead = undefined;
     const at = this.#pos;
     const held = ahead?.at === at ? await ahead.held : await this.#decode(i, at);
-    if (ahead && ahead.at !== at) ahead.held.then((h) => h.grant.release(), () => {});
+    if (ahead && ahead.at !== at) ahead.held.then(drop, () => {});
     const { offset, size } = this.chunks[i];
     const next = offset + held.from + held.plain.byteLength;
     this.#readAhead(next < offset + size ? i : i + 1, next);
@@ -170,10 +212,21 @@ class RangeReader {
     const grant = granted ?? await this.opts.limits.budget.acquire(bytes, i);
     try {
       if (this.#closed) throw new Error("The read was closed");
-      const plain = await this.store.readRange(this.chunks[i].chunk, from, to, {
+      const chunk = this.chunks[i].chunk;
+      const pool = this.opts.limits.pieces;
+      let lent = pool && this.store.readsInPieces(chunk) && to - from <= pool.pieceBytes
+        ? new Lent(pool.take(), pool)
+        : undefined;
+      const plain = await this.store.readRange(chunk, from, to, {
         key: this.opts.key,
+        into: lent?.buffer,
       });
-      return { plain, from, grant };
+      // Read some other way (a shard was not good): the buffer was not used.
+      if (lent && plain.buffer !== lent.buffer.buffer) {
+        lent.retire();
+        lent = undefined;
+      }
+      return { plain, from, grant, lent };
     } catch (err) {
       grant.release();
       throw err;
@@ -191,9 +244,9 @@ class RangeReader {
   }
 
   #giveBack(): void {
-    this.#current?.grant.release();
+    if (this.#current) drop(this.#current);
     this.#current = undefined;
-    this.#ahead?.held.then((h) => h.grant.release(), () => {});
+    this.#ahead?.held.then(drop, () => {});
     this.#ahead = undefined;
   }
 
@@ -224,6 +277,12 @@ class RangeReader {
     clearTimeout(this.#stallTimer);
     clearTimeout(this.#yieldTimer);
   }
+}
+
+/** A piece that will not be sent (any more): its grant and its buffer go back. */
+function drop(held: Held): void {
+  held.grant.release();
+  held.lent?.retire();
 }
 
 /**

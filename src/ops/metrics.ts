@@ -43,6 +43,7 @@ export interface MemoryGauges {
   writeBufferBytes: number;
   writeBufferWaits: number;
   readBufferBytes: number;
+  readPiecesReused: number;
   releases: number;
 }
 
@@ -241,6 +242,11 @@ export class Metrics {
         "gauge",
         "Decoded object data GETs hold (STORE_READ_BUFFER_MAX bounds it).",
         gauges.readBufferBytes,
+      ).single(
+        "store_read_pieces_reused_total",
+        "counter",
+        "Pieces GETs read into a buffer of an earlier piece, already sent, instead of a new one.",
+        gauges.readPiecesReused,
       ).single(
         "store_memory_releases_total",
         "counter",

@@ -372,12 +372,14 @@ export class ChunkStore {
    * segmented one, reads only the shard blocks under it (and decodes only its segments); whole
    * chunks, chunks in one piece, and ranges whose shards are missing or corrupt are read whole
    * (rebuilt, and queued for healing). The answer holds no more memory than heldBytes says.
+   * `into`: a buffer a part of a chunk stored as it is may be read into (the answer is then a
+   * view of it; any other answer is a buffer of its own).
    */
   async readRange(
     rec: ChunkRecord,
     from: number,
     to: number,
-    opts: { key?: CryptoKey } = {},
+    opts: { key?: CryptoKey; into?: Uint8Array } = {},
   ): Promise<Uint8Array> {
     if (from < 0 || to > rec.plainSize || from > to) {
       throw new RangeError(`Range ${from}-${to} is outside chunk ${rec.id} (${rec.plainSize})`);
@@ -389,7 +391,7 @@ export class ChunkStore {
     // A whole chunk is read as such: every data shard verified whole (padding-only ones too).
     const whole = from === 0 && to === rec.plainSize;
     if (!whole && storedAsIs(rec)) {
-      const direct = await this.#readDirect(rec, from, to);
+      const direct = await this.#readDirect(rec, from, to, opts.into);
       if (direct) return direct;
     } else if (!whole && rec.segmentSize) {
       const decoded = await this.#readSegments(rec, from, to, opts.key);
@@ -465,18 +467,28 @@ export class ChunkStore {
     }
   }
 
-  /** The range from the data shards it overlaps, or undefined when one of them is not good. */
-  async #readDirect(rec: ChunkRecord, from: number, to: number): Promise<Uint8Array | undefined> {
+  /**
+   * The range from the data shards it overlaps (in `into` when it is large enough), or undefined
+   * when one of them is not good.
+   */
+  async #readDirect(
+    rec: ChunkRecord,
+    from: number,
+    to: number,
+    into?: Uint8Array,
+  ): Promise<Uint8Array | undefined> {
     const shardLen = Math.ceil(rec.storedSize / rec.dataShards);
-    const out = new Uint8Array(to - from);
+    const out = into && into.byteLength >= to - from
+      ? into.subarray(0, to - from)
+      : new Uint8Array(to - from);
     const reads = [];
     for (let i = Math.floor(from / shardLen); i * shardLen < to; i++) {
       const lo = Math.max(from, i * shardLen);
       const hi = Math.min(to, (i + 1) * shardLen);
       const drive = this.drive(rec.drives[i]);
-      const into = out.subarray(lo - from, hi - from);
+      const part = out.subarray(lo - from, hi - from);
       reads.push(
-        readShardRange(drive, rec.id, i, shardLen, lo - i * shardLen, hi - i * shardLen, into)
+        readShardRange(drive, rec.id, i, shardLen, lo - i * shardLen, hi - i * shardLen, part)
           .then((read) => {
             if (drive && this.options.monitor) {
               if (read.state === "error") this.options.monitor.failed(drive.id, read.reason);

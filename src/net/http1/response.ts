@@ -1,6 +1,8 @@
 // Writing a Response to an HTTP/1.1 connection: status line and fields, then the body framed by
 // its Content-Length, or by chunked transfer coding when its length is not known up front.
 
+import { reportWritten } from "../../http/written.ts";
+
 const encoder = new TextEncoder();
 
 const REASONS: Record<number, string> = {
@@ -140,6 +142,7 @@ export async function writeResponse(
           return false;
         }
         await out.write(value);
+        reportWritten(value);
       }
       return sent === length && !close;
     }
@@ -170,12 +173,14 @@ export async function writeResponse(
       ? (bytes: Uint8Array) => out.write(bytes)
       : (bytes: Uint8Array) => writeChunk(out, bytes);
     await send(first.value!);
+    reportWritten(first.value!);
     let next = secondRead!;
     for (;;) {
       const { value, done } = await next;
       if (done) break;
       next = readAhead(reader);
       await send(value);
+      reportWritten(value);
     }
     if (!opts.http10) await out.write(LAST_CHUNK);
     return !close;
