@@ -165,10 +165,29 @@ function target(label: string, endpoint: Endpoint, opts: Options, pid?: number):
   };
 }
 
+/**
+ * Unmeasured 4 KiB PUT, GET, HEAD and DELETE rounds (`opts.warmup` requests in all), so that the
+ * loads measure a server whose code is compiled, not its first requests.
+ */
+async function warmUp(t: Target): Promise<void> {
+  const body = { buffer: new Uint8Array(4 * 1024), size: 4 * 1024 };
+  const keys = Array.from({ length: Math.ceil(t.opts.warmup / 4) }, (_, i) => `warmup/${i}`);
+  const each = (method: string, withBody = false) =>
+    Promise.all(keys.map((key) =>
+      t.client.ok({
+        method,
+        path: objectPath(t.opts.bucket, key),
+        body: withBody ? body : undefined,
+      }, `warm-up ${method}`)
+    ));
+  for (const method of ["PUT", "GET", "HEAD", "DELETE"]) await each(method, method === "PUT");
+}
+
 /** Every size on every target; with two, their order alternates from round to round. */
 async function runLoads(targets: Target[], opts: Options): Promise<void> {
   for (const t of targets) {
     await t.client.ok({ method: "PUT", path: objectPath(t.opts.bucket) }, "CreateBucket");
+    if (opts.warmup > 0) await warmUp(t);
   }
   for (let round = 0; round < opts.rounds; round++) {
     for (const size of opts.sizes) {

@@ -30,6 +30,9 @@ export const HELP = `Usage: deno task bench [options]
                        200 above); LIST runs a tenth as many (at least 10)
   --count-large N      operations per op for sizes of 16 MiB and more (default 16)
   --duration S         also stop each op after S seconds
+  --warmup N           unmeasured 4 KiB requests (PUT, GET, HEAD, DELETE) each server gets
+                       before the first load (default 5000, 0: none): a JIT-compiled server
+                       runs its first thousand requests markedly slower
   --bucket NAME        bucket to create and use (default bench-<random>)
   --keep               leave the objects and the bucket in place
   --server-env FILE    environment of the server started here, KEY=value lines (e.g.
@@ -60,6 +63,7 @@ const FLAGS = [
   "count",
   "count-large",
   "duration",
+  "warmup",
   "bucket",
   "keep",
   "server-env",
@@ -83,6 +87,8 @@ export interface Options {
   count?: number;
   countLarge: number;
   duration?: number;
+  /** Unmeasured requests per server before the first load (--warmup). */
+  warmup: number;
   bucket: string;
   keep: boolean;
   /** Environment of the server the benchmark starts (--server-env). */
@@ -193,6 +199,9 @@ export function parseArgs(args: string[]): Options {
     count: flags.has("count") ? Math.floor(positive("--count", flags.get("count"))) : undefined,
     countLarge: Math.floor(positive("--count-large", flags.get("count-large") ?? "16")),
     duration: flags.has("duration") ? positive("--duration", flags.get("duration")) : undefined,
+    warmup: flags.get("warmup") === "0"
+      ? 0
+      : Math.floor(positive("--warmup", flags.get("warmup") ?? "5000")),
     bucket: flags.get("bucket") ?? `bench-${crypto.randomUUID().slice(0, 8)}`,
     keep: flags.has("keep"),
     serverEnv: flags.has("server-env") ? readEnvFile(flags.get("server-env")!) : {},
