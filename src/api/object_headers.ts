@@ -52,12 +52,12 @@ export function readMetadata(headers: Headers, dialect: Dialect): RequestMetadat
   const metaPrefix = h(dialect, "meta-");
   const userMeta: Record<string, string> = {};
   let metaBytes = 0;
-  for (const [name, value] of headers) {
-    if (!name.startsWith(metaPrefix)) continue;
+  headers.forEach((value, name) => {
+    if (!name.startsWith(metaPrefix)) return;
     const key = name.slice(metaPrefix.length);
     userMeta[key] = value;
     metaBytes += encoder.encode(key).byteLength + encoder.encode(value).byteLength;
-  }
+  });
   if (metaBytes > MAX_USER_META_BYTES) {
     throw new S3Error(
       "MetadataTooLarge",

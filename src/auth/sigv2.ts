@@ -90,9 +90,9 @@ export function canonicalResource(rawPath: string, rawQuery: string): string {
 /** `name:value\n` for every vendor header, names lower-case and sorted. */
 function canonicalVendorHeaders(headers: Headers, d: Dialect): string {
   const lines: string[] = [];
-  for (const [name, value] of headers) {
+  headers.forEach((value, name) => {
     if (name.startsWith(d.headerPrefix)) lines.push(`${name}:${value.trim()}\n`);
-  }
+  });
   return lines.sort().join("");
 }
 

@@ -69,7 +69,11 @@ function safeDecode(text: string): string {
   }
 }
 
+/** A path of unreserved characters and slashes only: its own canonical form. */
+const PLAIN_PATH = /^[A-Za-z0-9\-._~/]*$/;
+
 export function canonicalUri(rawPath: string): string {
+  if (PLAIN_PATH.test(rawPath)) return rawPath;
   return rawPath.split("/").map((s) => uriEncode(safeDecode(s))).join("/");
 }
 
@@ -257,13 +261,18 @@ function parseSignedHeaders(value: string | undefined, errorCode: string): strin
  * meaning the signer never approved (metadata, a copy source, ...).
  */
 function requireVendorHeadersSigned(input: SignatureInput, signedHeaders: string[]): void {
-  for (const [name] of input.headers) {
+  // forEach: several times cheaper than the Headers iterator (which sorts on every call).
+  let unsigned: string | undefined;
+  input.headers.forEach((_value, name) => {
     if (name.startsWith(input.dialect.headerPrefix) && !signedHeaders.includes(name)) {
-      throw new S3Error(
-        "AccessDenied",
-        `There were headers present which were not signed: ${name}`,
-      );
+      unsigned ??= name;
     }
+  });
+  if (unsigned !== undefined) {
+    throw new S3Error(
+      "AccessDenied",
+      `There were headers present which were not signed: ${unsigned}`,
+    );
   }
 }
 

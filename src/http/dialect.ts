@@ -155,10 +155,13 @@ export function detectDialect(
     if (alg) return byAlgorithm(alg) ?? (name.startsWith(STORE.queryPrefix) ? STORE : AMZ);
   }
   if (query.has(AMZ.sigV2!.accessKeyField)) return AMZ;
-  for (const [name] of headers) {
-    if (name.startsWith(STORE.headerPrefix)) return STORE;
-    if (name.startsWith(AMZ.headerPrefix)) return AMZ;
-  }
+  let byHeader: Dialect | undefined;
+  headers.forEach((_value, name) => {
+    if (byHeader) return;
+    if (name.startsWith(STORE.headerPrefix)) byHeader = STORE;
+    else if (name.startsWith(AMZ.headerPrefix)) byHeader = AMZ;
+  });
+  if (byHeader) return byHeader;
   for (const name of query.keys()) {
     if (name.startsWith(STORE.queryPrefix)) return STORE;
     if (name.startsWith(AMZ.queryPrefix)) return AMZ;

@@ -20,13 +20,16 @@ const CUSTOMER_KEY_HEADER = /^x-(amz|store)-(copy-source-)?server-side-encryptio
 /** Throws the protocol's refusal when SSE-C headers arrive over plain HTTP. */
 export function refuseInsecureCustomerKeys(headers: Headers, secure: boolean): void {
   if (secure) return;
-  for (const name of headers.keys()) {
-    if (CUSTOMER_KEY_HEADER.test(name)) {
-      throw new S3Error(
-        "InvalidRequest",
-        "Requests specifying Server Side Encryption with Customer provided keys must be made " +
-          "over a secure connection.",
-      );
-    }
+  // forEach: several times cheaper than the Headers iterator (which sorts on every call).
+  let found = false;
+  headers.forEach((_value, name) => {
+    if (CUSTOMER_KEY_HEADER.test(name)) found = true;
+  });
+  if (found) {
+    throw new S3Error(
+      "InvalidRequest",
+      "Requests specifying Server Side Encryption with Customer provided keys must be made " +
+        "over a secure connection.",
+    );
   }
 }

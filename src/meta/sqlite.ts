@@ -85,6 +85,12 @@ const VERSION_COLUMNS =
   "user_meta, headers, owner, vid, chunked, sse, acl, parts, lock_mode, lock_until, legal_hold" +
   ", checksum, tags, replication, stamps";
 
+/** The statements of a GET or HEAD, made once: the statement cache is keyed by their text. */
+const LATEST_VERSION = `SELECT ${VERSION_COLUMNS}, inline_data FROM versions ` +
+  "WHERE bucket = ? AND key = ? AND is_latest = 1";
+const ONE_VERSION = `SELECT ${VERSION_COLUMNS}, inline_data FROM versions ` +
+  "WHERE bucket = ? AND key = ? AND version_id = ?";
+
 /** VERSION_COLUMNS of the table aliased `v`, for joins. */
 const JOINED_VERSION_COLUMNS = VERSION_COLUMNS.split(", ").map((c) => `v.${c}`).join(", ");
 
@@ -450,14 +456,9 @@ export class SqliteMetaStore implements MetaStore {
     key: string,
     versionId?: string,
   ): Promise<ObjectVersion | undefined> {
-    const cols = `${VERSION_COLUMNS}, inline_data`;
     const row = versionId === undefined
-      ? this.#stmt(
-        `SELECT ${cols} FROM versions WHERE bucket = ? AND key = ? AND is_latest = 1`,
-      ).get(bucket, key)
-      : this.#stmt(
-        `SELECT ${cols} FROM versions WHERE bucket = ? AND key = ? AND version_id = ?`,
-      ).get(bucket, key, versionId);
+      ? this.#stmt(LATEST_VERSION).get(bucket, key)
+      : this.#stmt(ONE_VERSION).get(bucket, key, versionId);
     return Promise.resolve(row ? toVersion(row as Row) : undefined);
   }
 
