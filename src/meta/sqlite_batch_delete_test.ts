@@ -122,3 +122,105 @@ Deno.test("DeleteObjects batch: each key as if deleted one after the other", asy
   assertEquals((await verifyStored(meta)).ok, true);
   await meta.close();
 });
+
+Deno.test("DeleteObjects batch of delete markers: the same as one marker after the other", async () => {
+  /** A store with versions of a and b, in a bucket with versioning enabled. */
+  const open = async () => {
+    const meta = new SqliteMetaStore(":memory:");
+    await meta.createBucket({
+      name: "b",
+      owner: "o",
+      createdAt: 0,
+      region: "r",
+      versioning: "Enabled",
+      objectLock: false,
+    });
+    await meta.putObjectVersion(version("a", "a1"));
+    await meta.putObjectVersion(version("b", "b1"));
+    await meta.putObjectVersion(version("b", "b2"));
+    return meta;
+  };
+  const marker = (key: string): BatchDelete => ({
+    marker: version(key, `m-${key}`, {
+      deleteMarker: true,
+      size: 0,
+      etag: "",
+      contentType: "",
+      lastModified: 5,
+      data: { kind: "none" },
+    }),
+    outbox: { bucket: "b", key, name: "ObjectRemoved:DeleteMarkerCreated", detail: "{}" },
+  });
+  const keys = ["a", "b", "c"];
+  /** Everything a reader sees of the store after the markers. */
+  const state = async (meta: SqliteMetaStore, head: number) => {
+    const listed = await meta.listVersions("b", {
+      prefix: "",
+      delimiter: "",
+      keyMarker: "",
+      versionIdMarker: "",
+      maxKeys: 100,
+    });
+    const latest = await Promise.all(keys.map((k) => meta.getObjectVersion("b", k)));
+    const objects = await meta.listObjects("b", {
+      prefix: "",
+      delimiter: "",
+      after: "",
+      maxKeys: 9,
+    });
+    const events = await meta.readEvents(head, 100);
+    return {
+      versions: listed.versions.map((v) =>
+        `${v.key}:${v.versionId}:${v.isLatest}:${v.deleteMarker}`
+      ),
+      latest: latest.map((v) =>
+        `${v?.versionId}:${v?.deleteMarker}:${v?.owner}:${v?.lastModified}`
+      ),
+      objects: objects.objects.map((o) => o.key),
+      events: events.map((e) => `${e.key}:${e.name}`),
+      usage: await meta.usage(),
+    };
+  };
+  const run = async (batched: boolean) => {
+    const meta = await open();
+    const head = (await meta.eventBounds()).head;
+    const scope = newScope({ requestId: "R", principal: "user:u", operation: "DeleteObjects" });
+    scope.bucket = "b";
+    const outcomes = await runAudited(scope, async () => {
+      if (batched) return await meta.deleteObjects(keys.map(marker));
+      const one = [];
+      for (const k of keys) one.push(...await meta.deleteObjects([marker(k)]));
+      return one;
+    });
+    assertEquals(outcomes.map((o) => o.ok), [true, true, true]);
+    const audit = (await meta.auditPage(0, 100)).filter((e) => e.operation === "DeleteObjects");
+    const seen = {
+      ...await state(meta, head),
+      audit: audit.map((e) => `${e.key}:${e.versionId}`),
+      recorded: scope.recorded,
+    };
+    assertEquals((await verifyStored(meta)).ok, true);
+    // A marker on top of a marker: the batch path sees the flags it wrote.
+    await meta.deleteObjects(["a", "b"].map((k) => {
+      const m = marker(k) as { marker: ObjectVersion };
+      return { marker: { ...m.marker, versionId: `n-${k}`, lastModified: 6 } };
+    }));
+    const again = await state(meta, head);
+    await meta.close();
+    return { seen, again };
+  };
+  const batched = await run(true);
+  const oneByOne = await run(false);
+  assertEquals(batched, oneByOne);
+  assertEquals(batched.seen.versions, [
+    "a:m-a:true:true",
+    "a:a1:false:false",
+    "b:m-b:true:true",
+    "b:b2:false:false",
+    "b:b1:false:false",
+    "c:m-c:true:true",
+  ]);
+  assertEquals(batched.seen.objects, []);
+  assertEquals(batched.seen.audit, ["a:m-a", "b:m-b", "c:m-c"]);
+  assertEquals(batched.again.versions.slice(0, 2), ["a:n-a:true:true", "a:m-a:false:true"]);
+});
