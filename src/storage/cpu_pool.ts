@@ -16,7 +16,8 @@
 // With `idleMs` (the server's setting) the workers start on the first work that could use them
 // and stop after that long without any, so an idle server holds no worker isolates (~12 MiB
 // each); the work that arrives while they start is done inline.
-import { createHash, type Hash } from "node:crypto";
+import { createHash } from "node:crypto";
+import { createMd5, type Md5 } from "./md5.ts";
 import { compressChunk, type CompressionMode } from "./codec.ts";
 import type { CpuReply, CpuRequest } from "./cpu_worker.ts";
 
@@ -488,7 +489,7 @@ function inlineChunk(plain: Uint8Array): ChunkWork {
 }
 
 class InlineMd5 implements Md5Stream {
-  #hash = createHash("md5");
+  #hash = createMd5();
 
   update(bytes: Uint8Array): undefined {
     this.#hash.update(bytes);
@@ -499,7 +500,7 @@ class InlineMd5 implements Md5Stream {
   }
 
   digest(): Promise<Uint8Array> {
-    return Promise.resolve(new Uint8Array(this.#hash.digest()));
+    return Promise.resolve(this.#hash.digest());
   }
 
   abort(): void {}
@@ -520,7 +521,7 @@ class OffloadedMd5 implements Md5Stream {
   readonly #stream = nextStream++;
   #lane?: Lane;
   /** Set when the stream found no worker ready: it is hashed inline from then on. */
-  #local?: Hash;
+  #local?: Md5;
   #batch?: Uint8Array<ArrayBuffer>;
   #filled = 0;
   #inFlight = 0;
@@ -599,13 +600,13 @@ class OffloadedMd5 implements Md5Stream {
     }
     const lane = this.#lane;
     if (!lane) {
-      const hash = this.#local ?? createHash("md5");
+      const hash = this.#local ?? createMd5();
       if (this.#batch) {
         hash.update(this.#batch.subarray(0, this.#filled));
         this.#shelf.give(this.#batch.buffer);
         this.#batch = undefined;
       }
-      return new Uint8Array(hash.digest());
+      return hash.digest();
     }
     const buffer = this.#batch?.buffer ?? new ArrayBuffer(0);
     const bytes = new Uint8Array(buffer, 0, this.#filled);
@@ -655,7 +656,7 @@ class OffloadedMd5 implements Md5Stream {
         this.#binding = starting.then(() => this.#bound());
         return;
       }
-      this.#local = createHash("md5").update(batch);
+      this.#local = createMd5().update(batch);
       this.#shelf.give(batch.buffer);
       return;
     }
@@ -671,7 +672,7 @@ class OffloadedMd5 implements Md5Stream {
     if (this.#lane) {
       for (const batch of held) this.#post(batch);
     } else {
-      this.#local = createHash("md5");
+      this.#local = createMd5();
       for (const batch of held) {
         this.#local.update(batch);
         this.#shelf.give(batch.buffer);

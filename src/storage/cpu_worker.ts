@@ -2,7 +2,8 @@
 // event loop. Every request but "md5-drop" and "gc" gets exactly one reply with its id; byte buffers come
 // and go by transfer, and the input buffer is handed back so the pool can reuse it; a view on a
 // SharedArrayBuffer is read in place and not handed back.
-import { createHash, type Hash } from "node:crypto";
+import { createHash } from "node:crypto";
+import { createMd5, type Md5 } from "./md5.ts";
 import { autoProbe, compressChunk, type CompressionMode } from "./codec.ts";
 import { collectGarbage } from "../memory/gc.ts";
 
@@ -51,7 +52,7 @@ interface Scope {
   postMessage(message: CpuReply, transfer?: Transferable[]): void;
 }
 const scope = self as unknown as Scope;
-const streams = new Map<number, Hash>();
+const streams = new Map<number, Md5>();
 
 /**
  * The request's buffer for the reply: handed back by transfer, or left out when it is shared
@@ -79,12 +80,12 @@ async function handle(
   switch (req.op) {
     case "md5": {
       let hash = streams.get(req.stream);
-      if (!hash) streams.set(req.stream, hash = createHash("md5"));
+      if (!hash) streams.set(req.stream, hash = createMd5());
       hash.update(req.bytes);
       const { bytes, transfer } = back(req.bytes);
       if (!req.final) return { reply: { id: req.id, bytes }, transfer };
       streams.delete(req.stream);
-      const md5 = new Uint8Array(hash.digest());
+      const md5 = hash.digest();
       return { reply: { id: req.id, bytes, md5 }, transfer };
     }
     case "sha256": {

@@ -1,0 +1,79 @@
+// MD5 of object bodies (the ETag of every upload): OpenSSL's libcrypto through FFI where the
+// system has it, node:crypto's otherwise. libcrypto's assembly MD5 ran at 572 MiB/s against
+// node:crypto's 466 on this machine (same process, 1 MiB updates); MD5 is about half of a large
+// upload's CPU. Without FFI permission or the library the result is the same, only slower.
+import { createHash } from "node:crypto";
+
+export interface Md5 {
+  update(bytes: Uint8Array): Md5;
+  /** The 16-byte digest; the hash cannot be updated afterwards. */
+  digest(): Uint8Array<ArrayBuffer>;
+}
+
+const LIBRARIES = ["libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so"];
+const SYMBOLS = {
+  MD5_Init: { parameters: ["buffer"], result: "i32" },
+  MD5_Update: { parameters: ["buffer", "buffer", "usize"], result: "i32" },
+  MD5_Final: { parameters: ["buffer", "buffer"], result: "i32" },
+} as const;
+/** sizeof(MD5_CTX) is 92 bytes; room to spare. */
+const CONTEXT_BYTES = 128;
+
+type Library = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
+let library: Library | null | undefined;
+
+/** libcrypto's MD5 functions, or null (looked up once per isolate). */
+function openLibrary(): Library | null {
+  if (library !== undefined) return library;
+  library = null;
+  if (Deno.build.os !== "linux") return library;
+  try {
+    if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") return library;
+  } catch {
+    return library;
+  }
+  for (const name of LIBRARIES) {
+    try {
+      library = Deno.dlopen(name, SYMBOLS).symbols;
+      break;
+    } catch { /* try the next name */ }
+  }
+  return library;
+}
+
+class NativeMd5 implements Md5 {
+  readonly #context = new Uint8Array(CONTEXT_BYTES);
+
+  constructor(readonly lib: Library) {
+    if (lib.MD5_Init(this.#context) !== 1) throw new Error("MD5_Init failed");
+  }
+
+  update(bytes: Uint8Array): Md5 {
+    if (bytes.byteLength > 0) this.lib.MD5_Update(this.#context, bytes, BigInt(bytes.byteLength));
+    return this;
+  }
+
+  digest(): Uint8Array<ArrayBuffer> {
+    const out = new Uint8Array(16);
+    this.lib.MD5_Final(out, this.#context);
+    return out;
+  }
+}
+
+export function createMd5(): Md5 {
+  const lib = openLibrary();
+  if (lib) return new NativeMd5(lib);
+  const hash = createHash("md5");
+  return {
+    update(bytes) {
+      hash.update(bytes);
+      return this;
+    },
+    digest: () => new Uint8Array(hash.digest()),
+  };
+}
+
+/** Whether MD5s come from libcrypto here. */
+export function md5IsNative(): boolean {
+  return openLibrary() !== null;
+}
