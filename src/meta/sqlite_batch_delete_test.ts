@@ -36,7 +36,8 @@ const chunk = {
   drives: [1],
 };
 
-Deno.test("DeleteObjects batch: each key as if deleted one after the other", async () => {
+/** A store in memory with bucket "b", versioning enabled. */
+async function versionedStore(): Promise<SqliteMetaStore> {
   const meta = new SqliteMetaStore(":memory:");
   await meta.createBucket({
     name: "b",
@@ -46,6 +47,11 @@ Deno.test("DeleteObjects batch: each key as if deleted one after the other", asy
     versioning: "Enabled",
     objectLock: false,
   });
+  return meta;
+}
+
+Deno.test("DeleteObjects batch: each key as if deleted one after the other", async () => {
+  const meta = await versionedStore();
   await meta.putObjectVersion(version("a", "a1"));
   await meta.putObjectVersion(version("locked", "l1"));
   await meta.putObjectVersion(version("two", "t1"));
@@ -126,15 +132,7 @@ Deno.test("DeleteObjects batch: each key as if deleted one after the other", asy
 Deno.test("DeleteObjects batch of delete markers: the same as one marker after the other", async () => {
   /** A store with versions of a and b, in a bucket with versioning enabled. */
   const open = async () => {
-    const meta = new SqliteMetaStore(":memory:");
-    await meta.createBucket({
-      name: "b",
-      owner: "o",
-      createdAt: 0,
-      region: "r",
-      versioning: "Enabled",
-      objectLock: false,
-    });
+    const meta = await versionedStore();
     await meta.putObjectVersion(version("a", "a1"));
     await meta.putObjectVersion(version("b", "b1"));
     await meta.putObjectVersion(version("b", "b2"));
