@@ -328,8 +328,10 @@ export class ObjectLayer {
 
   /** The version to read, or NoSuchKey / NoSuchVersion. */
   async headObject(bucket: string, key: string, versionId?: string): Promise<ObjectVersion> {
-    await this.requireBucket(bucket);
     const version = await this.meta.getObjectVersion(bucket, key, versionId);
+    // A version is only ever in a bucket that exists (a bucket must be empty to be deleted): the
+    // bucket is looked up only to tell NoSuchBucket from NoSuchKey.
+    if (!version) await this.requireBucket(bucket);
     if (!version && versionId !== undefined) {
       throw new S3Error("NoSuchVersion", "The specified version does not exist.", {
         details: { Key: key, VersionId: versionId },
