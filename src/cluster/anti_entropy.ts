@@ -8,8 +8,10 @@
 // 2. Objects, one bucket at a time, one node at a time: this node cuts its versions (in key
 //    order) into ranges of about SEGMENT versions and asks the other node for the digests of the
 //    same ranges, FANOUT ranges per call (anti_entropy_digest.ts); only ranges whose digests
-//    differ are listed again, LEAF versions per call, asking which the other node lacks; those
-//    the bucket's replication rules send there are sent through the object sender, one call each.
+//    differ are listed again, LEAF versions per call, asking which the other node lacks (or holds
+//    with older later changes of tags, ACL or lock: the stamps count in the digests); those the
+//    bucket's replication rules send there are sent through the object sender, one call each
+//    (the version, or its stamped parts as a later-change call carries them).
 //
 // Nothing is deleted on the other node: what it holds and this one lacks it sends in its own pass.
 // Reads of the local listing are throttled to `rate` versions a second, so a pass over a big
@@ -47,8 +49,16 @@ export interface AntiEntropyDeps {
   ask: (url: string, body: unknown) => Promise<Record<string, unknown>>;
   /** Bucket states to another node, as the bucket queue sends them (POST /cluster/message). */
   sendBuckets: (url: string, states: BucketState[]) => Promise<unknown>;
-  /** One version to another node through the object sender (throws when it is to be retried). */
-  sendVersion: (node: string, url: string, target: VersionTarget) => Promise<Outcome>;
+  /**
+   * One version to another node through the object sender (throws when it is to be retried):
+   * the version itself, or (`parts`) its stamped later changes, as a later-change call sends them.
+   */
+  sendVersion: (
+    node: string,
+    url: string,
+    target: VersionTarget,
+    what: "version" | "parts",
+  ) => Promise<Outcome>;
   /** Nodes not compared with: those sharing this node's metadata database hold the same rows. */
   skip?: (node: string) => boolean;
 }
@@ -119,7 +129,14 @@ const facts = (v: VersionFacts): VersionFacts => ({
   etag: v.etag,
   deleteMarker: v.deleteMarker,
   lastModified: v.lastModified,
+  ...(v.stamps && Object.keys(v.stamps).length > 0 ? { stamps: v.stamps } : {}),
 });
+
+/** A version to send to a node: itself (the node lacks it) or its later changes (stale there). */
+interface Repair {
+  v: VersionFacts;
+  what: "version" | "parts";
+}
 
 export class AntiEntropy {
   #timer?: ReturnType<typeof setTimeout>;
@@ -341,7 +358,10 @@ export class AntiEntropy {
     }
   }
 
-  /** Asks which of `leaf` the node lacks, and sends those the bucket's rules send there. */
+  /**
+   * Asks which of `leaf` the node lacks (or holds with older later changes), and sends those the
+   * bucket's rules send there.
+   */
   async #repairLeaf(
     report: PassReport,
     bucket: string,
@@ -350,18 +370,18 @@ export class AntiEntropy {
     rules: ReplicationConfig | undefined,
   ): Promise<void> {
     const lacking = await this.#lacking(peer, bucket, leaf);
-    const send: VersionFacts[] = [];
+    const send: Repair[] = [];
     // With rules, a version goes into its rule's destination bucket there, which is asked next.
     const elsewhere = new Map<string, VersionFacts[]>();
-    for (const v of lacking) {
+    for (const r of lacking) {
       if (!rules) {
-        send.push(v);
+        send.push(r);
         continue;
       }
-      const destination = await this.#destination(bucket, v, rules);
-      if (destination === bucket) send.push(v);
+      const destination = await this.#destination(bucket, r.v, rules);
+      if (destination === bucket) send.push(r);
       else if (destination !== undefined) {
-        elsewhere.set(destination, [...(elsewhere.get(destination) ?? []), v]);
+        elsewhere.set(destination, [...(elsewhere.get(destination) ?? []), r.v]);
       }
     }
     for (const [destination, versions] of elsewhere) {
@@ -374,8 +394,13 @@ export class AntiEntropy {
     }
     for (let i = 0; i < send.length; i += PARALLEL) {
       const outcomes = await Promise.allSettled(
-        send.slice(i, i + PARALLEL).map((v) =>
-          this.deps.sendVersion(peer.id, peer.url, { bucket, key: v.key, versionId: v.versionId })
+        send.slice(i, i + PARALLEL).map(({ v, what }) =>
+          this.deps.sendVersion(
+            peer.id,
+            peer.url,
+            { bucket, key: v.key, versionId: v.versionId },
+            what,
+          )
         ),
       );
       for (const outcome of outcomes) {
@@ -390,8 +415,11 @@ export class AntiEntropy {
     }
   }
 
-  /** The versions of `versions` the node lacks in `bucket` (none while it is busy). */
-  async #lacking(peer: MemberView, bucket: string, versions: VersionFacts[]) {
+  /**
+   * The versions of `versions` the node lacks in `bucket`, and those it holds with older later
+   * changes (none while it is busy).
+   */
+  async #lacking(peer: MemberView, bucket: string, versions: VersionFacts[]): Promise<Repair[]> {
     const answer = await this.deps.ask(peer.url, { op: "have", bucket, versions });
     if (answer.exists !== true) throw new NoBucket();
     if (answer.busy === true) {
@@ -401,7 +429,12 @@ export class AntiEntropy {
       });
       return [];
     }
-    return (answer.missing as number[]).map((i) => versions[i]).filter((v) => v !== undefined);
+    const pick = (list: unknown, what: Repair["what"]): Repair[] =>
+      (Array.isArray(list) ? list as number[] : [])
+        .map((i) => versions[i])
+        .filter((v) => v !== undefined)
+        .map((v) => ({ v, what }));
+    return [...pick(answer.missing, "version"), ...pick(answer.stale, "parts")];
   }
 
   /**

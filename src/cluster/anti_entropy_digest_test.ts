@@ -188,10 +188,13 @@ Deno.test("answers: digests and have from a real store; pending deletions are no
       { ...here[1], versionId: "other" },
       { ...here[2], lastModified: 6000 },
       { ...here[3], lastModified: 4000, etag: '"old"' },
+      // The same copy with a later change of its tags there: stale here.
+      { ...here[2], stamps: { tags: { ms: 7000, node: "a" } } },
     ];
     assertEquals(await answers.answer("a", { op: "have", bucket: "b", versions: asked }), {
       exists: true,
       missing: [1, 2],
+      stale: [4],
       busy: false,
     });
     // A version removed here whose removal node a has not received yet is not lacking there.
@@ -199,6 +202,7 @@ Deno.test("answers: digests and have from a real store; pending deletions are no
     assertEquals(await answers.answer("a", { op: "have", bucket: "b", versions: [here[0]] }), {
       exists: true,
       missing: [],
+      stale: [],
       busy: false,
     });
     const changes = await meta.objectChanges(0, 100);
@@ -206,6 +210,7 @@ Deno.test("answers: digests and have from a real store; pending deletions are no
     assertEquals(await answers.answer("a", { op: "have", bucket: "b", versions: [here[0]] }), {
       exists: true,
       missing: [0],
+      stale: [],
       busy: false,
     });
     // With more changes waiting for node a than are looked through, nothing is lacking: busy.
@@ -218,7 +223,7 @@ Deno.test("answers: digests and have from a real store; pending deletions are no
         bucket: "b",
         versions: [unknown],
       }),
-      { exists: true, missing: [], busy: true },
+      { exists: true, missing: [], stale: [], busy: true },
     );
     assertEquals(
       await new AntiEntropyAnswers(meta, 2).answer("a", {
@@ -226,7 +231,7 @@ Deno.test("answers: digests and have from a real store; pending deletions are no
         bucket: "b",
         versions: [unknown],
       }),
-      { exists: true, missing: [0], busy: false },
+      { exists: true, missing: [0], stale: [], busy: false },
     );
     // Bucket states: one digest per bucket, equal for equal stamps.
     const page = await answers.answer("a", { op: "buckets", after: 0 }) as {

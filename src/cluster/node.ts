@@ -183,7 +183,7 @@ export class ClusterNode {
           ...this.#callOptions(60_000),
           body: { type: "buckets", changes },
         }),
-      sendVersion: (node, url, target) => this.#objects.repair(node, url, target),
+      sendVersion: (node, url, target, what) => this.#objects.repair(node, url, target, what),
       skip: (node) => this.shared?.isShared(node) ?? false,
     }, { intervalMs: config.antiEntropyMs, rate: config.antiEntropyRate });
     this.#routes = {

@@ -356,6 +356,8 @@ export interface VersionEntry {
   etag: string;
   lastModified: number;
   owner: string;
+  /** Clustering: the stamps of the version's later changes (anti-entropy compares them). */
+  stamps?: VersionStamps;
 }
 
 export interface VersionListPage {

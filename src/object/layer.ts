@@ -6,6 +6,7 @@ import type {
   BatchDelete,
   BucketRecord,
   ChecksumRecord,
+  ChunkRecord,
   ListPage,
   ListQuery,
   MetaStore,
@@ -73,6 +74,17 @@ export interface PutInput {
   eventName?: EventName;
   /** If-Match / If-None-Match, checked before the body is stored and again at the commit. */
   condition?: WriteCondition;
+}
+
+/**
+ * A chunk of a version in its stored form (compressed and sealed as on the drives) with the range
+ * of the object it holds: how a version this node cannot decrypt (SSE-C) travels between nodes.
+ */
+export interface StoredChunk {
+  form: Omit<ChunkRecord, "dataShards" | "parityShards" | "drives">;
+  offset: number;
+  size: number;
+  stored: Uint8Array;
 }
 
 /** Object Lock state a new version starts with. */
@@ -577,6 +589,60 @@ export class ObjectLayer {
       );
     } finally {
       await releaseAll(this.chunks, written.chunks);
+    }
+  }
+
+  /**
+   * The chunks of a version as they are stored (never decrypted), one at a time: what travels for
+   * a version sealed with a key this node does not hold (SSE-C).
+   */
+  async *storedChunks(version: ObjectVersion): AsyncGenerator<StoredChunk> {
+    if (version.data.kind !== "chunks") throw new Error("The version's bytes are not in chunks");
+    for (const { chunk, offset, size } of await this.meta.versionChunks(version.data.vid)) {
+      const { dataShards: _k, parityShards: _m, drives: _d, ...form } = chunk;
+      let stored: Uint8Array;
+      try {
+        stored = await this.chunks.readStoredBytes(chunk);
+      } catch (err) {
+        throw readFailure(err, version);
+      }
+      yield { form, offset, size, stored };
+    }
+  }
+
+  /**
+   * Stores a version received from another node in its stored form (SSE-C: sealed with the
+   * customer's key), each chunk under its id there, which its seal is bound to; `sse` is the
+   * version's record (the key's MD5). `chunks` may throw to refuse the body: nothing commits
+   * before it has ended.
+   */
+  async putStoredReplica(
+    version: Omit<ObjectVersion, "data" | "replication" | "sse">,
+    sse: string,
+    chunks: AsyncIterable<StoredChunk>,
+  ): Promise<void> {
+    await this.requireBucket(version.bucket);
+    const written: VersionChunk[] = [];
+    try {
+      for await (const { form, offset, size, stored } of chunks) {
+        await this.chunks.claims.claim(form.id);
+        try {
+          const chunk = await this.chunks.writeStoredBytes(
+            { ...form, dataShards: 0, parityShards: 0, drives: [] },
+            stored,
+          );
+          written.push({ chunk, offset, size });
+        } catch (err) {
+          await this.chunks.release(form.id);
+          throw err;
+        }
+      }
+      await this.#commit(
+        { ...version, sse, data: { kind: "chunks", vid: 0 }, replication: "REPLICA" },
+        written,
+      );
+    } finally {
+      await releaseAll(this.chunks, written);
     }
   }
 

@@ -8,11 +8,13 @@ import {
   DeleteObjectCommand,
   GetBucketTaggingCommand,
   GetObjectCommand,
+  GetObjectTaggingCommand,
   ListObjectVersionsCommand,
   PutBucketReplicationCommand,
   PutBucketTaggingCommand,
   PutBucketVersioningCommand,
   PutObjectCommand,
+  PutObjectTaggingCommand,
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { createHash } from "node:crypto";
@@ -358,6 +360,77 @@ Deno.test("anti-entropy: queue rows lost while a node was down are repaired by t
     const head = await s3c.send(new GetObjectCommand({ Bucket: "lost", Key: "x3" }));
     await head.Body!.transformToByteArray();
     assertEquals(head.ReplicationStatus, "REPLICA");
+  } finally {
+    await stopAll(nodes);
+  }
+});
+
+/** A version's tags as `key=value`, sorted. */
+async function tagsOf(s3: S3Client, Bucket: string, Key: string): Promise<string[]> {
+  const out = await s3.send(new GetObjectTaggingCommand({ Bucket, Key }));
+  return (out.TagSet ?? []).map((t) => `${t.Key}=${t.Value}`).sort();
+}
+
+Deno.test("anti-entropy: a tag change whose queue row was lost is repaired, the newer stamp kept", async () => {
+  let a = await startNode("node-a", { env: OFF });
+  let b = await startNode("node-b", { seeds: [a.url], env: OFF });
+  const nodes = [a, b];
+  try {
+    await allAlive(nodes);
+    const s3a = s3Client(a.server);
+    await s3a.send(new CreateBucketCommand({ Bucket: "later" }));
+    for (const Key of ["t1", "t2"]) {
+      await s3a.send(new PutObjectCommand({ Bucket: "later", Key, Body: Key }));
+    }
+    await eventually(
+      "b has both",
+      () => contents(s3Client(b.server), "later").catch(() => []),
+      (got) => got.length === 2,
+    );
+    // While b is down, t1's tags change on a, and a's queue row of the change is lost.
+    await b.server.stop();
+    await s3a.send(
+      new PutObjectTaggingCommand({
+        Bucket: "later",
+        Key: "t1",
+        Tagging: { TagSet: [{ Key: "team", Value: "red" }] },
+      }),
+    );
+    await a.server.stop();
+    const db = new DatabaseSync(`${a.dataDir}/meta.db`);
+    const lost = db.prepare("DELETE FROM cluster_object_changes WHERE op = 'tags'").run();
+    assertEquals(Number(lost.changes), 1);
+    db.close();
+    a = await startNode("node-a", { port: a.port, dataDir: a.dataDir, env: OFF });
+    b = await startNode("node-b", { port: b.port, dataDir: b.dataDir, seeds: [a.url], env: OFF });
+    nodes.splice(0, 2, a, b);
+    await allAlive(nodes);
+    const s3b = s3Client(b.server);
+    // Meanwhile t2's tags change on b (delivered to a by b's queue): a later stamp there.
+    await s3b.send(
+      new PutObjectTaggingCommand({
+        Bucket: "later",
+        Key: "t2",
+        Tagging: { TagSet: [{ Key: "team", Value: "blue" }] },
+      }),
+    );
+    await eventually(
+      "a has t2's tags",
+      () => tagsOf(s3Client(a.server), "later", "t2"),
+      (t) => t.join() === "team=blue",
+    );
+    assertEquals(await tagsOf(s3b, "later", "t1"), []);
+    const pass = await runPass(a);
+    assertEquals([pass.repaired, pass.failed, pass.ranges_differing], [1, 0, 1]);
+    for (const s of [s3Client(a.server), s3b]) {
+      assertEquals(await tagsOf(s, "later", "t1"), ["team=red"]);
+      assertEquals(await tagsOf(s, "later", "t2"), ["team=blue"]);
+    }
+    // The stamps agree now: nothing differs in either direction.
+    for (const node of [a, b]) {
+      const again = await runPass(node);
+      assertEquals([again.repaired, again.ranges_differing], [0, 0]);
+    }
   } finally {
     await stopAll(nodes);
   }
