@@ -14,6 +14,9 @@
 //    (the version, or its stamped parts as a later-change call carries them).
 //
 // Nothing is deleted on the other node: what it holds and this one lacks it sends in its own pass.
+// But a version this node holds that the other removed after this copy was written (its tombstone,
+// kept for STORE_CLUSTER_TOMBSTONE_TTL) is removed here instead of sent back: a removal the queue
+// lost is not undone.
 // Reads of the local listing are throttled to `rate` versions a second, so a pass over a big
 // bucket does not starve requests; memory stays a few ranges' digests and one leaf of versions.
 import { log } from "../log.ts";
@@ -59,6 +62,11 @@ export interface AntiEntropyDeps {
     target: VersionTarget,
     what: "version" | "parts",
   ) => Promise<Outcome>;
+  /**
+   * Removes this node's copy of a version the other node removed after that copy was written (a
+   * removal its queue lost): "kept" when this node's Object Lock keeps it.
+   */
+  dropVersion: (target: VersionTarget, deletedAt: number) => Promise<"deleted" | "kept">;
   /** Nodes not compared with: those sharing this node's metadata database hold the same rows. */
   skip?: (node: string) => boolean;
 }
@@ -86,6 +94,8 @@ export interface PassReport {
   bucketStatesSent: number;
   /** Versions sent and accepted. */
   repaired: number;
+  /** Versions removed here because the other node had removed them (its tombstone). */
+  deleted: number;
   /** Versions that could not be sent, nodes or buckets given up on for the pass. */
   failed: number;
   error?: string;
@@ -98,6 +108,7 @@ export interface AntiEntropyStatus {
   passes: number;
   /** Since the process started. */
   repairedTotal: number;
+  deletedTotal: number;
   versionsComparedTotal: number;
   current?: PassReport;
   last?: PassReport;
@@ -132,10 +143,14 @@ const facts = (v: VersionFacts): VersionFacts => ({
   ...(v.stamps && Object.keys(v.stamps).length > 0 ? { stamps: v.stamps } : {}),
 });
 
-/** A version to send to a node: itself (the node lacks it) or its later changes (stale there). */
+/**
+ * A version to repair: sent to a node (it lacks it, or its later changes), or removed here (the
+ * node removed it after this copy was written, at `at`).
+ */
 interface Repair {
   v: VersionFacts;
-  what: "version" | "parts";
+  what: "version" | "parts" | "removed";
+  at?: number;
 }
 
 export class AntiEntropy {
@@ -146,6 +161,7 @@ export class AntiEntropy {
   #last?: PassReport;
   #passes = 0;
   #repairedTotal = 0;
+  #deletedTotal = 0;
   #comparedTotal = 0;
   #throttle: Throttle;
 
@@ -182,6 +198,7 @@ export class AntiEntropy {
       running: this.#running !== undefined,
       passes: this.#passes,
       repairedTotal: this.#repairedTotal,
+      deletedTotal: this.#deletedTotal,
       versionsComparedTotal: this.#comparedTotal,
       ...(this.#current ? { current: { ...this.#current } } : {}),
       ...(this.#last ? { last: { ...this.#last } } : {}),
@@ -206,6 +223,7 @@ export class AntiEntropy {
       rangesDiffering: 0,
       bucketStatesSent: 0,
       repaired: 0,
+      deleted: 0,
       failed: 0,
     };
     this.#current = report;
@@ -240,7 +258,8 @@ export class AntiEntropy {
       this.#last = report;
       this.#passes++;
     }
-    log(report.repaired + report.bucketStatesSent > 0 ? "info" : "debug", "Anti-entropy pass", {
+    const changed = report.repaired + report.deleted + report.bucketStatesSent;
+    log(changed > 0 ? "info" : "debug", "Anti-entropy pass", {
       ...report,
     });
     return report;
@@ -375,9 +394,12 @@ export class AntiEntropy {
     const elsewhere = new Map<string, VersionFacts[]>();
     for (const r of lacking) {
       if (!rules) {
-        send.push(r);
+        if (r.what === "removed") await this.#remove(report, bucket, r);
+        else send.push(r);
         continue;
       }
+      // Removals of a version are not replicated under rules: a copy removed there is sent again.
+      if (r.what === "removed") r.what = "version";
       const destination = await this.#destination(bucket, r.v, rules);
       if (destination === bucket) send.push(r);
       else if (destination !== undefined) {
@@ -385,11 +407,12 @@ export class AntiEntropy {
       }
     }
     for (const [destination, versions] of elsewhere) {
+      const there = await this.#lacking(peer, destination, versions).catch((err) => {
+        if (err instanceof NoBucket) return [];
+        throw err;
+      });
       send.push(
-        ...await this.#lacking(peer, destination, versions).catch((err) => {
-          if (err instanceof NoBucket) return [];
-          throw err;
-        }),
+        ...there.map((r): Repair => ({ ...r, what: r.what === "parts" ? "parts" : "version" })),
       );
     }
     for (let i = 0; i < send.length; i += PARALLEL) {
@@ -399,7 +422,7 @@ export class AntiEntropy {
             peer.id,
             peer.url,
             { bucket, key: v.key, versionId: v.versionId },
-            what,
+            what === "parts" ? "parts" : "version",
           )
         ),
       );
@@ -415,9 +438,18 @@ export class AntiEntropy {
     }
   }
 
+  /** Removes this node's copy of a version the other node removed (Object Lock may keep it). */
+  async #remove(report: PassReport, bucket: string, r: Repair): Promise<void> {
+    const target = { bucket, key: r.v.key, versionId: r.v.versionId };
+    if (await this.deps.dropVersion(target, r.at!) === "deleted") {
+      report.deleted++;
+      this.#deletedTotal++;
+    } else report.failed++;
+  }
+
   /**
-   * The versions of `versions` the node lacks in `bucket`, and those it holds with older later
-   * changes (none while it is busy).
+   * The versions of `versions` the node lacks in `bucket`, those it holds with older later changes,
+   * and those it removed after this node's copy was written (none while it is busy).
    */
   async #lacking(peer: MemberView, bucket: string, versions: VersionFacts[]): Promise<Repair[]> {
     const answer = await this.deps.ask(peer.url, { op: "have", bucket, versions });
@@ -434,7 +466,10 @@ export class AntiEntropy {
         .map((i) => versions[i])
         .filter((v) => v !== undefined)
         .map((v) => ({ v, what }));
-    return [...pick(answer.missing, "version"), ...pick(answer.stale, "parts")];
+    const removed = (Array.isArray(answer.gone) ? answer.gone as { i: number; at: number }[] : [])
+      .filter((g) => versions[g.i] !== undefined && Number.isSafeInteger(g.at))
+      .map((g): Repair => ({ v: versions[g.i], what: "removed", at: g.at }));
+    return [...pick(answer.missing, "version"), ...pick(answer.stale, "parts"), ...removed];
   }
 
   /**

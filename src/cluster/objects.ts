@@ -52,6 +52,8 @@ const BATCH = 100;
 const PARALLEL = 8;
 /** How often the changes every node has received are deleted from the queue (node.ts: 5 heartbeats). */
 const PRUNE_MS = 10_000;
+/** How long the tombstone of a removed version is kept (STORE_CLUSTER_TOMBSTONE_TTL). */
+const TOMBSTONE_TTL_MS = 7 * 86_400_000;
 
 /** A version as it travels: everything but where its bytes are and its replication status. */
 export type WireVersion = Omit<
@@ -256,6 +258,7 @@ export class ObjectReplicator extends NodeRounds {
     pollMs = 100,
     readonly missingBucketMs = MISSING_BUCKET_MS,
     pruneMs = PRUNE_MS,
+    readonly tombstoneTtlMs = TOMBSTONE_TTL_MS,
   ) {
     super("Object replication", membership, pollMs, pruneMs);
   }
@@ -264,6 +267,8 @@ export class ObjectReplicator extends NodeRounds {
     for (const node of nodes) await this.meta.setObjectReplicationCursor(node, 0);
     const pruned = await this.meta.pruneObjectChanges(nodes);
     if (pruned > 0) log("debug", "Object changes every node has received pruned", { pruned });
+    const tombstones = await this.meta.pruneTombstones(Date.now() - this.tombstoneTtlMs);
+    if (tombstones > 0) log("debug", "Tombstones of removed versions pruned", { tombstones });
   }
 
   /**

@@ -661,16 +661,27 @@ export class ObjectLayer {
   /**
    * Removes a version as another node did (not queued again). Object Lock is checked here too,
    * without the governance bypass (whether the source used one does not travel): a version under
-   * retention or legal hold here is kept, refused with AccessDenied.
+   * retention or legal hold here is kept, refused with AccessDenied. With `writtenBy`, a copy
+   * written after that time (a later write of the `null` version) is kept too (PreconditionFailed).
    */
-  async deleteReplica(bucket: string, key: string, versionId: string): Promise<void> {
+  async deleteReplica(
+    bucket: string,
+    key: string,
+    versionId: string,
+    opts: { writtenBy?: number } = {},
+  ): Promise<void> {
     await this.requireBucket(bucket);
     const [outcome] = await this.meta.deleteObjects([{
       bucket,
       key,
       versionId,
       replica: true,
-      guard: (v) => assertDeletable(v, { bypassGovernance: false, now: Date.now() }),
+      guard: (v) => {
+        if (opts.writtenBy !== undefined && v.lastModified > opts.writtenBy) {
+          throw new S3Error("PreconditionFailed", "The version was written after its removal.");
+        }
+        assertDeletable(v, { bypassGovernance: false, now: Date.now() });
+      },
     }]);
     if (!outcome.ok) throw outcome.error;
     await this.chunks.collect(outcome.freed);
