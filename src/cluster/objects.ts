@@ -35,7 +35,7 @@ import { refused, requestTarget } from "./inbound.ts";
 import type { Membership } from "./membership.ts";
 import { type ReplicationConfig, ruleFor } from "./rules.ts";
 import { sameHex, sha256Hex } from "./signature.ts";
-import { storedFrames, unframeStored } from "./stored_body.ts";
+import { storedBody, unframeStored } from "./stored_body.ts";
 import type { SseRecord } from "../object/sse.ts";
 import {
   NotReplicable,
@@ -431,7 +431,7 @@ export class ObjectReplicator extends NodeRounds {
     const asStored = source.encryption?.kind === "c";
     const open = async () =>
       asStored
-        ? ReadableStream.from(storedFrames(this.layer.storedChunks(version!)))
+        ? await storedBody(this.layer.storedChunks(version!))
         : (await this.layer.openObject(version!, undefined, source.key)).body;
     const sha256 = bytes ? await digestOf(await open()) : sha256Hex(new Uint8Array(0));
     const body = bytes ? await open() : new Uint8Array(0);

@@ -203,6 +203,15 @@ Deno.test("object sender: an SSE-C version travels as stored: no key, no plainte
         [65536, 65536, true],
         [131072, 18928, true],
       ]);
+      // A version of one chunk goes as one piece (not a stream), framed the same.
+      const small = bytes.subarray(0, 1000);
+      await put("ssec-small", small, { key: key!, record: JSON.stringify(record) });
+      await eventually("COMPLETED", () => status("ssec-small"), (s) => s === "COMPLETED", 10_000);
+      assertEquals(got[1].signed, got[1].sha256);
+      assert(!contains(got[1].bytes, small.subarray(0, 32)));
+      const one = [];
+      for await (const c of unframeStored(single(got[1].bytes), 1000, [])) one.push(c);
+      assertEquals(one.map((c) => [c.offset, c.size, c.form.encrypted]), [[0, 1000, true]]);
     },
   );
 });
