@@ -200,7 +200,11 @@ export async function receiveObject(
           throw new ApiError(400, "invalid_message", "A marker has no key.");
         }
         const sse: SseRecord = { kind: "c", keyMd5: wire.keyMd5 };
-        const chunks = unframeStored(body, version.size, [new Sha256Check(signedBody)]);
+        // Each chunk is read into one of the write buffers, as the bytes of any upload are.
+        const chunks = unframeStored(body, version.size, [new Sha256Check(signedBody)], {
+          take: (n) => layer.writeBuffers.take(n, false),
+          give: (b) => layer.writeBuffers.give(b.buffer),
+        });
         await layer.putStoredReplica(version, JSON.stringify(sse), chunks);
         return;
       }

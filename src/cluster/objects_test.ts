@@ -216,7 +216,7 @@ Deno.test("object sender: an SSE-C version travels as stored: no key, no plainte
   );
 });
 
-Deno.test("stored body: a frame out of place, cut short or with a bad digest is refused", async () => {
+Deno.test("stored body: a frame out of place, cut short or with a bad digest is refused; buffers come back", async () => {
   const frame = (offset: number, size: number, stored: Uint8Array) =>
     storedFrames((async function* () {
       yield {
@@ -249,12 +249,23 @@ Deno.test("stored body: a frame out of place, cut short or with a bad digest is 
         }
       },
     };
+    // Every buffer taken is given back, whatever the outcome (the consumer releases each chunk).
+    let out = 0;
+    const buffers = {
+      take: (n: number) => (out++, Promise.resolve(new Uint8Array(n))),
+      give: () => void out--,
+    };
     try {
       const chunks = [];
-      for await (const c of unframeStored(single(body), size, [check])) chunks.push(c);
+      for await (const c of unframeStored(single(body), size, [check], buffers)) {
+        chunks.push(c);
+        c.release?.();
+      }
       return chunks.length === 1 ? "ok" : `${chunks.length} chunks`;
     } catch (err) {
       return (err as Error).message;
+    } finally {
+      assertEquals(out, 0);
     }
   };
   const good = await bytes(frame(0, 10, new Uint8Array(40)));

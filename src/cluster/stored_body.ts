@@ -85,9 +85,8 @@ class ExactReader {
     return !(await this.#fill());
   }
 
-  /** The next `n` bytes, or undefined when the body ends first. */
-  async take(n: number): Promise<Uint8Array | undefined> {
-    const out = new Uint8Array(n);
+  /** The next `n` bytes (into `out`), or undefined when the body ends first. */
+  async take(n: number, out: Uint8Array = new Uint8Array(n)): Promise<Uint8Array | undefined> {
     for (let got = 0; got < n;) {
       if (!(await this.#fill())) return undefined;
       const k = Math.min(n - got, this.#buf.byteLength - this.#at);
@@ -131,15 +130,24 @@ function parseHead(
   };
 }
 
+/** Where the stored bytes of each chunk are read into (the server's write buffers). */
+export interface FrameBuffers {
+  /** A buffer of exactly `size` bytes (may wait for the budget). */
+  take(size: number): Promise<Uint8Array>;
+  give(buffer: Uint8Array): void;
+}
+
 /**
  * The chunks framed in `body`, which must hold the `size` bytes of a version, in order. `checks`
  * see every byte and are finished at the end (the iteration throws when they fail): a body that
  * does not match its signed digest, one cut short included, is refused before anything commits.
+ * Each chunk's bytes are read into a buffer from `buffers`, which its `release` gives back.
  */
 export async function* unframeStored(
   body: AsyncIterable<Uint8Array>,
   size: number,
   checks: BodyCheck[],
+  buffers?: FrameBuffers,
 ): AsyncGenerator<StoredChunk> {
   const reader = new ExactReader(body, (bytes) => {
     for (const c of checks) c.update(bytes);
@@ -161,13 +169,26 @@ export async function* unframeStored(
     if (!head || head.offset !== offset || offset + head.size > size) {
       throw malformed("A stored chunk's header is malformed or out of place.");
     }
-    const stored = await reader.take(head.storedSize);
-    if (!stored) throw cutShort();
+    const buffer = buffers ? await buffers.take(head.storedSize) : new Uint8Array(head.storedSize);
+    let stored: Uint8Array | undefined;
+    try {
+      stored = await reader.take(head.storedSize, buffer);
+      if (!stored) throw cutShort();
+    } catch (err) {
+      buffers?.give(buffer);
+      throw err;
+    }
     const { offset: at, size: held, ...form } = head;
     offset += held;
     count++;
     // Stored as they come; the version commits only once this has ended, checks passed.
-    yield { form, offset: at, size: held, stored };
+    yield {
+      form,
+      offset: at,
+      size: held,
+      stored,
+      ...(buffers ? { release: () => buffers.give(buffer) } : {}),
+    };
   }
   for (const c of checks) c.finish();
   if (offset !== size || count === 0) {

@@ -85,6 +85,8 @@ export interface StoredChunk {
   offset: number;
   size: number;
   stored: Uint8Array;
+  /** Gives `stored` back to where it came from (the write buffers), once it is written. */
+  release?: () => void;
 }
 
 /** Object Lock state a new version starts with. */
@@ -624,17 +626,21 @@ export class ObjectLayer {
     await this.requireBucket(version.bucket);
     const written: VersionChunk[] = [];
     try {
-      for await (const { form, offset, size, stored } of chunks) {
-        await this.chunks.claims.claim(form.id);
+      for await (const { form, offset, size, stored, release } of chunks) {
         try {
-          const chunk = await this.chunks.writeStoredBytes(
-            { ...form, dataShards: 0, parityShards: 0, drives: [] },
-            stored,
-          );
-          written.push({ chunk, offset, size });
-        } catch (err) {
-          await this.chunks.release(form.id);
-          throw err;
+          await this.chunks.claims.claim(form.id);
+          try {
+            const chunk = await this.chunks.writeStoredBytes(
+              { ...form, dataShards: 0, parityShards: 0, drives: [] },
+              stored,
+            );
+            written.push({ chunk, offset, size });
+          } catch (err) {
+            await this.chunks.release(form.id);
+            throw err;
+          }
+        } finally {
+          release?.();
         }
       }
       await this.#commit(
