@@ -1,10 +1,19 @@
 // Anti-entropy over one bucket between two nodes on loopback: how long a pass takes (and how many
 // versions it compares a second) when the other node holds everything, and when it lacks some
 // versions that its queue lost (rows deleted from the sender's queue while it was down), spread
-// over the whole bucket.
-//   deno task bench:anti-entropy [--keys=10000] [--missing=1000] [--rate=5000]
+// over the whole bucket; with --changed and --deleted, the tags of that many keys change and that
+// many keys are deleted on the sender at the same time (their queue rows lost too): the sender's
+// pass sends the tag changes, and the other node's pass removes its copies of the deleted keys.
+//   deno task bench:anti-entropy [--keys=10000] [--missing=1000] [--rate=5000] [--changed=0]
+//     [--deleted=0]
 // --rate is STORE_CLUSTER_ANTI_ENTROPY_RATE of the node that runs the passes (0: no limit).
-import { CreateBucketCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  PutObjectCommand,
+  PutObjectTaggingCommand,
+  type S3Client,
+} from "@aws-sdk/client-s3";
 import { DatabaseSync } from "node:sqlite";
 import {
   clusterStatus,
@@ -20,6 +29,8 @@ const arg = (name: string, fallback: number) =>
 const KEYS = arg("keys", 10_000);
 const MISSING = arg("missing", 1000);
 const RATE = arg("rate", 5000);
+const CHANGED = arg("changed", 0);
+const DELETED = arg("deleted", 0);
 const BODY = new Uint8Array(100).fill(7);
 const ADMIN = { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) };
 
@@ -42,6 +53,19 @@ async function put(s3: S3Client, from: number, to: number, missing = false): Pro
   }
 }
 
+/** `count` keys spread over the bucket, starting at `offset` (changed and deleted ones apart). */
+function spread(count: number, offset: number): string[] {
+  return Array.from(
+    { length: count },
+    (_, i) => `key-${pad(Math.min(KEYS - 1, ((i * KEYS) / count | 0) + offset))}`,
+  );
+}
+
+/** Runs `op` on each key, 16 at a time. */
+async function each(keys: string[], op: (key: string) => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < keys.length; i += 16) await Promise.all(keys.slice(i, i + 16).map(op));
+}
+
 async function depthTowards(node: { url: string }, id: string): Promise<number> {
   const view = (await clusterStatus(node)).nodes.find((n) => n.id === id) as unknown as {
     object_queue_depth?: number;
@@ -60,7 +84,7 @@ async function pass(node: { url: string }, label: string): Promise<void> {
   console.log(
     `${label}: ${seconds.toFixed(2)} s, ${report.versions_compared} versions read ` +
       `(${Math.round(report.versions_compared / seconds)}/s), ${report.ranges_differing} ranges ` +
-      `differing, ${report.repaired} repaired, ${report.failed} failed`,
+      `differing, ${report.repaired} repaired, ${report.deleted} deleted, ${report.failed} failed`,
   );
 }
 
@@ -81,7 +105,20 @@ try {
 
   // b misses MISSING more: put while it is down, then the rows are deleted from a's queue.
   await b.server.stop();
-  await put(s3Client(a.server), 0, MISSING, true);
+  const s3a = s3Client(a.server);
+  await put(s3a, 0, MISSING, true);
+  await each(spread(CHANGED, 1), (Key) =>
+    s3a.send(
+      new PutObjectTaggingCommand({
+        Bucket: "entropy",
+        Key,
+        Tagging: { TagSet: [{ Key: "changed", Value: "yes" }] },
+      }),
+    ));
+  await each(
+    spread(DELETED, 2),
+    (Key) => s3a.send(new DeleteObjectCommand({ Bucket: "entropy", Key })),
+  );
   await a.server.stop();
   const db = new DatabaseSync(`${a.dataDir}/meta.db`);
   db.prepare("DELETE FROM cluster_object_changes").run();
@@ -90,8 +127,14 @@ try {
   b = await startNode("node-b", { port: b.port, dataDir: b.dataDir, seeds: [a.url], env });
   nodes.splice(0, 2, a, b);
   await eventually("all alive", () => seenBy(a), (s) => s.join() === "node-b:alive");
-  await pass(a, `pass over ${KEYS + MISSING} keys, ${MISSING} missing on the other node`);
-  await pass(a, `pass over ${KEYS + MISSING} keys again, nothing to repair`);
+  const lost = [
+    `${MISSING} missing on the other node`,
+    ...(CHANGED ? [`${CHANGED} tag changes lost`] : []),
+    ...(DELETED ? [`${DELETED} deletions lost`] : []),
+  ].join(", ");
+  await pass(a, `pass over ${KEYS + MISSING - DELETED} keys, ${lost}`);
+  if (DELETED) await pass(b, `the other node's pass over ${KEYS + MISSING} keys`);
+  await pass(a, `pass over ${KEYS + MISSING - DELETED} keys again, nothing to repair`);
 } finally {
   await stopAll(nodes);
 }

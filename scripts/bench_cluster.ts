@@ -1,8 +1,10 @@
 // Replication between three nodes on loopback: how long a bucket made on one node takes to exist
 // on the two others (p50/p99), how fast a node that was down catches up, and the same for objects
-// put at a steady rate (4 KiB each).
+// put at a steady rate (4 KiB each; with --sse-c encrypted with a customer key, so they travel as
+// stored chunks).
 //   deno task bench:cluster [--buckets=200] [--backlog=500] [--objects=200] [--rate=20]
-//     [--object-backlog=500]
+//     [--object-backlog=500] [--sse-c] [--inline-max=<bytes>]
+// (--inline-max=0 keeps even small objects in chunk files, as SSE-C objects always are.)
 import {
   CreateBucketCommand,
   HeadBucketCommand,
@@ -12,9 +14,11 @@ import {
   PutObjectCommand,
 } from "@aws-sdk/client-s3";
 import type { S3Client } from "@aws-sdk/client-s3";
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
 import {
+  type ClusterNodeProcess,
   eventually,
-  restartNode,
   seenBy,
   startNode,
   stopAll,
@@ -29,6 +33,25 @@ const OBJECTS = arg("objects", 200);
 const RATE = arg("rate", 20);
 const OBJECT_BACKLOG = arg("object-backlog", 500);
 const BODY = new Uint8Array(4096).fill(7);
+// SSE-C: the customer key on every PUT and HEAD (over plain HTTP on loopback).
+const SSE_C = Deno.args.includes("--sse-c");
+const INLINE_MAX = Deno.args.find((a) => a.startsWith("--inline-max="))?.split("=")[1];
+const ENV: Record<string, string> = {
+  ...(SSE_C ? { STORE_ALLOW_INSECURE_SSE_C: "true" } : {}),
+  ...(INLINE_MAX !== undefined ? { STORE_INLINE_MAX: INLINE_MAX } : {}),
+};
+const CUSTOMER_KEY = crypto.getRandomValues(new Uint8Array(32));
+const SSE = SSE_C
+  ? {
+    SSECustomerAlgorithm: "AES256",
+    SSECustomerKey: Buffer.from(CUSTOMER_KEY).toString("base64"),
+    SSECustomerKeyMD5: createHash("md5").update(CUSTOMER_KEY).digest("base64"),
+  }
+  : {};
+
+/** The same node again (id, port, data directory, seeds and settings) after it stopped. */
+const restartNode = (n: ClusterNodeProcess) =>
+  startNode(n.id, { port: n.port, dataDir: n.dataDir, seeds: n.seeds, env: ENV });
 
 async function exists(s3: S3Client, bucket: string): Promise<boolean> {
   return await s3.send(new HeadBucketCommand({ Bucket: bucket })).then(() => true, () => false);
@@ -41,7 +64,7 @@ async function visibleAfter(s3: S3Client, bucket: string, since: number): Promis
 
 async function objectAfter(s3: S3Client, key: string, since: number): Promise<number> {
   while (
-    !(await s3.send(new HeadObjectCommand({ Bucket: "objlag", Key: key })).then(
+    !(await s3.send(new HeadObjectCommand({ Bucket: "objlag", Key: key, ...SSE })).then(
       () => true,
       () => false,
     ))
@@ -66,9 +89,9 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 }
 
-const a = await startNode("node-a");
-const b = await startNode("node-b", { seeds: [a.url] });
-let c = await startNode("node-c", { seeds: [a.url] });
+const a = await startNode("node-a", { env: ENV });
+const b = await startNode("node-b", { seeds: [a.url], env: ENV });
+let c = await startNode("node-c", { seeds: [a.url], env: ENV });
 try {
   await eventually("all alive", () => seenBy(a), (s) => s.join() === "node-b:alive,node-c:alive");
   const [sa, sb] = [s3Client(a.server), s3Client(b.server)];
@@ -123,7 +146,7 @@ try {
   const began = performance.now();
   for (let i = 0; i < OBJECTS; i++) {
     const key = `o-${i}`;
-    await sa.send(new PutObjectCommand({ Bucket: "objlag", Key: key, Body: BODY }));
+    await sa.send(new PutObjectCommand({ Bucket: "objlag", Key: key, Body: BODY, ...SSE }));
     const acked = performance.now();
     pending.push(
       Promise.all([objectAfter(sb, key, acked), objectAfter(sc, key, acked)]).then(([x, y]) => {
@@ -136,7 +159,9 @@ try {
   await Promise.all(pending);
   objectLags.sort((x, y) => x - y);
   console.log(
-    `object replication lag of ${OBJECTS} PUTs (4 KiB) at ${RATE}/s (from the acknowledgement ` +
+    `object replication lag of ${OBJECTS} PUTs (4 KiB${
+      SSE_C ? ", SSE-C" : ""
+    }) at ${RATE}/s (from the acknowledgement ` +
       `until both other nodes have it, ms): p50 ${percentile(objectLags, 0.5).toFixed(0)}, ` +
       `p99 ${percentile(objectLags, 0.99).toFixed(0)}, max ` +
       `${objectLags[objectLags.length - 1].toFixed(0)}`,
@@ -148,7 +173,9 @@ try {
       Array.from(
         { length: Math.min(10, OBJECT_BACKLOG - i) },
         (_, j) =>
-          sa.send(new PutObjectCommand({ Bucket: "objlag", Key: `b-${i + j}`, Body: BODY })),
+          sa.send(
+            new PutObjectCommand({ Bucket: "objlag", Key: `b-${i + j}`, Body: BODY, ...SSE }),
+          ),
       ),
     );
   }
@@ -163,7 +190,9 @@ try {
   );
   const objectSeconds = (performance.now() - objectsFrom) / 1000;
   console.log(
-    `object catch-up: ${OBJECT_BACKLOG} PUTs (4 KiB) made while a node was down reached it ` +
+    `object catch-up: ${OBJECT_BACKLOG} PUTs (4 KiB${
+      SSE_C ? ", SSE-C" : ""
+    }) made while a node was down reached it ` +
       `${objectSeconds.toFixed(2)} s after it listened ` +
       `(${(OBJECT_BACKLOG / objectSeconds).toFixed(0)} objects/s)`,
   );

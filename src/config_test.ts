@@ -287,6 +287,7 @@ Deno.test("cluster: settings parsed, seeds normalised, own URL left out of the s
     deadMs: 60_000,
     antiEntropyMs: 600_000,
     antiEntropyRate: 5000,
+    tombstoneTtlMs: 7 * 86_400_000,
   });
   const timed = load({
     STORE_CLUSTER_NODE_ID: "a",
@@ -348,6 +349,25 @@ Deno.test("cluster: STORE_CLUSTER_ANTI_ENTROPY interval and rate", () => {
   }
   for (const bad of ["-1", "fast", "1000001", "1.5"]) {
     rejects({ ...base, STORE_CLUSTER_ANTI_ENTROPY_RATE: bad }, /ANTI_ENTROPY_RATE must be/);
+  }
+});
+
+Deno.test("cluster: STORE_CLUSTER_TOMBSTONE_TTL", () => {
+  const base = {
+    STORE_CLUSTER_NODE_ID: "a",
+    STORE_CLUSTER_ADVERTISE_URL: "http://127.0.0.1:9000",
+    STORE_CLUSTER_SECRET: SECRET,
+  };
+  const ttl = (value?: string) =>
+    load({ ...base, ...(value === undefined ? {} : { STORE_CLUSTER_TOMBSTONE_TTL: value }) })
+      .cluster!.tombstoneTtlMs;
+  assertEquals(ttl(), 7 * 86_400_000);
+  assertEquals(ttl("30d"), 30 * 86_400_000);
+  assertEquals(ttl("48h"), 48 * 3_600_000);
+  assertEquals(ttl("90m"), 90 * 60_000);
+  assertEquals(ttl("3600"), 3_600_000);
+  for (const bad of ["0", "59m", "366d", "1w", "soon", "-1d", "1.5d"]) {
+    rejects({ ...base, STORE_CLUSTER_TOMBSTONE_TTL: bad }, /STORE_CLUSTER_TOMBSTONE_TTL must be/);
   }
 });
 

@@ -72,6 +72,7 @@ export function passView(p: PassReport): Record<string, unknown> {
     ranges_differing: p.rangesDiffering,
     bucket_states_sent: p.bucketStatesSent,
     repaired: p.repaired,
+    deleted: p.deleted,
     failed: p.failed,
     ...(p.error ? { error: p.error } : {}),
   };
@@ -84,6 +85,7 @@ function antiEntropyView(s: AntiEntropyStatus): Record<string, unknown> {
     running: s.running,
     passes: s.passes,
     repaired_total: s.repairedTotal,
+    deleted_total: s.deletedTotal,
     versions_compared_total: s.versionsComparedTotal,
     current_pass: s.current ? passView(s.current) : null,
     last_pass: s.last ? passView(s.last) : null,

@@ -8,10 +8,15 @@
 // 2. Objects, one bucket at a time, one node at a time: this node cuts its versions (in key
 //    order) into ranges of about SEGMENT versions and asks the other node for the digests of the
 //    same ranges, FANOUT ranges per call (anti_entropy_digest.ts); only ranges whose digests
-//    differ are listed again, LEAF versions per call, asking which the other node lacks; those
-//    the bucket's replication rules send there are sent through the object sender, one call each.
+//    differ are listed again, LEAF versions per call, asking which the other node lacks (or holds
+//    with older later changes of tags, ACL or lock: the stamps count in the digests); those the
+//    bucket's replication rules send there are sent through the object sender, one call each
+//    (the version, or its stamped parts as a later-change call carries them).
 //
 // Nothing is deleted on the other node: what it holds and this one lacks it sends in its own pass.
+// But a version this node holds that the other removed after this copy was written (its tombstone,
+// kept for STORE_CLUSTER_TOMBSTONE_TTL) is removed here instead of sent back: a removal the queue
+// lost is not undone.
 // Reads of the local listing are throttled to `rate` versions a second, so a pass over a big
 // bucket does not starve requests; memory stays a few ranges' digests and one leaf of versions.
 import { log } from "../log.ts";
@@ -47,8 +52,21 @@ export interface AntiEntropyDeps {
   ask: (url: string, body: unknown) => Promise<Record<string, unknown>>;
   /** Bucket states to another node, as the bucket queue sends them (POST /cluster/message). */
   sendBuckets: (url: string, states: BucketState[]) => Promise<unknown>;
-  /** One version to another node through the object sender (throws when it is to be retried). */
-  sendVersion: (node: string, url: string, target: VersionTarget) => Promise<Outcome>;
+  /**
+   * One version to another node through the object sender (throws when it is to be retried):
+   * the version itself, or (`parts`) its stamped later changes, as a later-change call sends them.
+   */
+  sendVersion: (
+    node: string,
+    url: string,
+    target: VersionTarget,
+    what: "version" | "parts",
+  ) => Promise<Outcome>;
+  /**
+   * Removes this node's copy of a version the other node removed after that copy was written (a
+   * removal its queue lost): "kept" when this node's Object Lock keeps it.
+   */
+  dropVersion: (target: VersionTarget, deletedAt: number) => Promise<"deleted" | "kept">;
   /** Nodes not compared with: those sharing this node's metadata database hold the same rows. */
   skip?: (node: string) => boolean;
 }
@@ -76,6 +94,8 @@ export interface PassReport {
   bucketStatesSent: number;
   /** Versions sent and accepted. */
   repaired: number;
+  /** Versions removed here because the other node had removed them (its tombstone). */
+  deleted: number;
   /** Versions that could not be sent, nodes or buckets given up on for the pass. */
   failed: number;
   error?: string;
@@ -88,6 +108,7 @@ export interface AntiEntropyStatus {
   passes: number;
   /** Since the process started. */
   repairedTotal: number;
+  deletedTotal: number;
   versionsComparedTotal: number;
   current?: PassReport;
   last?: PassReport;
@@ -119,7 +140,18 @@ const facts = (v: VersionFacts): VersionFacts => ({
   etag: v.etag,
   deleteMarker: v.deleteMarker,
   lastModified: v.lastModified,
+  ...(v.stamps && Object.keys(v.stamps).length > 0 ? { stamps: v.stamps } : {}),
 });
+
+/**
+ * A version to repair: sent to a node (it lacks it, or its later changes), or removed here (the
+ * node removed it after this copy was written, at `at`).
+ */
+interface Repair {
+  v: VersionFacts;
+  what: "version" | "parts" | "removed";
+  at?: number;
+}
 
 export class AntiEntropy {
   #timer?: ReturnType<typeof setTimeout>;
@@ -129,6 +161,7 @@ export class AntiEntropy {
   #last?: PassReport;
   #passes = 0;
   #repairedTotal = 0;
+  #deletedTotal = 0;
   #comparedTotal = 0;
   #throttle: Throttle;
 
@@ -165,6 +198,7 @@ export class AntiEntropy {
       running: this.#running !== undefined,
       passes: this.#passes,
       repairedTotal: this.#repairedTotal,
+      deletedTotal: this.#deletedTotal,
       versionsComparedTotal: this.#comparedTotal,
       ...(this.#current ? { current: { ...this.#current } } : {}),
       ...(this.#last ? { last: { ...this.#last } } : {}),
@@ -189,6 +223,7 @@ export class AntiEntropy {
       rangesDiffering: 0,
       bucketStatesSent: 0,
       repaired: 0,
+      deleted: 0,
       failed: 0,
     };
     this.#current = report;
@@ -223,7 +258,8 @@ export class AntiEntropy {
       this.#last = report;
       this.#passes++;
     }
-    log(report.repaired + report.bucketStatesSent > 0 ? "info" : "debug", "Anti-entropy pass", {
+    const changed = report.repaired + report.deleted + report.bucketStatesSent;
+    log(changed > 0 ? "info" : "debug", "Anti-entropy pass", {
       ...report,
     });
     return report;
@@ -341,7 +377,10 @@ export class AntiEntropy {
     }
   }
 
-  /** Asks which of `leaf` the node lacks, and sends those the bucket's rules send there. */
+  /**
+   * Asks which of `leaf` the node lacks (or holds with older later changes), and sends those the
+   * bucket's rules send there.
+   */
   async #repairLeaf(
     report: PassReport,
     bucket: string,
@@ -350,32 +389,41 @@ export class AntiEntropy {
     rules: ReplicationConfig | undefined,
   ): Promise<void> {
     const lacking = await this.#lacking(peer, bucket, leaf);
-    const send: VersionFacts[] = [];
+    const send: Repair[] = [];
     // With rules, a version goes into its rule's destination bucket there, which is asked next.
     const elsewhere = new Map<string, VersionFacts[]>();
-    for (const v of lacking) {
+    for (const r of lacking) {
       if (!rules) {
-        send.push(v);
+        if (r.what === "removed") await this.#remove(report, bucket, r);
+        else send.push(r);
         continue;
       }
-      const destination = await this.#destination(bucket, v, rules);
-      if (destination === bucket) send.push(v);
+      // Removals of a version are not replicated under rules: a copy removed there is sent again.
+      if (r.what === "removed") r.what = "version";
+      const destination = await this.#destination(bucket, r.v, rules);
+      if (destination === bucket) send.push(r);
       else if (destination !== undefined) {
-        elsewhere.set(destination, [...(elsewhere.get(destination) ?? []), v]);
+        elsewhere.set(destination, [...(elsewhere.get(destination) ?? []), r.v]);
       }
     }
     for (const [destination, versions] of elsewhere) {
+      const there = await this.#lacking(peer, destination, versions).catch((err) => {
+        if (err instanceof NoBucket) return [];
+        throw err;
+      });
       send.push(
-        ...await this.#lacking(peer, destination, versions).catch((err) => {
-          if (err instanceof NoBucket) return [];
-          throw err;
-        }),
+        ...there.map((r): Repair => ({ ...r, what: r.what === "parts" ? "parts" : "version" })),
       );
     }
     for (let i = 0; i < send.length; i += PARALLEL) {
       const outcomes = await Promise.allSettled(
-        send.slice(i, i + PARALLEL).map((v) =>
-          this.deps.sendVersion(peer.id, peer.url, { bucket, key: v.key, versionId: v.versionId })
+        send.slice(i, i + PARALLEL).map(({ v, what }) =>
+          this.deps.sendVersion(
+            peer.id,
+            peer.url,
+            { bucket, key: v.key, versionId: v.versionId },
+            what === "parts" ? "parts" : "version",
+          )
         ),
       );
       for (const outcome of outcomes) {
@@ -390,8 +438,20 @@ export class AntiEntropy {
     }
   }
 
-  /** The versions of `versions` the node lacks in `bucket` (none while it is busy). */
-  async #lacking(peer: MemberView, bucket: string, versions: VersionFacts[]) {
+  /** Removes this node's copy of a version the other node removed (Object Lock may keep it). */
+  async #remove(report: PassReport, bucket: string, r: Repair): Promise<void> {
+    const target = { bucket, key: r.v.key, versionId: r.v.versionId };
+    if (await this.deps.dropVersion(target, r.at!) === "deleted") {
+      report.deleted++;
+      this.#deletedTotal++;
+    } else report.failed++;
+  }
+
+  /**
+   * The versions of `versions` the node lacks in `bucket`, those it holds with older later changes,
+   * and those it removed after this node's copy was written (none while it is busy).
+   */
+  async #lacking(peer: MemberView, bucket: string, versions: VersionFacts[]): Promise<Repair[]> {
     const answer = await this.deps.ask(peer.url, { op: "have", bucket, versions });
     if (answer.exists !== true) throw new NoBucket();
     if (answer.busy === true) {
@@ -401,7 +461,15 @@ export class AntiEntropy {
       });
       return [];
     }
-    return (answer.missing as number[]).map((i) => versions[i]).filter((v) => v !== undefined);
+    const pick = (list: unknown, what: Repair["what"]): Repair[] =>
+      (Array.isArray(list) ? list as number[] : [])
+        .map((i) => versions[i])
+        .filter((v) => v !== undefined)
+        .map((v) => ({ v, what }));
+    const removed = (Array.isArray(answer.gone) ? answer.gone as { i: number; at: number }[] : [])
+      .filter((g) => versions[g.i] !== undefined && Number.isSafeInteger(g.at))
+      .map((g): Repair => ({ v: versions[g.i], what: "removed", at: g.at }));
+    return [...pick(answer.missing, "version"), ...pick(answer.stale, "parts"), ...removed];
   }
 
   /**

@@ -3,13 +3,15 @@
 //
 //   {"op": "buckets", "after": <queue position>}  -> {"buckets": [{"bucket", "d"}], "next"}
 //   {"op": "digests", "bucket", "after", "bounds"} -> {"exists", "digests": [{"n", "x"}]}
-//   {"op": "have", "bucket", "versions": [facts]}  -> {"exists", "missing": [index], "busy"}
+//   {"op": "have", "bucket", "versions": [facts]}  -> {"exists", "missing": [index],
+//                                 "stale": [index], "gone": [{"i": index, "at": ms}], "busy"}
 //
 // Nothing is changed here: the caller repairs by sending what this node lacks through the
 // object and bucket replication calls.
 import { ApiError } from "../api/json.ts";
 import type { BucketState, MetaStore } from "../meta/store.ts";
-import { digestRanges, listRange, type VersionFacts } from "./anti_entropy_digest.ts";
+import { digestRanges, listRange, newerParts, type VersionFacts } from "./anti_entropy_digest.ts";
+import { parseStamps } from "../meta/version_stamps.ts";
 import { sha256Hex } from "./signature.ts";
 import { wire } from "./replication.ts";
 
@@ -60,7 +62,17 @@ export function parseFacts(value: unknown): VersionFacts | undefined {
   }
   if (typeof etag !== "string" || etag.length > 256 || typeof deleteMarker !== "boolean") return;
   if (!Number.isSafeInteger(lastModified)) return undefined;
-  return { key, versionId, etag, deleteMarker, lastModified: lastModified as number };
+  const raw = (value as Record<string, unknown>).stamps;
+  const stamps = raw === undefined ? undefined : parseStamps(raw);
+  if (raw !== undefined && stamps === undefined) return undefined;
+  return {
+    key,
+    versionId,
+    etag,
+    deleteMarker,
+    lastModified: lastModified as number,
+    ...(stamps ? { stamps } : {}),
+  };
 }
 
 export class AntiEntropyAnswers {
@@ -115,7 +127,9 @@ export class AntiEntropyAnswers {
   }
 
   /**
-   * Which of the versions listed this node lacks (or holds otherwise). A version this node
+   * Which of the versions listed this node lacks (or holds otherwise), which it holds with
+   * older later changes (stale: the caller sends their stamped parts), and which it removed after
+   * the caller's copy was written (gone: its tombstone; the caller removes its copy). A version this node
    * removed and has not told the caller yet is not lacking: its deletion is on its way, and the
    * caller must not send it back. When more changes wait for the caller than are looked through,
    * the answer is busy and the caller repairs nothing this time.
@@ -130,23 +144,37 @@ export class AntiEntropyAnswers {
     if (facts.some((f) => f === undefined)) throw invalid("A version is malformed.");
     if (!await this.meta.getBucket(bucket)) return { exists: false, missing: [], busy: false };
     const missing: number[] = [];
+    const stale: number[] = [];
+    const gone: { i: number; at: number }[] = [];
     for (const [i, f] of (facts as VersionFacts[]).entries()) {
       const v = await this.meta.getObjectVersion(bucket, f.key, f.versionId);
+      // Removed here after that copy was written: the caller is to remove it, not send it.
+      const at = v === undefined
+        ? await this.meta.versionTombstone({ bucket, key: f.key, versionId: f.versionId })
+        : undefined;
+      if (at !== undefined && at >= f.lastModified) {
+        gone.push({ i, at });
+        continue;
+      }
       // A newer copy of the version here (a later write of the `null` version) is not lacking.
       const lacking = v === undefined || v.lastModified < f.lastModified ||
         (v.lastModified === f.lastModified &&
           (v.etag !== f.etag || v.deleteMarker !== f.deleteMarker));
       if (lacking) missing.push(i);
+      // The same copy, with a later change of its tags, ACL or lock there than here.
+      else if (v.lastModified === f.lastModified && newerParts(f.stamps, v.stamps)) stale.push(i);
     }
-    if (missing.length === 0) return { exists: true, missing, busy: false };
+    if (missing.length === 0) return { exists: true, missing, stale, gone, busy: false };
     const deleting = await this.#pendingDeletions(from, bucket);
-    if (deleting === "busy") return { exists: true, missing: [], busy: true };
+    if (deleting === "busy") return { exists: true, missing: [], stale: [], gone: [], busy: true };
     return {
       exists: true,
       missing: missing.filter((i) => {
         const f = facts[i]!;
         return !deleting.has(`${f.key}\n${f.versionId}`);
       }),
+      stale,
+      gone,
       busy: false,
     };
   }

@@ -6,21 +6,45 @@
 import { createHash } from "node:crypto";
 import { compareKeys } from "../meta/keys.ts";
 import type { MetaStore, VersionEntry } from "../meta/store.ts";
+import { newerStamp, VERSION_PARTS, type VersionStamps } from "../meta/version_stamps.ts";
 
-/** The fields that make two copies of a version the same (bytes by ETag, placement by time). */
+/**
+ * The fields that make two copies of a version the same (bytes by ETag, placement by time, later
+ * changes of tags, ACL, retention and legal hold by their stamps: equal stamps, equal values).
+ */
 export type VersionFacts = Pick<
   VersionEntry,
-  "key" | "versionId" | "etag" | "deleteMarker" | "lastModified"
+  "key" | "versionId" | "etag" | "deleteMarker" | "lastModified" | "stamps"
 >;
 
 /** Bytes of each fingerprint kept (128 bits: collisions are out of reach). */
 const FINGERPRINT_BYTES = 16;
 
+/** The stamps as text in a fixed order ("" when none: a version never changed since written). */
+export function stampsText(stamps: VersionStamps | undefined): string {
+  return VERSION_PARTS.flatMap((p) => {
+    const s = stamps?.[p];
+    return s ? [`${p}=${s.ms}/${s.node}`] : [];
+  }).join(",");
+}
+
 export function fingerprint(v: VersionFacts): Uint8Array {
   const hash = createHash("sha256");
+  const fields: unknown[] = [v.key, v.versionId, v.etag, v.deleteMarker, v.lastModified];
+  // A version never changed since written keeps the fingerprint it had before stamps counted.
+  const stamps = stampsText(v.stamps);
+  if (stamps !== "") fields.push(stamps);
   // JSON keeps the fields apart whatever characters a key holds.
-  hash.update(JSON.stringify([v.key, v.versionId, v.etag, v.deleteMarker, v.lastModified]));
+  hash.update(JSON.stringify(fields));
   return hash.digest().subarray(0, FINGERPRINT_BYTES);
+}
+
+/** Whether `a` carries a later change of some part than `b` has. */
+export function newerParts(a: VersionStamps | undefined, b: VersionStamps | undefined): boolean {
+  return VERSION_PARTS.some((p) => {
+    const s = a?.[p];
+    return s !== undefined && newerStamp(s, b?.[p]);
+  });
 }
 
 export interface RangeDigest {

@@ -188,24 +188,50 @@ Deno.test("answers: digests and have from a real store; pending deletions are no
       { ...here[1], versionId: "other" },
       { ...here[2], lastModified: 6000 },
       { ...here[3], lastModified: 4000, etag: '"old"' },
+      // The same copy with a later change of its tags there: stale here.
+      { ...here[2], stamps: { tags: { ms: 7000, node: "a" } } },
     ];
     assertEquals(await answers.answer("a", { op: "have", bucket: "b", versions: asked }), {
       exists: true,
       missing: [1, 2],
+      stale: [4],
+      gone: [],
       busy: false,
     });
-    // A version removed here whose removal node a has not received yet is not lacking there.
+    // A version removed here (after that copy was written) is gone, whether node a has received
+    // the removal or not: its tombstone says when.
+    const before = Date.now();
     await meta.deleteObjects([{ bucket: "b", key: "k1", versionId: "k1v" }]);
-    assertEquals(await answers.answer("a", { op: "have", bucket: "b", versions: [here[0]] }), {
-      exists: true,
-      missing: [],
-      busy: false,
-    });
+    const removed = async (): Promise<Record<string, unknown>> => {
+      const got = await answers.answer("a", {
+        op: "have",
+        bucket: "b",
+        versions: [here[0]],
+      }) as Record<string, unknown>;
+      const gone = got.gone as { i: number; at: number }[];
+      assert(gone.length === 1 && gone[0].at >= before, JSON.stringify(got));
+      return { ...got, gone: gone.map((g) => g.i) };
+    };
+    assertEquals(await removed(), { exists: true, missing: [], stale: [], gone: [0], busy: false });
     const changes = await meta.objectChanges(0, 100);
     await meta.setObjectReplicationCursor("a", changes.at(-1)!.seq);
+    assertEquals(await removed(), { exists: true, missing: [], stale: [], gone: [0], busy: false });
+    // A copy written after the removal is lacking; without the tombstone, so is the removed one
+    // (unless its removal is still on its way to node a, as below).
+    assertEquals(
+      await answers.answer("a", {
+        op: "have",
+        bucket: "b",
+        versions: [{ ...here[0], lastModified: Date.now() + 60_000 }],
+      }),
+      { exists: true, missing: [0], stale: [], gone: [], busy: false },
+    );
+    assertEquals(await meta.pruneTombstones(Date.now() + 1), 1);
     assertEquals(await answers.answer("a", { op: "have", bucket: "b", versions: [here[0]] }), {
       exists: true,
       missing: [0],
+      stale: [],
+      gone: [],
       busy: false,
     });
     // With more changes waiting for node a than are looked through, nothing is lacking: busy.
@@ -218,7 +244,7 @@ Deno.test("answers: digests and have from a real store; pending deletions are no
         bucket: "b",
         versions: [unknown],
       }),
-      { exists: true, missing: [], busy: true },
+      { exists: true, missing: [], stale: [], gone: [], busy: true },
     );
     assertEquals(
       await new AntiEntropyAnswers(meta, 2).answer("a", {
@@ -226,7 +252,7 @@ Deno.test("answers: digests and have from a real store; pending deletions are no
         bucket: "b",
         versions: [unknown],
       }),
-      { exists: true, missing: [0], busy: false },
+      { exists: true, missing: [0], stale: [], gone: [], busy: false },
     );
     // Bucket states: one digest per bucket, equal for equal stamps.
     const page = await answers.answer("a", { op: "buckets", after: 0 }) as {

@@ -12,6 +12,7 @@ import { createPostgres } from "../../tests/services/postgres.ts";
 import { bucket, version } from "../meta/contract/helpers.ts";
 import type { BucketState, MetaStore, ObjectVersion } from "../meta/store.ts";
 import { type ReplicationConfig, ruleFor } from "./rules.ts";
+import { stampedParts } from "../meta/version_stamps.ts";
 
 const wire = <T>(value: T): T => JSON.parse(JSON.stringify(value));
 
@@ -41,14 +42,27 @@ async function pair(rate = 0, open = sqlite) {
       Promise.all(wire(states).map((s) => there.applyBucketState(s))),
     // What the object sender does, at the metadata level: the version as a replica there, in
     // its rule's destination bucket.
-    sendVersion: async (_node, _url, t: VersionTarget) => {
+    sendVersion: async (_node, _url, t: VersionTarget, what) => {
       const v = await here.getObjectVersion(t.bucket, t.key, t.versionId);
       if (!v) return "skipped";
+      if (what === "parts") {
+        sent.push(`parts ${t.bucket}/${t.key}/${t.versionId}`);
+        await there.mergeVersionParts(t, wire(stampedParts(v)));
+        return "delivered";
+      }
       sent.push(`${t.bucket}/${t.key}/${t.versionId}`);
       const rules = await here.getBucketConfig(t.bucket, "replication");
       const destination = rules ? ruleFor(JSON.parse(rules), v)!.destination : t.bucket;
       await there.putObjectVersion({ ...v, bucket: destination, replication: "REPLICA" });
       return "delivered";
+    },
+    // What the node does with a version the other removed: a replica's removal here.
+    dropVersion: async (t, at) => {
+      const v = await here.getObjectVersion(t.bucket, t.key, t.versionId);
+      if (!v || v.lastModified > at) return "kept";
+      sent.push(`removed ${t.bucket}/${t.key}/${t.versionId}`);
+      await here.deleteObjects([{ ...t, replica: true }]);
+      return "deleted";
     },
   }, { rate });
   return { here, there, pass, sent };
@@ -118,6 +132,55 @@ async function exactSends(open: Open) {
 Deno.test("a pass sends exactly what the other node lacks, buckets first; the next sends nothing", () =>
   exactSends(sqlite));
 
+/**
+ * Versions removed on the other node (their removals lost to this one) are removed here, not sent
+ * back, while the tombstones are kept; one written after the removal is sent.
+ */
+async function removals(open: Open) {
+  const { here, there, pass, sent } = await pair(0, open);
+  try {
+    await here.createBucket(bucket("gone", { versioning: "Enabled" }));
+    await there.applyBucketState(wire((await here.bucketChanges(0, 10))[0]));
+    for (const key of ["r1", "r2", "r4"]) await putBoth(here, there, v("gone", key));
+    // r3: a later copy here (written again under the same id) than the one removed there.
+    await here.putObjectVersion(v("gone", "r3", { lastModified: Date.now() + 60_000 }));
+    await there.putObjectVersion({ ...v("gone", "r3"), replication: "REPLICA" });
+    const target = (key: string) => ({ bucket: "gone", key, versionId: `${key}-v` });
+    // Removed there, by a request (r1) and as a replica (r2): both leave a tombstone.
+    const [one] = await there.deleteObjects([target("r1")]);
+    const [two] = await there.deleteObjects([{ ...target("r2"), replica: true }]);
+    assert(one.ok && one.removed && two.ok && two.removed);
+    assert((await there.versionTombstone(target("r1")))! >= 1_700_000_000_000);
+    assertEquals(await there.versionTombstone(target("r3")), undefined);
+    // Removals whose queue rows were lost: replicas' removals queue nothing (a queued removal not
+    // yet delivered keeps the version from being reported lacking at all).
+    await there.deleteObjects([{ ...target("r3"), replica: true }]);
+    const first = await pass.runNow();
+    assertEquals(sent.sort(), ["gone/r3/r3-v", "removed gone/r1/r1-v", "removed gone/r2/r2-v"]);
+    assertEquals([first.deleted, first.repaired, first.failed], [2, 1, 0]);
+    assertEquals(await here.getObjectVersion("gone", "r1", "r1-v"), undefined);
+    // Removed here as a replica: not queued for the other nodes (it is their removal).
+    const queued = await here.objectChanges(0, 100);
+    assertEquals(queued.filter((c) => c.op === "delete"), []);
+    sent.length = 0;
+    const second = await pass.runNow();
+    assertEquals([sent, second.rangesDiffering], [[], 0]);
+    assertEquals(pass.status().deletedTotal, 2);
+    // Once the tombstones are pruned, a removal the queue lost is undone (the setting's limit).
+    assertEquals(await there.pruneTombstones(Date.now() + 120_000), 3);
+    await there.deleteObjects([{ ...target("r4"), replica: true }]);
+    await there.pruneTombstones(Date.now() + 120_000);
+    await pass.runNow();
+    assertEquals(sent, ["gone/r4/r4-v"]);
+  } finally {
+    await here.close();
+    await there.close();
+  }
+}
+
+Deno.test("versions removed on the other node are removed here while their tombstones last", () =>
+  removals(sqlite));
+
 Deno.test("the same between two nodes with their metadata in PostgreSQL", async () => {
   const pg = await createPostgres();
   await pg.start();
@@ -128,9 +191,48 @@ Deno.test("the same between two nodes with their metadata in PostgreSQL", async 
       const url = pg.url.replace(/\/postgres$/, `/ae_${node}`);
       return await PgMetaStore.open({ url, pool: 2, clusterNode: node });
     });
+    await removals(async (node) => {
+      await admin.unsafe(`CREATE DATABASE ae2_${node}`);
+      const url = pg.url.replace(/\/postgres$/, `/ae2_${node}`);
+      return await PgMetaStore.open({ url, pool: 2, clusterNode: node });
+    });
   } finally {
     await admin.end({ timeout: 1 });
     await pg.dispose();
+  }
+});
+
+Deno.test("a later change the other node lacks is sent as its stamped parts, once", async () => {
+  const { here, there, pass, sent } = await pair();
+  try {
+    await here.createBucket(bucket("later", { versioning: "Enabled" }));
+    await there.applyBucketState(wire((await here.bucketChanges(0, 10))[0]));
+    for (const key of ["t1", "t2", "t3"]) await putBoth(here, there, v("later", key));
+    const target = (key: string) => ({ bucket: "later", key, versionId: `${key}-v` });
+    // t1's tags changed here (the queued change lost); t2's there (its own pass sends them).
+    assert(await here.setObjectTags(target("t1"), { team: "red" }));
+    assert(await there.setObjectTags(target("t2"), { team: "blue" }));
+    const first = await pass.runNow();
+    assertEquals(sent, ["parts later/t1/t1-v"]);
+    assertEquals([first.repaired, first.rangesDiffering], [1, 1]);
+    const t1 = await there.getObjectVersion("later", "t1", "t1-v");
+    assertEquals(t1?.tags, { team: "red" });
+    assertEquals(t1?.stamps, (await here.getObjectVersion("later", "t1", "t1-v"))?.stamps);
+    assertEquals((await there.getObjectVersion("later", "t2", "t2-v"))?.tags, { team: "blue" });
+    // t2 still differs (the other node holds the later change): nothing more to send from here.
+    sent.length = 0;
+    const second = await pass.runNow();
+    assertEquals([sent.length, second.repaired, second.rangesDiffering], [0, 0, 1]);
+    // Taken here too, both hold the same stamps: the ranges agree.
+    await here.mergeVersionParts(
+      target("t2"),
+      wire(stampedParts((await there.getObjectVersion("later", "t2", "t2-v"))!)),
+    );
+    const third = await pass.runNow();
+    assertEquals([sent.length, third.rangesDiffering], [0, 0]);
+  } finally {
+    await here.close();
+    await there.close();
   }
 });
 

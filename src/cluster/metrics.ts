@@ -53,6 +53,12 @@ export async function renderClusterMetrics(out: Exposition, cluster: ClusterNode
   );
   out.sample("store_cluster_anti_entropy_repaired_total", antiEntropy.repairedTotal);
   out.family(
+    "store_cluster_anti_entropy_deleted_total",
+    "counter",
+    "Versions anti-entropy passes removed here because another node had removed them.",
+  );
+  out.sample("store_cluster_anti_entropy_deleted_total", antiEntropy.deletedTotal);
+  out.family(
     "store_cluster_anti_entropy_versions_compared_total",
     "counter",
     "Local versions anti-entropy passes read to compare with the other nodes.",

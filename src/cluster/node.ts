@@ -3,6 +3,7 @@
 import { ApiError, apiErrorResponse, jsonResponse, pathSegments } from "../api/json.ts";
 import { currentAudit } from "../audit/scope.ts";
 import { log } from "../log.ts";
+import { S3Error } from "../http/errors.ts";
 import { callNode, type CallOptions } from "./client.ts";
 import {
   callJson,
@@ -130,6 +131,7 @@ export class ClusterNode {
       undefined,
       // Five heartbeats: after a restart, the member list is whole again by then.
       config.heartbeatMs * 5,
+      config.tombstoneTtlMs,
     );
     this.#users = new UserReplicator(
       queue,
@@ -183,7 +185,8 @@ export class ClusterNode {
           ...this.#callOptions(60_000),
           body: { type: "buckets", changes },
         }),
-      sendVersion: (node, url, target) => this.#objects.repair(node, url, target),
+      sendVersion: (node, url, target, what) => this.#objects.repair(node, url, target, what),
+      dropVersion: (target, deletedAt) => this.#dropVersion(target, deletedAt),
       skip: (node) => this.shared?.isShared(node) ?? false,
     }, { intervalMs: config.antiEntropyMs, rate: config.antiEntropyRate });
     this.#routes = {
@@ -444,6 +447,29 @@ export class ClusterNode {
       return signedAnswer(this.config.secret, call.nonce, err.status, {
         error: { code: err.code, message: err.message },
       });
+    }
+  }
+
+  /**
+   * Removes this node's copy of a version another node removed (anti-entropy found its
+   * tombstone there): as a replicated deletion, Object Lock checked, and not a copy written after
+   * the removal. "kept" when this node's Object Lock keeps it.
+   */
+  async #dropVersion(
+    t: { bucket: string; key: string; versionId: string },
+    deletedAt: number,
+  ): Promise<"deleted" | "kept"> {
+    try {
+      await this.layer.deleteReplica(t.bucket, t.key, t.versionId, { writtenBy: deletedAt });
+      return "deleted";
+    } catch (err) {
+      if (!(err instanceof S3Error)) throw err;
+      log("warn", "A version removed on another node is kept here", {
+        ...t,
+        code: err.code,
+        reason: err.message,
+      });
+      return "kept";
     }
   }
 

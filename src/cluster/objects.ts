@@ -11,6 +11,7 @@
 // object and the receiver recomputes as the bytes stream into storage: a body that does not
 // match is refused before its version commits. Nothing is held in memory whole on either side.
 // The receiver writes through the object layer as REPLICA (same version id, never queued again).
+// An SSE-C version, which no node can decrypt, travels as its chunks are stored (stored_body.ts).
 import { backlogOf } from "./backoff.ts";
 import { NodeRounds } from "./node_rounds.ts";
 import { Buffer } from "node:buffer";
@@ -34,6 +35,8 @@ import { refused, requestTarget } from "./inbound.ts";
 import type { Membership } from "./membership.ts";
 import { type ReplicationConfig, ruleFor } from "./rules.ts";
 import { sameHex, sha256Hex } from "./signature.ts";
+import { storedBody, unframeStored } from "./stored_body.ts";
+import type { SseRecord } from "../object/sse.ts";
 import {
   NotReplicable,
   parseWireEncryption,
@@ -49,6 +52,8 @@ const BATCH = 100;
 const PARALLEL = 8;
 /** How often the changes every node has received are deleted from the queue (node.ts: 5 heartbeats). */
 const PRUNE_MS = 10_000;
+/** How long the tombstone of a removed version is kept (STORE_CLUSTER_TOMBSTONE_TTL). */
+const TOMBSTONE_TTL_MS = 7 * 86_400_000;
 
 /** A version as it travels: everything but where its bytes are and its replication status. */
 export type WireVersion = Omit<
@@ -64,7 +69,10 @@ export interface ObjectMessage {
   versionId: string;
   /** The version written (put only). */
   version?: WireVersion;
-  /** How the version was encrypted at its source (its bytes travel decrypted). */
+  /**
+   * How the version was encrypted at its source: its bytes travel decrypted, or as stored for
+   * SSE-C (stored_body.ts).
+   */
   encryption?: WireEncryption;
   /**
    * The version's stamped parts now (tags, ACL, retention, legal hold: the later changes, each
@@ -184,11 +192,24 @@ export async function receiveObject(
       await layer.mergeReplicaParts({ bucket, key, versionId }, message.parts!);
     } else {
       const version = { ...message.version!, bucket, key, versionId };
-      // Re-encrypted with this node's own keys (a KMS key id unknown here: KMS.NotFoundException).
-      const encryption = version.deleteMarker
-        ? undefined
-        : await keys.replica(bucket, message.encryption);
       const body = req.body ?? single(new Uint8Array(0));
+      const wire = message.encryption;
+      if (wire?.kind === "c") {
+        // Sealed with the customer's key: kept as it is, under the same chunk ids.
+        if (version.deleteMarker) {
+          throw new ApiError(400, "invalid_message", "A marker has no key.");
+        }
+        const sse: SseRecord = { kind: "c", keyMd5: wire.keyMd5 };
+        // Each chunk is read into one of the write buffers, as the bytes of any upload are.
+        const chunks = unframeStored(body, version.size, [new Sha256Check(signedBody)], {
+          take: (n) => layer.writeBuffers.take(n, false),
+          give: (b) => layer.writeBuffers.give(b.buffer),
+        });
+        await layer.putStoredReplica(version, JSON.stringify(sse), chunks);
+        return;
+      }
+      // Re-encrypted with this node's own keys (a KMS key id unknown here: KMS.NotFoundException).
+      const encryption = version.deleteMarker ? undefined : await keys.replica(bucket, wire);
       await layer.putReplica(version, body, [new Sha256Check(signedBody)], encryption);
     }
   } catch (err) {
@@ -241,6 +262,7 @@ export class ObjectReplicator extends NodeRounds {
     pollMs = 100,
     readonly missingBucketMs = MISSING_BUCKET_MS,
     pruneMs = PRUNE_MS,
+    readonly tombstoneTtlMs = TOMBSTONE_TTL_MS,
   ) {
     super("Object replication", membership, pollMs, pruneMs);
   }
@@ -249,18 +271,24 @@ export class ObjectReplicator extends NodeRounds {
     for (const node of nodes) await this.meta.setObjectReplicationCursor(node, 0);
     const pruned = await this.meta.pruneObjectChanges(nodes);
     if (pruned > 0) log("debug", "Object changes every node has received pruned", { pruned });
+    const tombstones = await this.meta.pruneTombstones(Date.now() - this.tombstoneTtlMs);
+    if (tombstones > 0) log("debug", "Tombstones of removed versions pruned", { tombstones });
   }
 
   /**
    * Sends one version (or marker) to one node now, outside the queue (anti-entropy repairs):
    * the same call, rules and encryption as a queued change; throws when it is to be retried.
+   * With `parts`, its stamped later changes instead, as a later-change call (any of tags, acl and
+   * lock carries every stamped part).
    */
   repair(
     node: string,
     url: string,
     target: { bucket: string; key: string; versionId: string },
+    what: "version" | "parts" = "version",
   ): Promise<Outcome> {
-    return this.#deliver(node, url, { seq: 0, op: "put", ...target, queuedAt: Date.now() })
+    const op = what === "parts" ? "tags" : "put";
+    return this.#deliver(node, url, { seq: 0, op, ...target, queuedAt: Date.now() })
       .then((d) => d.outcome);
   }
 
@@ -403,10 +431,14 @@ export class ObjectReplicator extends NodeRounds {
       message.version = wire;
     }
     const header = Buffer.from(JSON.stringify(message), "utf8").toString("base64");
-    const sha256 = bytes ? await this.#digest(version!, source.key) : sha256Hex(new Uint8Array(0));
-    const body = bytes
-      ? (await this.layer.openObject(version!, undefined, source.key)).body
-      : new Uint8Array(0);
+    // SSE-C: the chunks as stored (this node cannot decrypt them); otherwise the plaintext.
+    const asStored = source.encryption?.kind === "c";
+    const open = async () =>
+      asStored
+        ? await storedBody(this.layer.storedChunks(version!))
+        : (await this.layer.openObject(version!, undefined, source.key)).body;
+    const sha256 = bytes ? await digestOf(await open()) : sha256Hex(new Uint8Array(0));
+    const body = bytes ? await open() : new Uint8Array(0);
     try {
       const options = this.call();
       const { status, value } = await streamToNode(
@@ -460,13 +492,12 @@ export class ObjectReplicator extends NodeRounds {
       throw err;
     }
   }
+}
 
-  /** The SHA-256 of a version's bytes, read as a stream. */
-  async #digest(version: ObjectVersion, key: CryptoKey | undefined): Promise<string> {
-    const { body } = await this.layer.openObject(version, undefined, key);
-    const hash = createHash("sha256");
-    if (body instanceof Uint8Array) hash.update(body);
-    else for await (const chunk of body) hash.update(chunk);
-    return hash.digest("hex");
-  }
+/** The SHA-256 of a body, read as a stream. */
+async function digestOf(body: ReadableStream<Uint8Array> | Uint8Array): Promise<string> {
+  const hash = createHash("sha256");
+  if (body instanceof Uint8Array) hash.update(body);
+  else for await (const chunk of body) hash.update(chunk);
+  return hash.digest("hex");
 }

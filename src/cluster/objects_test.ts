@@ -9,6 +9,7 @@ import { ChunkStore } from "../storage/chunk_store.ts";
 import { openDrives } from "../storage/drives.ts";
 import { Membership } from "./membership.ts";
 import { ObjectReplicator } from "./objects.ts";
+import { storedFrames, unframeStored } from "./stored_body.ts";
 import { ReplicaKeys } from "./object_keys.ts";
 import { MasterKey } from "../auth/master_key.ts";
 import { Kms } from "../kms/kms.ts";
@@ -18,6 +19,7 @@ import { ANSWER_HEADER, parseCallSignature, sha256Hex, signAnswer } from "./sign
 const SECRET = "objects-test-secret-0123456789abcdef";
 
 interface Received {
+  bytes: Uint8Array;
   sha256: string;
   signed: string;
   message: Record<string, unknown>;
@@ -32,6 +34,7 @@ function receiver(answer: () => { status: number; body: unknown; unsigned?: bool
     const header = req.headers.get("x-cluster-object")!;
     assertEquals(new URL(req.url).searchParams.get("meta"), sha256Hex(header));
     got.push({
+      bytes,
       sha256: sha256Hex(bytes),
       signed: call.body,
       message: JSON.parse(Buffer.from(header, "base64").toString("utf8")),
@@ -162,6 +165,118 @@ Deno.test("object sender: an SSE-S3 version travels decrypted, its sealed key ne
       assertEquals(got[0].message.encryption, { kind: "s3" });
       assertEquals((got[0].message.version as Record<string, unknown>).sse, undefined);
     },
+  );
+});
+
+/** Whether `needle` occurs in `hay`. */
+function contains(hay: Uint8Array, needle: Uint8Array): boolean {
+  return Buffer.from(hay).indexOf(Buffer.from(needle)) >= 0;
+}
+
+Deno.test("object sender: an SSE-C version travels as stored: no key, no plaintext", async () => {
+  await withSender(
+    () => ({ status: 200, body: { ok: true } }),
+    async ({ got, keys, put, status }) => {
+      const customer = crypto.getRandomValues(new Uint8Array(32));
+      const { record, key } = await keys.sse.forNewObject({ kind: "c", key: customer, keyMd5: "" });
+      // Three chunks of 64 KiB and a part of one.
+      const bytes = new Uint8Array(150_000);
+      for (let at = 0; at < bytes.length; at += 50_000) {
+        crypto.getRandomValues(bytes.subarray(at, at + 50_000));
+      }
+      await put("ssec", bytes, { key: key!, record: JSON.stringify(record) });
+      await eventually("COMPLETED", () => status("ssec"), (s) => s === "COMPLETED", 10_000);
+      const sent = got[0];
+      assertEquals(sent.signed, sent.sha256);
+      assertEquals(sent.message.encryption, { kind: "c", keyMd5: record!.keyMd5 });
+      assertEquals((sent.message.version as Record<string, unknown>).sse, undefined);
+      assert(!JSON.stringify(sent.message).includes(Buffer.from(customer).toString("base64")));
+      assert(!contains(sent.bytes, customer));
+      for (let at = 0; at + 32 <= bytes.length; at += 4096) {
+        assert(!contains(sent.bytes, bytes.subarray(at, at + 32)), `plaintext at ${at} sent`);
+      }
+      // The frames: every chunk sealed, the object's ranges in order.
+      const chunks = [];
+      for await (const c of unframeStored(single(sent.bytes), bytes.length, [])) chunks.push(c);
+      assertEquals(chunks.map((c) => [c.offset, c.size, c.form.encrypted]), [
+        [0, 65536, true],
+        [65536, 65536, true],
+        [131072, 18928, true],
+      ]);
+      // A version of one chunk goes as one piece (not a stream), framed the same.
+      const small = bytes.subarray(0, 1000);
+      await put("ssec-small", small, { key: key!, record: JSON.stringify(record) });
+      await eventually("COMPLETED", () => status("ssec-small"), (s) => s === "COMPLETED", 10_000);
+      assertEquals(got[1].signed, got[1].sha256);
+      assert(!contains(got[1].bytes, small.subarray(0, 32)));
+      const one = [];
+      for await (const c of unframeStored(single(got[1].bytes), 1000, [])) one.push(c);
+      assertEquals(one.map((c) => [c.offset, c.size, c.form.encrypted]), [[0, 1000, true]]);
+    },
+  );
+});
+
+Deno.test("stored body: a frame out of place, cut short or with a bad digest is refused; buffers come back", async () => {
+  const frame = (offset: number, size: number, stored: Uint8Array) =>
+    storedFrames((async function* () {
+      yield {
+        form: {
+          id: "a".repeat(64),
+          plainSize: size,
+          storedSize: stored.length,
+          compression: "none" as const,
+          encrypted: true,
+        },
+        offset,
+        size,
+        stored,
+      };
+    })());
+  const bytes = async (frames: AsyncIterable<Uint8Array>) => {
+    const parts: Uint8Array[] = [];
+    for await (const p of frames) parts.push(p);
+    return new Uint8Array(Buffer.concat(parts));
+  };
+  const read = async (body: Uint8Array, size: number, digest = sha256Hex(body)) => {
+    const check = {
+      hash: [] as Uint8Array[],
+      update(b: Uint8Array) {
+        this.hash.push(b);
+      },
+      finish() {
+        if (sha256Hex(new Uint8Array(Buffer.concat(this.hash))) !== digest) {
+          throw new Error("digest");
+        }
+      },
+    };
+    // Every buffer taken is given back, whatever the outcome (the consumer releases each chunk).
+    let out = 0;
+    const buffers = {
+      take: (n: number) => (out++, Promise.resolve(new Uint8Array(n))),
+      give: () => void out--,
+    };
+    try {
+      const chunks = [];
+      for await (const c of unframeStored(single(body), size, [check], buffers)) {
+        chunks.push(c);
+        c.release?.();
+      }
+      return chunks.length === 1 ? "ok" : `${chunks.length} chunks`;
+    } catch (err) {
+      return (err as Error).message;
+    } finally {
+      assertEquals(out, 0);
+    }
+  };
+  const good = await bytes(frame(0, 10, new Uint8Array(40)));
+  assertEquals(await read(good, 10), "ok");
+  assertEquals(await read(good, 11), "The stored chunks are not as long as the version.");
+  assertEquals(await read(good, 10, sha256Hex(new Uint8Array(1))), "digest");
+  assertEquals(await read(good.subarray(0, good.length - 1), 10, sha256Hex(good)), "digest");
+  const misplaced = await bytes(frame(5, 10, new Uint8Array(40)));
+  assertEquals(
+    await read(misplaced, 15),
+    "A stored chunk's header is malformed or out of place.",
   );
 });
 

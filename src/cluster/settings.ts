@@ -21,6 +21,8 @@ export interface ClusterConfig {
   antiEntropyMs?: number;
   /** Versions an anti-entropy pass reads a second at most (..._RATE); 0: no limit. */
   antiEntropyRate: number;
+  /** How long the tombstone of a removed version is kept (STORE_CLUSTER_TOMBSTONE_TTL). */
+  tombstoneTtlMs: number;
 }
 
 export class ClusterConfigError extends Error {}
@@ -74,7 +76,7 @@ function timing(env: Env) {
   return { heartbeatMs: heartbeat * 1000, suspectMs: suspect * 1000, deadMs: dead * 1000 };
 }
 
-const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const MAX_INTERVAL_MS = 7 * 24 * 3_600_000;
 
 /** `off`, or a duration: whole seconds, or a whole number with `s`, `m` or `h`. */
@@ -101,12 +103,30 @@ function antiEntropy(env: Env) {
   return { antiEntropyMs: ms, antiEntropyRate };
 }
 
+/**
+ * How long a removed version's tombstone is kept: whole seconds, or a whole number with `m`, `h`
+ * or `d`; 1 hour to 365 days, 7 days by default. A node away longer than this may send a version
+ * deleted meanwhile back.
+ */
+function tombstoneTtl(env: Env) {
+  const raw = (env("STORE_CLUSTER_TOMBSTONE_TTL") ?? "").trim().toLowerCase();
+  if (raw === "") return { tombstoneTtlMs: 7 * UNIT_MS.d };
+  const match = /^(\d+)([smhd]?)$/.exec(raw);
+  const ms = match ? Number(match[1]) * UNIT_MS[match[2] || "s"] : 0;
+  if (ms < UNIT_MS.h || ms > 365 * UNIT_MS.d) {
+    throw new ClusterConfigError(
+      "STORE_CLUSTER_TOMBSTONE_TTL must be a duration such as 7d, 48h or 86400 (1 hour to 365 days)",
+    );
+  }
+  return { tombstoneTtlMs: ms };
+}
+
 export function loadClusterConfig(env: Env): ClusterConfig | undefined {
   const nodeId = env("STORE_CLUSTER_NODE_ID") || undefined;
   const advertise = env("STORE_CLUSTER_ADVERTISE_URL") || undefined;
   const rawSeeds = env("STORE_CLUSTER_SEEDS") || undefined;
   const secret = env("STORE_CLUSTER_SECRET") || undefined;
-  const times = { ...timing(env), ...antiEntropy(env) };
+  const times = { ...timing(env), ...antiEntropy(env), ...tombstoneTtl(env) };
   if (!nodeId && !advertise && !rawSeeds && !secret) return undefined;
   if (!nodeId || !advertise || !secret) {
     throw new ClusterConfigError(

@@ -229,6 +229,13 @@ export class SqliteMetaStore implements MetaStore {
     if (this.#replicating) this.#objectQueue.append(op, v.bucket, v.key, v.versionId);
   }
 
+  /** A version removed (queued unless a replica's removal; its tombstone kept either way). */
+  #versionRemoved(v: { bucket: string; key: string; versionId: string; replica?: boolean }) {
+    if (!this.#replicating) return;
+    if (!v.replica) this.#objectQueue.append("delete", v.bucket, v.key, v.versionId);
+    this.#objectQueue.tombstone(v, Date.now());
+  }
+
   /** Queues a bucket change for the other nodes; inside the change's transaction. */
   #bucketChanged(bucket: string, ...items: BucketItem[]): void {
     if (this.#replicating) this.#cluster.changed(bucket, items);
@@ -501,7 +508,7 @@ export class SqliteMetaStore implements MetaStore {
       ).run(bucket, key, bucket, key);
     }
     const freed = removed.data.kind === "chunks" ? this.#chunks.dropRefs(removed.data.vid) : [];
-    if (!item.replica) this.#objectChanged("delete", item);
+    this.#versionRemoved(item);
     const event = item.outbox?.(removed);
     if (event) this.#events.append(event);
     return { removed, freed };
@@ -558,7 +565,7 @@ export class SqliteMetaStore implements MetaStore {
       }
       doomed.add(row.row_id as number);
       if (row.is_latest === 1) latest.push([item.bucket, item.key]);
-      if (!item.replica) this.#objectChanged("delete", item);
+      this.#versionRemoved(item);
       const event = item.outbox?.(removed);
       if (event) events.push(event);
       if (scope) facts.push(changeFacts(scope, { key: item.key, versionId: item.versionId }));
@@ -854,6 +861,16 @@ export class SqliteMetaStore implements MetaStore {
     status: "COMPLETED" | "FAILED" | null,
   ): Promise<boolean> {
     return this.#batch.run(() => this.#objectQueue.setStatus(t.bucket, t.key, t.versionId, status));
+  }
+
+  versionTombstone(
+    t: { bucket: string; key: string; versionId: string },
+  ): Promise<number | undefined> {
+    return Promise.resolve(this.#objectQueue.tombstoneOf(t));
+  }
+
+  pruneTombstones(before: number): Promise<number> {
+    return this.#batch.run(() => this.#objectQueue.pruneTombstones(before));
   }
 
   listBucketConfigs(

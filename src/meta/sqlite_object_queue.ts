@@ -65,6 +65,28 @@ export class SqliteObjectQueue {
     );
   }
 
+  /** Records a version removed now (in the removal's transaction). */
+  tombstone(v: { bucket: string; key: string; versionId: string }, at: number): void {
+    this.stmt(
+      "INSERT INTO cluster_tombstones (bucket, key, version_id, deleted_at) VALUES (?, ?, ?, ?) " +
+        "ON CONFLICT(bucket, key, version_id) DO UPDATE SET " +
+        "deleted_at = max(deleted_at, excluded.deleted_at)",
+    ).run(v.bucket, v.key, v.versionId, at);
+  }
+
+  tombstoneOf(v: { bucket: string; key: string; versionId: string }): number | undefined {
+    const row = this.stmt(
+      "SELECT deleted_at FROM cluster_tombstones WHERE bucket = ? AND key = ? AND version_id = ?",
+    ).get(v.bucket, v.key, v.versionId) as Row | undefined;
+    return row ? row.deleted_at as number : undefined;
+  }
+
+  pruneTombstones(before: number): number {
+    return Number(
+      this.stmt("DELETE FROM cluster_tombstones WHERE deleted_at < ?").run(before).changes,
+    );
+  }
+
   /** Drops a node's cursor; whether it had one. */
   forget(node: string): boolean {
     return this.stmt("DELETE FROM cluster_object_cursors WHERE node = ?").run(node).changes > 0;

@@ -477,4 +477,17 @@ export const MIGRATIONS: string[] = [
     seq INTEGER NOT NULL
   );
   `,
+  `
+  -- Versions removed while clustering is on (src/cluster/anti_entropy_answer.ts): the id and when,
+  -- so anti-entropy has a node that still holds one delete it instead of sending it back; pruned
+  -- after STORE_CLUSTER_TOMBSTONE_TTL.
+  CREATE TABLE cluster_tombstones (
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    version_id TEXT NOT NULL,
+    deleted_at INTEGER NOT NULL,
+    PRIMARY KEY (bucket, key, version_id)
+  );
+  CREATE INDEX cluster_tombstones_by_time ON cluster_tombstones(deleted_at);
+  `,
 ];

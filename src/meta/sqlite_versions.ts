@@ -2,11 +2,13 @@
 // (key, version id) marker and rolled up by the delimiter.
 import type { SQLInputValue, StatementSync } from "node:sqlite";
 import { compareKeys, prefixSuccessor } from "./keys.ts";
+import { parseStamps } from "./version_stamps.ts";
 import type { VersionEntry, VersionListPage, VersionListQuery } from "./store.ts";
 
 type Row = Record<string, SQLInputValue>;
 
-const COLUMNS = "key, version_id, seq, is_latest, delete_marker, size, etag, last_modified, owner";
+const COLUMNS =
+  "key, version_id, seq, is_latest, delete_marker, size, etag, last_modified, owner, stamps";
 /** Rows per query right after a seek; doubled while rows keep being useful. */
 const FIRST_BATCH = 64;
 const MAX_BATCH = 1000;
@@ -21,6 +23,7 @@ function toEntry(row: Row): VersionEntry {
     etag: row.etag as string,
     lastModified: row.last_modified as number,
     owner: row.owner as string,
+    ...(row.stamps ? { stamps: parseStamps(JSON.parse(row.stamps as string)) } : {}),
   };
 }
 

@@ -356,6 +356,8 @@ export interface VersionEntry {
   etag: string;
   lastModified: number;
   owner: string;
+  /** Clustering: the stamps of the version's later changes (anti-entropy compares them). */
+  stamps?: VersionStamps;
 }
 
 export interface VersionListPage {
@@ -716,6 +718,15 @@ export interface ObjectReplicationQueue {
    * all). The newest change is always kept, so queue positions keep growing. Returns how many.
    */
   pruneObjectChanges(nodes: string[]): Promise<number>;
+  /**
+   * When a version was removed here while clustering was on (removals of replicas too), while its
+   * tombstone is kept: anti-entropy tells a node that still holds it to delete it.
+   */
+  versionTombstone(
+    target: { bucket: string; key: string; versionId: string },
+  ): Promise<number | undefined>;
+  /** Deletes the tombstones of removals made before `before` (epoch ms); returns how many. */
+  pruneTombstones(before: number): Promise<number>;
   /**
    * Ends a PENDING version's replication as COMPLETED or FAILED, or as none (null: the bucket's
    * replication rules leave it out); false when it is not PENDING.

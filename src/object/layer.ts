@@ -6,6 +6,7 @@ import type {
   BatchDelete,
   BucketRecord,
   ChecksumRecord,
+  ChunkRecord,
   ListPage,
   ListQuery,
   MetaStore,
@@ -73,6 +74,19 @@ export interface PutInput {
   eventName?: EventName;
   /** If-Match / If-None-Match, checked before the body is stored and again at the commit. */
   condition?: WriteCondition;
+}
+
+/**
+ * A chunk of a version in its stored form (compressed and sealed as on the drives) with the range
+ * of the object it holds: how a version this node cannot decrypt (SSE-C) travels between nodes.
+ */
+export interface StoredChunk {
+  form: Omit<ChunkRecord, "dataShards" | "parityShards" | "drives">;
+  offset: number;
+  size: number;
+  stored: Uint8Array;
+  /** Gives `stored` back to where it came from (the write buffers), once it is written. */
+  release?: () => void;
 }
 
 /** Object Lock state a new version starts with. */
@@ -583,6 +597,64 @@ export class ObjectLayer {
   }
 
   /**
+   * The chunks of a version as they are stored (never decrypted), one at a time: what travels for
+   * a version sealed with a key this node does not hold (SSE-C).
+   */
+  async *storedChunks(version: ObjectVersion): AsyncGenerator<StoredChunk> {
+    if (version.data.kind !== "chunks") throw new Error("The version's bytes are not in chunks");
+    for (const { chunk, offset, size } of await this.meta.versionChunks(version.data.vid)) {
+      const { dataShards: _k, parityShards: _m, drives: _d, ...form } = chunk;
+      let stored: Uint8Array;
+      try {
+        stored = await this.chunks.readStoredBytes(chunk);
+      } catch (err) {
+        throw readFailure(err, version);
+      }
+      yield { form, offset, size, stored };
+    }
+  }
+
+  /**
+   * Stores a version received from another node in its stored form (SSE-C: sealed with the
+   * customer's key), each chunk under its id there, which its seal is bound to; `sse` is the
+   * version's record (the key's MD5). `chunks` may throw to refuse the body: nothing commits
+   * before it has ended.
+   */
+  async putStoredReplica(
+    version: Omit<ObjectVersion, "data" | "replication" | "sse">,
+    sse: string,
+    chunks: AsyncIterable<StoredChunk>,
+  ): Promise<void> {
+    await this.requireBucket(version.bucket);
+    const written: VersionChunk[] = [];
+    try {
+      for await (const { form, offset, size, stored, release } of chunks) {
+        try {
+          await this.chunks.claims.claim(form.id);
+          try {
+            const chunk = await this.chunks.writeStoredBytes(
+              { ...form, dataShards: 0, parityShards: 0, drives: [] },
+              stored,
+            );
+            written.push({ chunk, offset, size });
+          } catch (err) {
+            await this.chunks.release(form.id);
+            throw err;
+          }
+        } finally {
+          release?.();
+        }
+      }
+      await this.#commit(
+        { ...version, sse, data: { kind: "chunks", vid: 0 }, replication: "REPLICA" },
+        written,
+      );
+    } finally {
+      await releaseAll(this.chunks, written);
+    }
+  }
+
+  /**
    * Takes a version's tags, ACL, retention and legal hold as another node changed them, each only
    * when its stamp is newer than the one here (not queued again); false when it is not here.
    */
@@ -597,16 +669,27 @@ export class ObjectLayer {
   /**
    * Removes a version as another node did (not queued again). Object Lock is checked here too,
    * without the governance bypass (whether the source used one does not travel): a version under
-   * retention or legal hold here is kept, refused with AccessDenied.
+   * retention or legal hold here is kept, refused with AccessDenied. With `writtenBy`, a copy
+   * written after that time (a later write of the `null` version) is kept too (PreconditionFailed).
    */
-  async deleteReplica(bucket: string, key: string, versionId: string): Promise<void> {
+  async deleteReplica(
+    bucket: string,
+    key: string,
+    versionId: string,
+    opts: { writtenBy?: number } = {},
+  ): Promise<void> {
     await this.requireBucket(bucket);
     const [outcome] = await this.meta.deleteObjects([{
       bucket,
       key,
       versionId,
       replica: true,
-      guard: (v) => assertDeletable(v, { bypassGovernance: false, now: Date.now() }),
+      guard: (v) => {
+        if (opts.writtenBy !== undefined && v.lastModified > opts.writtenBy) {
+          throw new S3Error("PreconditionFailed", "The version was written after its removal.");
+        }
+        assertDeletable(v, { bypassGovernance: false, now: Date.now() });
+      },
     }]);
     if (!outcome.ok) throw outcome.error;
     await this.chunks.collect(outcome.freed);

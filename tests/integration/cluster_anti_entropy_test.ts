@@ -8,11 +8,14 @@ import {
   DeleteObjectCommand,
   GetBucketTaggingCommand,
   GetObjectCommand,
+  GetObjectTaggingCommand,
   ListObjectVersionsCommand,
   PutBucketReplicationCommand,
   PutBucketTaggingCommand,
   PutBucketVersioningCommand,
   PutObjectCommand,
+  PutObjectLegalHoldCommand,
+  PutObjectTaggingCommand,
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { createHash } from "node:crypto";
@@ -43,6 +46,7 @@ interface Pass {
   ranges_differing: number;
   bucket_states_sent: number;
   repaired: number;
+  deleted: number;
   failed: number;
 }
 
@@ -61,6 +65,7 @@ async function antiEntropyStatus(node: ClusterNodeProcess) {
       interval_seconds: number | null;
       passes: number;
       repaired_total: number;
+      deleted_total: number;
       last_pass: Pass | null;
     };
   }).anti_entropy;
@@ -358,6 +363,156 @@ Deno.test("anti-entropy: queue rows lost while a node was down are repaired by t
     const head = await s3c.send(new GetObjectCommand({ Bucket: "lost", Key: "x3" }));
     await head.Body!.transformToByteArray();
     assertEquals(head.ReplicationStatus, "REPLICA");
+  } finally {
+    await stopAll(nodes);
+  }
+});
+
+/** A version's tags as `key=value`, sorted. */
+async function tagsOf(s3: S3Client, Bucket: string, Key: string): Promise<string[]> {
+  const out = await s3.send(new GetObjectTaggingCommand({ Bucket, Key }));
+  return (out.TagSet ?? []).map((t) => `${t.Key}=${t.Value}`).sort();
+}
+
+Deno.test("anti-entropy: a tag change whose queue row was lost is repaired, the newer stamp kept", async () => {
+  let a = await startNode("node-a", { env: OFF });
+  let b = await startNode("node-b", { seeds: [a.url], env: OFF });
+  const nodes = [a, b];
+  try {
+    await allAlive(nodes);
+    const s3a = s3Client(a.server);
+    await s3a.send(new CreateBucketCommand({ Bucket: "later" }));
+    for (const Key of ["t1", "t2"]) {
+      await s3a.send(new PutObjectCommand({ Bucket: "later", Key, Body: Key }));
+    }
+    await eventually(
+      "b has both",
+      () => contents(s3Client(b.server), "later").catch(() => []),
+      (got) => got.length === 2,
+    );
+    // While b is down, t1's tags change on a, and a's queue row of the change is lost.
+    await b.server.stop();
+    await s3a.send(
+      new PutObjectTaggingCommand({
+        Bucket: "later",
+        Key: "t1",
+        Tagging: { TagSet: [{ Key: "team", Value: "red" }] },
+      }),
+    );
+    await a.server.stop();
+    const db = new DatabaseSync(`${a.dataDir}/meta.db`);
+    const lost = db.prepare("DELETE FROM cluster_object_changes WHERE op = 'tags'").run();
+    assertEquals(Number(lost.changes), 1);
+    db.close();
+    a = await startNode("node-a", { port: a.port, dataDir: a.dataDir, env: OFF });
+    b = await startNode("node-b", { port: b.port, dataDir: b.dataDir, seeds: [a.url], env: OFF });
+    nodes.splice(0, 2, a, b);
+    await allAlive(nodes);
+    const s3b = s3Client(b.server);
+    // Meanwhile t2's tags change on b (delivered to a by b's queue): a later stamp there.
+    await s3b.send(
+      new PutObjectTaggingCommand({
+        Bucket: "later",
+        Key: "t2",
+        Tagging: { TagSet: [{ Key: "team", Value: "blue" }] },
+      }),
+    );
+    await eventually(
+      "a has t2's tags",
+      () => tagsOf(s3Client(a.server), "later", "t2"),
+      (t) => t.join() === "team=blue",
+    );
+    assertEquals(await tagsOf(s3b, "later", "t1"), []);
+    const pass = await runPass(a);
+    assertEquals([pass.repaired, pass.failed, pass.ranges_differing], [1, 0, 1]);
+    for (const s of [s3Client(a.server), s3b]) {
+      assertEquals(await tagsOf(s, "later", "t1"), ["team=red"]);
+      assertEquals(await tagsOf(s, "later", "t2"), ["team=blue"]);
+    }
+    // The stamps agree now: nothing differs in either direction.
+    for (const node of [a, b]) {
+      const again = await runPass(node);
+      assertEquals([again.repaired, again.ranges_differing], [0, 0]);
+    }
+  } finally {
+    await stopAll(nodes);
+  }
+});
+
+/** The version ids of a key on a node, sorted. */
+async function versionIds(s3: S3Client, Bucket: string, Key: string): Promise<string[]> {
+  const out = await s3.send(new ListObjectVersionsCommand({ Bucket, Prefix: Key }));
+  return (out.Versions ?? []).filter((v) => v.Key === Key).map((v) => v.VersionId!).sort();
+}
+
+Deno.test("anti-entropy: a version deletion whose queue row was lost is not undone", async () => {
+  let a = await startNode("node-a", { env: OFF });
+  let b = await startNode("node-b", { seeds: [a.url], env: OFF });
+  const nodes = [a, b];
+  try {
+    await allAlive(nodes);
+    const s3a = s3Client(a.server);
+    await s3a.send(new CreateBucketCommand({ Bucket: "gone" }));
+    await s3a.send(versioned("gone"));
+    await s3a.send(new CreateBucketCommand({ Bucket: "held", ObjectLockEnabledForBucket: true }));
+    const put = (Bucket: string, Key: string) =>
+      s3a.send(new PutObjectCommand({ Bucket, Key, Body: Key }));
+    const first = await put("gone", "d");
+    const second = await put("gone", "d");
+    const held = await put("held", "h");
+    await eventually(
+      "b has them",
+      async () => [
+        ...await versionIds(s3Client(b.server), "gone", "d").catch(() => []),
+        ...await versionIds(s3Client(b.server), "held", "h").catch(() => []),
+      ],
+      (ids) => ids.length === 3,
+    );
+    // While b is down, a deletes the first version of d and the version of h; a's queue rows of
+    // the deletions are lost.
+    await b.server.stop();
+    await s3a.send(
+      new DeleteObjectCommand({ Bucket: "gone", Key: "d", VersionId: first.VersionId }),
+    );
+    await s3a.send(
+      new DeleteObjectCommand({ Bucket: "held", Key: "h", VersionId: held.VersionId }),
+    );
+    await a.server.stop();
+    const db = new DatabaseSync(`${a.dataDir}/meta.db`);
+    const lost = db.prepare("DELETE FROM cluster_object_changes WHERE op = 'delete'").run();
+    assertEquals(Number(lost.changes), 2);
+    db.close();
+    a = await startNode("node-a", { port: a.port, dataDir: a.dataDir, env: OFF });
+    b = await startNode("node-b", { port: b.port, dataDir: b.dataDir, seeds: [a.url], env: OFF });
+    nodes.splice(0, 2, a, b);
+    await allAlive(nodes);
+    const s3b = s3Client(b.server);
+    // b's copy of h is under legal hold there (set after the deletion: a no longer holds h).
+    await s3b.send(
+      new PutObjectLegalHoldCommand({
+        Bucket: "held",
+        Key: "h",
+        VersionId: held.VersionId,
+        LegalHold: { Status: "ON" },
+      }),
+    );
+    assertEquals(await versionIds(s3b, "gone", "d"), [first.VersionId!, second.VersionId!].sort());
+    // b's pass would have sent them back to a; it removes its copy of d's first version instead,
+    // and keeps h (its Object Lock decides, as for a replicated deletion).
+    const pass = await runPass(b);
+    assertEquals([pass.repaired, pass.deleted, pass.failed], [0, 1, 1]);
+    for (const s of [s3a, s3b]) {
+      assertEquals(await versionIds(s, "gone", "d"), [second.VersionId!]);
+    }
+    assertEquals(await versionIds(s3b, "held", "h"), [held.VersionId!]);
+    assertEquals(await versionIds(s3a, "held", "h"), []);
+    // a's pass has nothing to send or remove for d.
+    const back = await runPass(a);
+    assertEquals([back.repaired, back.deleted], [0, 0]);
+    const status = await antiEntropyStatus(b);
+    assertEquals(status.deleted_total, 1);
+    const metrics = await (await fetch(`${b.url}/metrics`, { headers: ADMIN })).text();
+    assert(/^store_cluster_anti_entropy_deleted_total 1$/m.test(metrics), metrics);
   } finally {
     await stopAll(nodes);
   }

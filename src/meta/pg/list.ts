@@ -4,6 +4,7 @@
 // sqlite_list.ts and sqlite_versions.ts, whose logic this follows query for query).
 import type { Row } from "postgres";
 import { compareKeys, prefixSuccessor } from "../keys.ts";
+import { parseStamps } from "../version_stamps.ts";
 import type {
   ListPage,
   ListQuery,
@@ -90,6 +91,7 @@ function toEntry(row: Row): VersionEntry {
     etag: row.etag,
     lastModified: row.last_modified,
     owner: row.owner,
+    ...(row.stamps ? { stamps: parseStamps(JSON.parse(row.stamps)) } : {}),
   };
 }
 
@@ -152,7 +154,7 @@ export async function listVersions(
 }
 
 const VERSION_ENTRY =
-  "key, version_id, seq, is_latest, delete_marker, size, etag, last_modified, owner";
+  "key, version_id, seq, is_latest, delete_marker, size, etag, last_modified, owner, stamps";
 
 async function scanVersions(
   q: Q,

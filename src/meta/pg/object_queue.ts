@@ -22,6 +22,18 @@ export const OBJECT_QUEUE_DDL = `
   ALTER TABLE versions ADD COLUMN replication TEXT;
 `;
 
+/** Versions removed while clustering is on, and when (see the SQLite migration). */
+export const TOMBSTONES_DDL = `
+  CREATE TABLE cluster_tombstones (
+    bucket TEXT COLLATE "C" NOT NULL,
+    key TEXT COLLATE "C" NOT NULL,
+    version_id TEXT NOT NULL,
+    deleted_at BIGINT NOT NULL,
+    PRIMARY KEY (bucket, key, version_id)
+  );
+  CREATE INDEX cluster_tombstones_by_time ON cluster_tombstones(deleted_at);
+`;
+
 /** The advisory lock that orders queue positions (an arbitrary constant of this store). */
 const OBJECT_QUEUE_LOCK = 0x53540c2;
 
@@ -77,6 +89,34 @@ export class PgObjectQueue {
     const result = await q`
       DELETE FROM cluster_object_changes WHERE seq <= ${upTo}
         AND seq < (SELECT max(seq) FROM cluster_object_changes)`;
+    return result.count;
+  }
+
+  /** Records a version removed now (in the removal's transaction). */
+  async tombstone(
+    q: Q,
+    v: { bucket: string; key: string; versionId: string },
+    at: number,
+  ): Promise<void> {
+    await q`
+      INSERT INTO cluster_tombstones (bucket, key, version_id, deleted_at)
+      VALUES (${v.bucket}, ${v.key}, ${v.versionId}, ${at})
+      ON CONFLICT (bucket, key, version_id)
+        DO UPDATE SET deleted_at = GREATEST(cluster_tombstones.deleted_at, excluded.deleted_at)`;
+  }
+
+  async tombstoneOf(
+    q: Queryable,
+    v: { bucket: string; key: string; versionId: string },
+  ): Promise<number | undefined> {
+    const [row] = await q`
+      SELECT deleted_at FROM cluster_tombstones
+      WHERE bucket = ${v.bucket} AND key = ${v.key} AND version_id = ${v.versionId}`;
+    return row ? num(row.deleted_at) : undefined;
+  }
+
+  async pruneTombstones(q: Queryable, before: number): Promise<number> {
+    const result = await q`DELETE FROM cluster_tombstones WHERE deleted_at < ${before}`;
     return result.count;
   }
 

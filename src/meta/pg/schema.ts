@@ -14,7 +14,7 @@ import { EVENTS_DDL } from "./events.ts";
 import { SHARES_DDL } from "./shares.ts";
 import { STS_DDL } from "./sts.ts";
 import { USERS_DDL } from "./users.ts";
-import { OBJECT_QUEUE_DDL } from "./object_queue.ts";
+import { OBJECT_QUEUE_DDL, TOMBSTONES_DDL } from "./object_queue.ts";
 import { HOLDINGS_DDL } from "./holdings.ts";
 
 /** The advisory lock id of migrations (any constant unlikely to be used by others). */
@@ -222,6 +222,8 @@ export const MIGRATIONS: string[] = [
   CLUSTER_USERS_DDL,
   // The cluster's queue of bearer tokens and shares.
   CLUSTER_RECORDS_DDL,
+  // Versions removed while clustering is on (anti-entropy's tombstones).
+  TOMBSTONES_DDL,
 ];
 
 /** Applies the migrations not applied yet; returns how many there are in all. */

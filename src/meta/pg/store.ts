@@ -560,6 +560,16 @@ export class PgMetaStore implements MetaStore {
     return this.#tx((tx) => this.#objectQueue.setStatus(tx, t, status));
   }
 
+  versionTombstone(
+    t: { bucket: string; key: string; versionId: string },
+  ): Promise<number | undefined> {
+    return this.#read((q) => this.#objectQueue.tombstoneOf(q, t));
+  }
+
+  pruneTombstones(before: number): Promise<number> {
+    return this.#tx((tx) => this.#objectQueue.pruneTombstones(tx, before));
+  }
+
   listKmsKeys(): Promise<KmsKeyRecord[]> {
     return this.#read((q) => this.#kms.list(q));
   }

@@ -212,6 +212,8 @@ export class PgVersions {
     }
     if (removed.data.kind === "chunks") refs.drop(await this.chunks.unlink(q, removed.data.vid));
     if (this.queue && !item.replica) await this.queue.append(q, "delete", item);
+    // Replicas' removals too: anti-entropy asks about any version this node once held.
+    if (this.queue) await this.queue.tombstone(q, item, Date.now());
     return removed;
   }
 
