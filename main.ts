@@ -328,6 +328,7 @@ async function start() {
     windowMs: config.signInWindow * 1000,
   });
   const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
+  if (cluster && ldap) cluster.mappingsChanged = () => ldap.mappingsChanged();
   const bucketLog = new BucketLogger({
     layer,
     sseKeys,

@@ -94,6 +94,8 @@ export class ClusterNode {
   readonly #started = Date.now();
   /** Anti-entropy passes (src/cluster/anti_entropy.ts); `antiEntropy.runNow()` runs one. */
   readonly antiEntropy: AntiEntropy;
+  /** Called when a directory access mapping from another node was taken (the LDAP cache). */
+  mappingsChanged?: () => void;
 
   constructor(
     readonly config: ClusterConfig,
@@ -152,6 +154,8 @@ export class ClusterNode {
           ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
           body,
         }),
+      sealer,
+      this.#wire,
       undefined,
       config.heartbeatMs * 5,
     );
@@ -578,13 +582,22 @@ export class ClusterNode {
     return outcomes;
   }
 
-  /** Tokens and shares from another node, each taken when its stamp is newer. */
+  /** Tokens, shares, sessions and mappings from another node, each taken when newer. */
   async #applyRecords(changes: unknown) {
-    const states = Array.isArray(changes) ? changes.map(parseRecordState) : [undefined];
+    const states = Array.isArray(changes)
+      ? changes.map((c) => parseRecordState(c, this.#sealer, this.#wire))
+      : [undefined];
     if (states.some((s) => s === undefined)) {
-      throw new ApiError(400, "invalid_message", "A token or share change is malformed.");
+      throw new ApiError(
+        400,
+        "invalid_message",
+        "A token, share, session or mapping is malformed.",
+      );
     }
     const results = await Promise.all(states.map((s) => this.queue.applyRecordState(s!)));
+    if (states.some((s, i) => s!.kind === "mapping" && results[i] === "applied")) {
+      this.mappingsChanged?.();
+    }
     const scope = currentAudit();
     if (scope) scope.routine = true;
     return {

@@ -23,7 +23,7 @@ import { SqliteClusterUsers } from "./sqlite_cluster_users.ts";
 import { SqliteClusterRecords } from "./sqlite_cluster_records.ts";
 import { changedItems, type UserChange, type UserState } from "./user_stamps.ts";
 import { SqliteObjectQueue } from "./sqlite_object_queue.ts";
-import { MissingBucketError } from "./store.ts";
+import { mappingId, MissingBucketError, NO_EXPIRY } from "./store.ts";
 import type {
   AuditQuery,
   BatchDelete,
@@ -1005,7 +1005,7 @@ export class SqliteMetaStore implements MetaStore {
     return this.#change(() => {
       this.#users.createToken(token);
       if (this.#replicating) {
-        this.#clusterRecords.changed("token", token.hash, token.expiresAt, token.userId);
+        this.#clusterRecords.changed("token", token.hash, token.expiresAt);
       }
     });
   }
@@ -1019,7 +1019,7 @@ export class SqliteMetaStore implements MetaStore {
       const token = this.#replicating ? this.#clusterRecords.current("token", hash) : null;
       const deleted = this.#users.deleteToken(hash);
       if (deleted && token) {
-        this.#clusterRecords.changed("token", hash, token.expiresAt, (token as TokenRecord).userId);
+        this.#clusterRecords.changed("token", hash, (token as TokenRecord).expiresAt);
       }
       return deleted;
     }, (r) => r ? {} : undefined);
@@ -1030,7 +1030,12 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   createSession(session: SessionRecord): Promise<void> {
-    return this.#change(() => this.#sts.createSession(session));
+    return this.#change(() => {
+      this.#sts.createSession(session);
+      if (this.#replicating) {
+        this.#clusterRecords.changed("session", session.accessKey, session.expiresAt);
+      }
+    });
   }
 
   getSession(accessKey: string): Promise<SessionRecord | undefined> {
@@ -1038,14 +1043,22 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   putLdapMapping(mapping: LdapMapping): Promise<void> {
-    return this.#change(() => this.#sts.putMapping(mapping));
+    return this.#change(() => {
+      this.#sts.putMapping(mapping);
+      if (this.#replicating) {
+        this.#clusterRecords.changed("mapping", mappingId(mapping.kind, mapping.name), NO_EXPIRY);
+      }
+    });
   }
 
   deleteLdapMapping(kind: LdapMapping["kind"], name: string): Promise<boolean> {
-    return this.#change(
-      () => this.#sts.deleteMapping(kind, name),
-      (deleted) => deleted ? {} : undefined,
-    );
+    return this.#change(() => {
+      const deleted = this.#sts.deleteMapping(kind, name);
+      if (deleted && this.#replicating) {
+        this.#clusterRecords.changed("mapping", mappingId(kind, name), NO_EXPIRY);
+      }
+      return deleted;
+    }, (deleted) => deleted ? {} : undefined);
   }
 
   listLdapMappings(): Promise<LdapMapping[]> {

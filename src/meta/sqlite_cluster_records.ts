@@ -1,10 +1,12 @@
-// The cluster's queue of bearer tokens and shares in SQLite (tables cluster_records and
-// cluster_record_cursors; see RecordReplicationQueue in store.ts): one row per token or share with
-// the stamp of its last change; writes run inside the caller's transaction.
+// The cluster's queue of bearer tokens, shares, token-service sessions and directory access
+// mappings in SQLite (tables cluster_records and cluster_record_cursors; see
+// RecordReplicationQueue in store.ts): one row per record with the stamp of its last change;
+// writes run inside the caller's transaction.
 import type { SQLInputValue, StatementSync } from "node:sqlite";
-import type { ChangeStamp, RecordChange, ReplicatedRecord } from "./store.ts";
+import { type ChangeStamp, mappingKey, type RecordChange, type ReplicatedRecord } from "./store.ts";
 import { toToken } from "./sqlite_users.ts";
 import { toShare } from "./sqlite_shares.ts";
+import { SqliteSts } from "./sqlite_sts.ts";
 import { newerStamp } from "./version_stamps.ts";
 
 type Row = Record<string, SQLInputValue>;
@@ -12,8 +14,12 @@ type Prepare = (sql: string) => StatementSync;
 type Kind = ReplicatedRecord["kind"];
 
 export class SqliteClusterRecords {
+  readonly #sts: SqliteSts;
+
   /** `node`: this node's id, the stamp of its own changes. */
-  constructor(readonly stmt: Prepare, readonly node: string) {}
+  constructor(readonly stmt: Prepare, readonly node: string) {
+    this.#sts = new SqliteSts(stmt);
+  }
 
   #stamp(kind: Kind, id: string): ChangeStamp | undefined {
     const row = this.stmt(
@@ -33,15 +39,16 @@ export class SqliteClusterRecords {
     ).run(kind, id, Date.now(), stamp.ms, stamp.node, expiresAt);
   }
 
-  /** A change made here; a token only when it is a user's (not the administrator's, ...). */
-  changed(kind: Kind, id: string, expiresAt: number, userId?: string): void {
-    if (userId !== undefined && !this.stmt("SELECT 1 FROM users WHERE id = ?").get(userId)) return;
+  /** A change made here. */
+  changed(kind: Kind, id: string, expiresAt: number): void {
     const latest = this.#stamp(kind, id)?.ms ?? 0;
     this.#enqueue(kind, id, { ms: Math.max(Date.now(), latest + 1), node: this.node }, expiresAt);
   }
 
-  /** The token or share as stored now (inside a change's transaction, before it). */
+  /** The record as stored now (inside a change's transaction, before it); null when none. */
   current(kind: Kind, id: string) {
+    if (kind === "session") return this.#sts.getSession(id) ?? null;
+    if (kind === "mapping") return this.#sts.getMapping(...mappingKey(id)) ?? null;
     const row = kind === "token"
       ? this.stmt("SELECT * FROM tokens WHERE hash = ?").get(id)
       : this.stmt("SELECT * FROM shares WHERE id = ?").get(id);
@@ -68,7 +75,13 @@ export class SqliteClusterRecords {
 
   apply(s: ReplicatedRecord): "applied" | "stale" {
     if (!newerStamp(s.stamp, this.#stamp(s.kind, s.id))) return "stale";
-    if (s.kind === "token") {
+    if (s.kind === "session") {
+      if (s.value === null) this.#sts.deleteSession(s.id);
+      else this.#sts.saveSession(s.value);
+    } else if (s.kind === "mapping") {
+      if (s.value === null) this.#sts.deleteMapping(...mappingKey(s.id));
+      else this.#sts.putMapping(s.value);
+    } else if (s.kind === "token") {
       const t = s.value;
       if (t === null) this.stmt("DELETE FROM tokens WHERE hash = ?").run(s.id);
       else {

@@ -211,6 +211,11 @@ export class LdapService {
     });
   }
 
+  /** The mappings changed in the metadata (replicated from another node): read them again. */
+  mappingsChanged(): void {
+    this.#mappings = undefined;
+  }
+
   async putMapping(mapping: LdapMapping): Promise<void> {
     await this.meta.putLdapMapping(mapping);
     this.#mappings = undefined;

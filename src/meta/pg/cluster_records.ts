@@ -1,10 +1,17 @@
-// The cluster's queue of bearer tokens and shares in PostgreSQL (see RecordReplicationQueue in
-// store.ts); behaves as src/meta/sqlite_cluster_records.ts. Writes run inside the caller's
-// transaction; each enqueue takes an advisory lock, so queue positions commit in order.
-import type { ChangeStamp, RecordChange, ReplicatedRecord } from "../store.ts";
+// The cluster's queue of bearer tokens, shares, sessions and directory mappings in PostgreSQL
+// (see RecordReplicationQueue in store.ts); behaves as src/meta/sqlite_cluster_records.ts. Writes
+// run inside the caller's transaction; each enqueue takes an advisory lock, so queue positions
+// commit in order.
+import {
+  type ChangeStamp,
+  mappingKey,
+  type RecordChange,
+  type ReplicatedRecord,
+} from "../store.ts";
 import { toToken } from "./users.ts";
 import { toShare } from "./shares.ts";
 import { newerStamp } from "../version_stamps.ts";
+import { PgSts } from "./sts.ts";
 import { num, type Queryable, type Tx } from "./sql.ts";
 
 export const CLUSTER_RECORDS_DDL = `
@@ -32,6 +39,8 @@ const RECORD_LOCK = 0x5356;
 
 type Kind = ReplicatedRecord["kind"];
 
+const sts = new PgSts();
+
 export class PgClusterRecords {
   /** `node`: this node's id, the stamp of its own changes. */
   constructor(readonly node: string) {}
@@ -53,19 +62,17 @@ export class PgClusterRecords {
         expires_at = excluded.expires_at`;
   }
 
-  /** A change made here; a token only when it is a user's (not the administrator's, ...). */
-  async changed(tx: Tx, kind: Kind, id: string, expiresAt: number, userId?: string) {
-    if (userId !== undefined) {
-      const [user] = await tx`SELECT 1 FROM users WHERE id = ${userId}`;
-      if (!user) return;
-    }
+  /** A change made here. */
+  async changed(tx: Tx, kind: Kind, id: string, expiresAt: number) {
     const latest = (await this.#stamp(tx, kind, id))?.ms ?? 0;
     const stamp = { ms: Math.max(Date.now(), latest + 1), node: this.node };
     await this.#enqueue(tx, kind, id, stamp, expiresAt);
   }
 
-  /** The token or share as stored now (inside a change's transaction, before it). */
+  /** The record as stored now (inside a change's transaction, before it). */
   async current(q: Queryable, kind: Kind, id: string) {
+    if (kind === "session") return (await sts.getSession(q, id)) ?? null;
+    if (kind === "mapping") return (await sts.getMapping(q, ...mappingKey(id))) ?? null;
     const [row] = kind === "token"
       ? await q`SELECT * FROM tokens WHERE hash = ${id}`
       : await q`SELECT * FROM shares WHERE id = ${id}`;
@@ -100,7 +107,13 @@ export class PgClusterRecords {
   async apply(tx: Tx, s: ReplicatedRecord): Promise<"applied" | "stale"> {
     await this.lock(tx, s.kind, s.id);
     if (!newerStamp(s.stamp, await this.#stamp(tx, s.kind, s.id))) return "stale";
-    if (s.kind === "token") {
+    if (s.kind === "session") {
+      if (s.value === null) await sts.deleteSession(tx, s.id);
+      else await sts.saveSession(tx, s.value);
+    } else if (s.kind === "mapping") {
+      if (s.value === null) await sts.deleteMapping(tx, ...mappingKey(s.id));
+      else await sts.putMapping(tx, s.value);
+    } else if (s.kind === "token") {
       const t = s.value;
       if (t === null) await tx`DELETE FROM tokens WHERE hash = ${s.id}`;
       else {

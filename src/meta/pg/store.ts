@@ -33,9 +33,11 @@ import {
   type LdapMapping,
   type ListPage,
   type ListQuery,
+  mappingId,
   type MetaStore,
   MissingBucketError,
   type NewJob,
+  NO_EXPIRY,
   type ObjectChange,
   type ObjectVersion,
   type OutboxEvent,
@@ -914,13 +916,7 @@ export class PgMetaStore implements MetaStore {
     return this.#change(async (tx) => {
       await this.#users.createToken(tx, token);
       if (this.#replicating) {
-        await this.#clusterRecords.changed(
-          tx as Tx,
-          "token",
-          token.hash,
-          token.expiresAt,
-          token.userId,
-        );
+        await this.#clusterRecords.changed(tx as Tx, "token", token.hash, token.expiresAt);
       }
     });
   }
@@ -937,7 +933,7 @@ export class PgMetaStore implements MetaStore {
         : null;
       const deleted = await this.#users.deleteToken(tx, hash);
       if (deleted && token) {
-        await this.#clusterRecords.changed(tx as Tx, "token", hash, token.expiresAt, token.userId);
+        await this.#clusterRecords.changed(tx as Tx, "token", hash, token.expiresAt);
       }
       return deleted;
     }, (r) => r ? {} : undefined);
@@ -948,7 +944,17 @@ export class PgMetaStore implements MetaStore {
   }
 
   createSession(session: SessionRecord): Promise<void> {
-    return this.#change((tx) => this.#sts.createSession(tx, session));
+    return this.#change(async (tx) => {
+      await this.#sts.createSession(tx, session);
+      if (this.#replicating) {
+        await this.#clusterRecords.changed(
+          tx as Tx,
+          "session",
+          session.accessKey,
+          session.expiresAt,
+        );
+      }
+    });
   }
 
   getSession(accessKey: string): Promise<SessionRecord | undefined> {
@@ -956,14 +962,24 @@ export class PgMetaStore implements MetaStore {
   }
 
   putLdapMapping(mapping: LdapMapping): Promise<void> {
-    return this.#change((tx) => this.#sts.putMapping(tx, mapping));
+    return this.#change(async (tx) => {
+      const id = mappingId(mapping.kind, mapping.name);
+      if (this.#replicating) await this.#clusterRecords.lock(tx as Tx, "mapping", id);
+      await this.#sts.putMapping(tx, mapping);
+      if (this.#replicating) await this.#clusterRecords.changed(tx as Tx, "mapping", id, NO_EXPIRY);
+    });
   }
 
   deleteLdapMapping(kind: LdapMapping["kind"], name: string): Promise<boolean> {
-    return this.#change(
-      (tx) => this.#sts.deleteMapping(tx, kind, name),
-      (deleted) => deleted ? {} : undefined,
-    );
+    return this.#change(async (tx) => {
+      const id = mappingId(kind, name);
+      if (this.#replicating) await this.#clusterRecords.lock(tx as Tx, "mapping", id);
+      const deleted = await this.#sts.deleteMapping(tx, kind, name);
+      if (deleted && this.#replicating) {
+        await this.#clusterRecords.changed(tx as Tx, "mapping", id, NO_EXPIRY);
+      }
+      return deleted;
+    }, (deleted) => deleted ? {} : undefined);
   }
 
   listLdapMappings(): Promise<LdapMapping[]> {
