@@ -368,7 +368,7 @@ async function start() {
   setBodyTimeout(config.bodyTimeout * 1000);
   const server = listen(config, tlsPair, handler);
   ops.metrics.countConnections(() => server.open);
-  cluster?.start();
+  await cluster?.start();
 
   const tightening = tightenInBackground([config.dataDir, ...drives.list.map((d) => d.path)]);
   const sweep = sweepDrives(chunks, startedAt).then(

@@ -94,6 +94,9 @@ export class ClusterNode {
   readonly #started = Date.now();
   /** Anti-entropy passes (src/cluster/anti_entropy.ts); `antiEntropy.runNow()` runs one. */
   readonly antiEntropy: AntiEntropy;
+  /** The member list as last saved (JSON), and the save on its way (one at a time). */
+  #savedList = "";
+  #saving: Promise<void> = Promise.resolve();
   /** Called when a directory access mapping from another node was taken (the LDAP cache). */
   mappingsChanged?: () => void;
 
@@ -216,7 +219,19 @@ export class ClusterNode {
     };
   }
 
-  start(): void {
+  /** Starts with the member list saved before (its nodes get heartbeats before any seed answers). */
+  async start(): Promise<void> {
+    try {
+      const saved = await this.queue.loadClusterMembers(this.config.nodeId);
+      this.membership.restore(saved);
+      this.#savedList = JSON.stringify(this.membership.saved());
+      log("info", "Cluster member list loaded", {
+        members: saved.members.length,
+        forgotten: saved.forgotten.length,
+      });
+    } catch (err) {
+      log("warn", "Loading the saved member list failed", { error: String(err) });
+    }
     log("info", "Cluster node started", {
       node: this.config.nodeId,
       url: this.config.advertiseUrl,
@@ -243,6 +258,7 @@ export class ClusterNode {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    await this.#saveMembers();
     await Promise.all([
       this.#replicator.stop(),
       this.#objects.stop(),
@@ -314,6 +330,8 @@ export class ClusterNode {
       }
     }
     this.membership.forget(id, at);
+    // Kept before the answer: a restart of this node right after does not undo it.
+    await this.#saveMembers();
     await this.queue.forgetReplicationNode(id);
     await this.shared?.forget(id);
     log("info", "Cluster node forgotten", { node: id });
@@ -613,6 +631,22 @@ export class ClusterNode {
     if (added > 0) log("info", "Cluster nodes learned", { added });
   }
 
+  /** Saves the member list when it changed since the last save. */
+  #saveMembers(): Promise<void> {
+    this.#saving = this.#saving.then(async () => {
+      const list = this.membership.saved();
+      const json = JSON.stringify(list);
+      if (json === this.#savedList) return;
+      try {
+        await this.queue.saveClusterMembers(this.config.nodeId, list);
+        this.#savedList = json;
+      } catch (err) {
+        log("warn", "Saving the member list failed", { error: String(err) });
+      }
+    });
+    return this.#saving;
+  }
+
   /**
    * One round: join through seeds not known yet, heartbeat every known node. Rounds start every
    * heartbeat interval whatever the calls of the last one do; a node whose call is still on its
@@ -620,6 +654,7 @@ export class ClusterNode {
    */
   #tick(): void {
     if (this.#stopped) return;
+    void this.#saveMembers();
     const timeoutMs = Math.max(1000, this.config.heartbeatMs);
     for (const url of this.config.seeds) {
       if (this.#joinedSeeds.has(url) || this.membership.knowsUrl(url)) continue;

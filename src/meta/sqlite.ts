@@ -21,6 +21,7 @@ import { SqliteSts } from "./sqlite_sts.ts";
 import { type BucketItem, SqliteCluster } from "./sqlite_cluster.ts";
 import { SqliteClusterUsers } from "./sqlite_cluster_users.ts";
 import { SqliteClusterRecords } from "./sqlite_cluster_records.ts";
+import { SqliteClusterMembers } from "./sqlite_cluster_members.ts";
 import { changedItems, type UserChange, type UserState } from "./user_stamps.ts";
 import { SqliteObjectQueue } from "./sqlite_object_queue.ts";
 import { mappingId, MissingBucketError, NO_EXPIRY } from "./store.ts";
@@ -68,7 +69,13 @@ import type {
   VersionListQuery,
   WriteRecords,
 } from "./store.ts";
-import type { ObjectChange, RecordChange, ReplicatedRecord, ReplicationStatus } from "./store.ts";
+import type {
+  ObjectChange,
+  RecordChange,
+  ReplicatedRecord,
+  ReplicationStatus,
+  SavedMembers,
+} from "./store.ts";
 import {
   keepNewerParts,
   mergeParts,
@@ -158,6 +165,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #cluster: SqliteCluster;
   readonly #clusterUsers: SqliteClusterUsers;
   readonly #clusterRecords: SqliteClusterRecords;
+  readonly #clusterMembers: SqliteClusterMembers;
   readonly #objectQueue: SqliteObjectQueue;
   /** Bucket changes are queued for the other nodes (clustering is on). */
   readonly #replicating: boolean;
@@ -193,6 +201,7 @@ export class SqliteMetaStore implements MetaStore {
       opts.clusterNode ?? "",
     );
     this.#objectQueue = new SqliteObjectQueue((sql) => this.#stmt(sql));
+    this.#clusterMembers = new SqliteClusterMembers((sql) => this.#stmt(sql));
   }
 
   /**
@@ -1288,6 +1297,14 @@ export class SqliteMetaStore implements MetaStore {
 
   pruneRecordChanges(nodes: string[], now: number): Promise<number> {
     return this.#batch.run(() => this.#clusterRecords.prune(nodes, now));
+  }
+
+  loadClusterMembers(owner: string): Promise<SavedMembers> {
+    return Promise.resolve(this.#clusterMembers.load(owner));
+  }
+
+  saveClusterMembers(owner: string, list: SavedMembers): Promise<void> {
+    return this.#batch.run(() => this.#clusterMembers.save(owner, list));
   }
 
   countShareDownload(id: string): Promise<boolean> {

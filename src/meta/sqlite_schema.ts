@@ -477,4 +477,16 @@ export const MIGRATIONS: string[] = [
     seq INTEGER NOT NULL
   );
   `,
+  `
+  -- Each node's member list and the nodes an administrator forgot (src/cluster/membership.ts),
+  -- kept across restarts (owner: the node's id): a member has its URL, a forgotten node the time
+  -- it was forgotten.
+  CREATE TABLE cluster_members (
+    owner TEXT NOT NULL,
+    id TEXT NOT NULL,
+    url TEXT,
+    forgotten_at INTEGER,
+    PRIMARY KEY (owner, id)
+  );
+  `,
 ];

@@ -771,6 +771,20 @@ export interface ChunkGuard {
   collectChunk(id: string, remove: () => Promise<void>): Promise<void>;
 }
 
+/** A node's member list and the nodes forgotten by an administrator, kept across its restarts. */
+export interface SavedMembers {
+  members: { id: string; url: string }[];
+  forgotten: { id: string; at: number }[];
+}
+
+/** Where a cluster node keeps its member list (clustering only). */
+export interface MemberListStore {
+  /** The list node `owner` saved last; empty lists when none. */
+  loadClusterMembers(owner: string): Promise<SavedMembers>;
+  /** Replaces the list node `owner` saved. */
+  saveClusterMembers(owner: string, list: SavedMembers): Promise<void>;
+}
+
 export interface MetaStore
   extends
     EventLog,
@@ -780,6 +794,7 @@ export interface MetaStore
     ObjectReplicationQueue,
     UserReplicationQueue,
     RecordReplicationQueue,
+    MemberListStore,
     ChunkGuard {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;

@@ -46,6 +46,7 @@ import {
   type RecordChange,
   type ReplicatedRecord,
   type Retention,
+  type SavedMembers,
   type SessionRecord,
   type ShareRecord,
   type StoredEvent,
@@ -67,6 +68,7 @@ import { PgChunks, RefChanges } from "./chunks.ts";
 import { PgErrors } from "./errors.ts";
 import { PgEvents } from "./events.ts";
 import { PgShares } from "./shares.ts";
+import { PgClusterMembers } from "./cluster_members.ts";
 import { PgSts } from "./sts.ts";
 import { PgUsers, toUser } from "./users.ts";
 import { openPool, type Q, type Sql } from "./connect.ts";
@@ -126,6 +128,7 @@ export class PgMetaStore implements MetaStore {
   readonly #clusterUsers: PgClusterUsers;
   readonly #clusterRecords: PgClusterRecords;
   readonly #objectQueue = new PgObjectQueue();
+  readonly #clusterMembers = new PgClusterMembers();
   /** Chunk holdings of the cluster nodes sharing this database (src/cluster/shared_meta.ts). */
   readonly sharedHoldings = new PgHoldings((fn) => this.#read(fn));
   /** Bucket changes are queued for the other nodes (clustering is on). */
@@ -1077,6 +1080,14 @@ export class PgMetaStore implements MetaStore {
 
   pruneRecordChanges(nodes: string[], now: number): Promise<number> {
     return this.#tx((tx) => this.#clusterRecords.prune(tx, nodes, now));
+  }
+
+  loadClusterMembers(owner: string): Promise<SavedMembers> {
+    return this.#read((q) => this.#clusterMembers.load(q, owner));
+  }
+
+  saveClusterMembers(owner: string, list: SavedMembers): Promise<void> {
+    return this.#tx((tx) => this.#clusterMembers.save(tx, owner, list));
   }
 
   countShareDownload(id: string): Promise<boolean> {
