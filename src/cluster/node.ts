@@ -173,11 +173,13 @@ export class ClusterNode {
       );
       this.shared = shared;
       layer.chunks.resolver = shared;
-      // Nodes sharing the database share the rows: nothing to send them.
-      this.#replicator.skip = (node) => shared.isShared(node);
-      this.#objects.skip = (node) => shared.isShared(node);
-      this.#users.skip = (node) => shared.isShared(node);
-      this.#records.skip = (node) => shared.isShared(node);
+      // Nodes sharing the database share the rows: nothing to send them; to the others, one of
+      // the nodes sharing it sends (they share the queues and cursors too).
+      const skip = (node: string) => shared.isShared(node) || !shared.sendsToOthers();
+      this.#replicator.skip = skip;
+      this.#objects.skip = skip;
+      this.#users.skip = skip;
+      this.#records.skip = skip;
     }
     const answers = new AntiEntropyAnswers(queue);
     this.antiEntropy = new AntiEntropy({
@@ -191,7 +193,8 @@ export class ClusterNode {
           body: { type: "buckets", changes },
         }),
       sendVersion: (node, url, target) => this.#objects.repair(node, url, target),
-      skip: (node) => this.shared?.isShared(node) ?? false,
+      skip: (node) =>
+        this.shared ? this.shared.isShared(node) || !this.shared.sendsToOthers() : false,
     }, { intervalMs: config.antiEntropyMs, rate: config.antiEntropyRate });
     this.#routes = {
       join: { method: "POST", run: (call, json) => this.#joined(call, json) },

@@ -1,0 +1,153 @@
+// A mixed cluster: two nodes sharing one PostgreSQL metadata database and a third keeping its
+// own (SQLite). Buckets, objects and users written on any node reach all three; the nodes on the
+// database receive the third's changes as rows (one database), their bytes follow by fetch, and
+// only one of them sends the shared queues to the third.
+import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListBucketsCommand,
+  PutObjectCommand,
+  S3Client,
+} from "@aws-sdk/client-s3";
+import { adminApi, createUser, type TestUser } from "./access_helpers.ts";
+import { assertEquals } from "./assert.ts";
+import {
+  type ClusterNodeProcess,
+  eventually,
+  seenBy,
+  startNode,
+  stopAll,
+} from "./cluster_helpers.ts";
+import { startPgMeta } from "./postgres_meta_helpers.ts";
+import { REGION, s3Client } from "./server.ts";
+
+const MASTER_KEY = "cd".repeat(32);
+
+function as(node: ClusterNodeProcess, user: TestUser): S3Client {
+  return new S3Client({
+    endpoint: node.url,
+    region: REGION,
+    forcePathStyle: true,
+    credentials: { accessKeyId: user.accessKey, secretAccessKey: user.secret },
+    maxAttempts: 1,
+  });
+}
+
+/** The object's body on the node, or the error's name. */
+function read(node: ClusterNodeProcess, key: string): Promise<string> {
+  return s3Client(node.server).send(new GetObjectCommand({ Bucket: "mixed", Key: key }))
+    .then((o) => o.Body!.transformToString(), (e) => String(e.name));
+}
+
+Deno.test("cluster: two nodes on one PostgreSQL database and one on its own metadata", async (t) => {
+  const pg = await startPgMeta();
+  const url = await pg.database();
+  const sql = pg.query(url);
+  const shared = { STORE_META_URL: url, STORE_MASTER_KEY: MASTER_KEY };
+  const nodes: ClusterNodeProcess[] = [];
+  try {
+    const a = await startNode("node-a", { env: shared });
+    nodes.push(a);
+    const b = await startNode("node-b", { seeds: [a.url], env: shared });
+    nodes.push(b);
+    const c = await startNode("node-c", { seeds: [a.url] });
+    nodes.push(c);
+    for (const n of nodes) {
+      await eventually(
+        `${n.id} sees the others`,
+        () => seenBy(n),
+        (s) => s.length === 2 && s.every((x) => x.endsWith(":alive")),
+      );
+    }
+
+    await t.step("a bucket made on the node of its own reaches both on the database", async () => {
+      await s3Client(c.server).send(new CreateBucketCommand({ Bucket: "mixed" }));
+      for (const n of [a, b]) {
+        await eventually(
+          `mixed on ${n.id}`,
+          () =>
+            s3Client(n.server).send(new HeadBucketCommand({ Bucket: "mixed" })).then(
+              () => true,
+              () => false,
+            ),
+          Boolean,
+        );
+      }
+      // One row for both: the database holds the bucket once.
+      const [row] = await sql`SELECT count(*)::int AS n FROM buckets WHERE name = 'mixed'`;
+      assertEquals(row.n, 1);
+    });
+
+    await t.step("objects written on any node are read on all three", async () => {
+      const puts: [ClusterNodeProcess, string][] = [[a, "from-a"], [b, "from-b"], [c, "from-c"]];
+      for (const [n, key] of puts) {
+        await s3Client(n.server).send(
+          new PutObjectCommand({ Bucket: "mixed", Key: key, Body: `body of ${key}` }),
+        );
+      }
+      for (const [, key] of puts) {
+        for (const n of nodes) {
+          await eventually(`${key} on ${n.id}`, () => read(n, key), (x) => x === `body of ${key}`);
+        }
+      }
+      // Written on the database's nodes: COMPLETED once the third has it and both hold the bytes.
+      for (const key of ["from-a", "from-b"]) {
+        await eventually(
+          `${key} COMPLETED`,
+          () =>
+            s3Client(a.server).send(new HeadObjectCommand({ Bucket: "mixed", Key: key }))
+              .then((h) => h.ReplicationStatus),
+          (s) => s === "COMPLETED",
+        );
+      }
+      // One node of the database sent each (the lowest id alive): one replicated write on c.
+      for (const key of ["from-a", "from-b"]) {
+        const { json } = await adminApi(
+          c.server,
+          "GET",
+          `/audit?bucket=mixed&key_prefix=${key}&limit=1000`,
+        );
+        const received = (json!.entries as { principal: string }[])
+          .filter((e) => e.principal.startsWith("node:")).map((e) => e.principal);
+        assertEquals(received, ["node:node-a"], key);
+      }
+      const head = await s3Client(c.server).send(
+        new HeadObjectCommand({ Bucket: "mixed", Key: "from-a" }),
+      );
+      assertEquals(head.ReplicationStatus, "REPLICA");
+      // The third node's object is one version row in the database.
+      const [row] = await sql`
+        SELECT count(*)::int AS n FROM versions WHERE bucket = 'mixed' AND key = 'from-c'`;
+      assertEquals(row.n, 1);
+    });
+
+    await t.step("a deletion on the node of its own reaches the database", async () => {
+      await s3Client(c.server).send(new DeleteObjectCommand({ Bucket: "mixed", Key: "from-a" }));
+      for (const n of [a, b]) {
+        await eventually(
+          `from-a gone on ${n.id}`,
+          () => read(n, "from-a"),
+          (x) => x === "NoSuchKey",
+        );
+      }
+      await s3Client(a.server).send(new DeleteObjectCommand({ Bucket: "mixed", Key: "from-c" }));
+      await eventually(`from-c gone on c`, () => read(c, "from-c"), (x) => x === "NoSuchKey");
+    });
+
+    await t.step("users made on either side sign on the other", async () => {
+      const onB = await createUser(b.server, "bea");
+      const onC = await createUser(c.server, "cid");
+      const signs = (n: ClusterNodeProcess, u: TestUser) =>
+        as(n, u).send(new ListBucketsCommand({})).then(() => "ok", (e) => String(e.name));
+      for (const [n, u] of [[c, onB], [a, onC], [b, onC]] as const) {
+        await eventually(`${u.name} on ${n.id}`, () => signs(n, u), (x) => x === "ok");
+      }
+    });
+  } finally {
+    await stopAll(nodes);
+    await pg.dispose();
+  }
+});
