@@ -2,6 +2,7 @@
 // (see RecordReplicationQueue in store.ts); behaves as src/meta/sqlite_cluster_records.ts. Writes
 // run inside the caller's transaction; each enqueue takes an advisory lock, so queue positions
 // commit in order.
+import { PgQueueCursors } from "./queue_cursors.ts";
 import {
   type ChangeStamp,
   mappingKey,
@@ -41,9 +42,11 @@ type Kind = ReplicatedRecord["kind"];
 
 const sts = new PgSts();
 
-export class PgClusterRecords {
+export class PgClusterRecords extends PgQueueCursors {
   /** `node`: this node's id, the stamp of its own changes. */
-  constructor(readonly node: string) {}
+  constructor(readonly node: string) {
+    super("cluster_records", "cluster_record_cursors");
+  }
 
   async #stamp(q: Queryable, kind: Kind, id: string): Promise<ChangeStamp | undefined> {
     const [row] = await q`
@@ -143,36 +146,12 @@ export class PgClusterRecords {
     return "applied";
   }
 
-  async cursor(q: Queryable, node: string): Promise<number> {
-    const [row] = await q`SELECT seq FROM cluster_record_cursors WHERE node = ${node}`;
-    return row ? num(row.seq) : 0;
-  }
-
-  async setCursor(q: Queryable, node: string, seq: number): Promise<void> {
-    await q`
-      INSERT INTO cluster_record_cursors (node, seq) VALUES (${node}, ${seq})
-      ON CONFLICT (node) DO UPDATE SET seq = GREATEST(cluster_record_cursors.seq, excluded.seq)`;
-  }
-
-  async backlog(q: Queryable, after: number): Promise<{ depth: number; oldest?: number }> {
-    const [row] = await q`
-      SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_records
-      WHERE seq > ${after}`;
-    return { depth: num(row.depth), oldest: row.oldest === null ? undefined : num(row.oldest) };
-  }
-
   async prune(q: Queryable, nodes: string[], now: number): Promise<number> {
-    const rows = await q`SELECT node, seq FROM cluster_record_cursors`;
-    const cursors = new Map(rows.map((r) => [r.node as string, num(r.seq)]));
-    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
-    if (!(upTo > 0)) return 0;
+    const upTo = await this.received(q, nodes);
+    if (upTo === 0) return 0;
     const result = await q`
       DELETE FROM cluster_records WHERE seq <= ${upTo} AND expires_at < ${now}
         AND seq < (SELECT max(seq) FROM cluster_records)`;
     return result.count;
-  }
-
-  async forget(q: Queryable, node: string): Promise<boolean> {
-    return (await q`DELETE FROM cluster_record_cursors WHERE node = ${node}`).count > 0;
   }
 }
