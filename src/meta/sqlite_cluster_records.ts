@@ -2,6 +2,7 @@
 // mappings in SQLite (tables cluster_records and cluster_record_cursors; see
 // RecordReplicationQueue in store.ts): one row per record with the stamp of its last change;
 // writes run inside the caller's transaction.
+import { SqliteQueueCursors } from "./sqlite_queue_cursors.ts";
 import type { SQLInputValue, StatementSync } from "node:sqlite";
 import { type ChangeStamp, mappingKey, type RecordChange, type ReplicatedRecord } from "./store.ts";
 import { toToken } from "./sqlite_users.ts";
@@ -13,11 +14,12 @@ type Row = Record<string, SQLInputValue>;
 type Prepare = (sql: string) => StatementSync;
 type Kind = ReplicatedRecord["kind"];
 
-export class SqliteClusterRecords {
+export class SqliteClusterRecords extends SqliteQueueCursors {
   readonly #sts: SqliteSts;
 
   /** `node`: this node's id, the stamp of its own changes. */
-  constructor(readonly stmt: Prepare, readonly node: string) {
+  constructor(stmt: Prepare, readonly node: string) {
+    super(stmt, "cluster_records", "cluster_record_cursors");
     this.#sts = new SqliteSts(stmt);
   }
 
@@ -122,41 +124,14 @@ export class SqliteClusterRecords {
     return "applied";
   }
 
-  cursor(node: string): number {
-    const row = this.stmt("SELECT seq FROM cluster_record_cursors WHERE node = ?").get(node) as
-      | Row
-      | undefined;
-    return (row?.seq as number | undefined) ?? 0;
-  }
-
-  setCursor(node: string, seq: number): void {
-    this.stmt(
-      "INSERT INTO cluster_record_cursors (node, seq) VALUES (?, ?) " +
-        "ON CONFLICT(node) DO UPDATE SET seq = max(seq, excluded.seq)",
-    ).run(node, seq);
-  }
-
-  backlog(after: number): { depth: number; oldest?: number } {
-    const row = this.stmt(
-      "SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_records WHERE seq > ?",
-    ).get(after) as Row;
-    return { depth: row.depth as number, oldest: (row.oldest as number | null) ?? undefined };
-  }
-
   prune(nodes: string[], now: number): number {
-    const rows = this.stmt("SELECT node, seq FROM cluster_record_cursors").all() as Row[];
-    const cursors = new Map(rows.map((r) => [r.node as string, r.seq as number]));
-    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
-    if (!(upTo > 0)) return 0;
+    const upTo = this.received(nodes);
+    if (upTo === 0) return 0;
     return Number(
       this.stmt(
         "DELETE FROM cluster_records WHERE seq <= ? AND expires_at < ? " +
           "AND seq < (SELECT max(seq) FROM cluster_records)",
       ).run(upTo, now).changes,
     );
-  }
-
-  forget(node: string): boolean {
-    return this.stmt("DELETE FROM cluster_record_cursors WHERE node = ?").run(node).changes > 0;
   }
 }
