@@ -25,7 +25,8 @@ import type { ClusterConfig } from "./settings.ts";
 import { WINDOW_MS } from "./signature.ts";
 import type { BucketState, MetaStore } from "../meta/store.ts";
 import type { ObjectLayer } from "../object/layer.ts";
-import { BucketReplicator, parseBucketState } from "./replication.ts";
+import { BucketReplicator, type Deliver, parseBucketState } from "./replication.ts";
+import type { NodeRounds } from "./node_rounds.ts";
 import { ObjectReplicator, receiveObject } from "./objects.ts";
 import type { ReplicaKeys } from "./object_keys.ts";
 import { AntiEntropy, type AntiEntropyStatus } from "./anti_entropy.ts";
@@ -87,6 +88,8 @@ export class ClusterNode {
   readonly shared?: SharedMeta;
   #users: UserReplicator;
   #records: RecordReplicator;
+  /** The four senders above, which start, stop and skip alike. */
+  #senders: NodeRounds[];
   /** This node's secret sealer, and the cluster's for secrets between nodes (users.ts). */
   #sealer: SecretSealer;
   #wire: SecretSealer;
@@ -113,55 +116,42 @@ export class ClusterNode {
       { id: config.nodeId, url: config.advertiseUrl },
       { suspectMs: config.suspectMs, deadMs: config.deadMs },
     );
-    this.#replicator = new BucketReplicator(
-      queue,
-      this.membership,
-      (url, body) =>
-        callNode(url, "/cluster/message", {
-          ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
-          body,
-        }),
-      undefined,
-      // Five heartbeats, as the object queue.
-      config.heartbeatMs * 5,
-    );
+    const callOptions = () => this.#callOptions(Math.max(5000, config.heartbeatMs * 2));
+    const message: Deliver = (url, body) =>
+      callNode(url, "/cluster/message", { ...callOptions(), body });
+    // Every queue is pruned each five heartbeats: after a restart, the member list is whole again
+    // by then.
+    const pruneMs = config.heartbeatMs * 5;
+    this.#replicator = new BucketReplicator(queue, this.membership, message, undefined, pruneMs);
     this.#objects = new ObjectReplicator(
       queue,
       layer,
       keys,
       this.membership,
-      () => this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
+      callOptions,
       undefined,
       undefined,
-      // Five heartbeats: after a restart, the member list is whole again by then.
-      config.heartbeatMs * 5,
+      pruneMs,
     );
     this.#users = new UserReplicator(
       queue,
       this.membership,
-      (url, body) =>
-        callNode(url, "/cluster/message", {
-          ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
-          body,
-        }),
+      message,
       sealer,
       this.#wire,
       undefined,
-      config.heartbeatMs * 5,
+      pruneMs,
     );
     this.#records = new RecordReplicator(
       queue,
       this.membership,
-      (url, body) =>
-        callNode(url, "/cluster/message", {
-          ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
-          body,
-        }),
+      message,
       sealer,
       this.#wire,
       undefined,
-      config.heartbeatMs * 5,
+      pruneMs,
     );
+    this.#senders = [this.#replicator, this.#objects, this.#users, this.#records];
     const holdings = sharedHoldingsOf(queue);
     if (holdings) {
       const shared = new SharedMeta(
@@ -176,10 +166,7 @@ export class ClusterNode {
       // Nodes sharing the database share the rows: nothing to send them; to the others, one of
       // the nodes sharing it sends (they share the queues and cursors too).
       const skip = (node: string) => shared.isShared(node) || !shared.sendsToOthers();
-      this.#replicator.skip = skip;
-      this.#objects.skip = skip;
-      this.#users.skip = skip;
-      this.#records.skip = skip;
+      for (const sender of this.#senders) sender.skip = skip;
     }
     const answers = new AntiEntropyAnswers(queue);
     this.antiEntropy = new AntiEntropy({
@@ -243,10 +230,7 @@ export class ClusterNode {
     this.#tick();
     const senders = () => {
       if (this.#stopped) return;
-      this.#replicator.start();
-      this.#objects.start();
-      this.#users.start();
-      this.#records.start();
+      for (const sender of this.#senders) sender.start();
       this.shared?.start();
       this.antiEntropy.start();
     };
@@ -263,12 +247,9 @@ export class ClusterNode {
     clearTimeout(this.#timer);
     await this.#saveMembers();
     await Promise.all([
-      this.#replicator.stop(),
-      this.#objects.stop(),
+      ...this.#senders.map((sender) => sender.stop()),
       this.antiEntropy.stop(),
       this.shared?.stop(),
-      this.#users.stop(),
-      this.#records.stop(),
     ]);
     const alive = this.membership.view().filter((m) => m.state === "alive");
     await Promise.allSettled(
