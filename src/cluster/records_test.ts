@@ -1,37 +1,19 @@
 import { assert, assertEquals } from "../../tests/integration/assert.ts";
-import { MasterKey } from "../auth/master_key.ts";
-import { SecretSealer } from "../auth/secrets.ts";
+import type { SecretSealer } from "../auth/secrets.ts";
 import { SqliteMetaStore } from "../meta/sqlite.ts";
 import type { ReplicatedRecord, SessionRecord } from "../meta/store.ts";
-import { Membership } from "./membership.ts";
 import { parseRecordState, RecordReplicator } from "./records.ts";
+import { nodeAWithB, nodeSealer, runUntil } from "./sender_test_helpers.ts";
 import { wireSealer } from "./users.ts";
 
 const SECRET = "records-test-cluster-secret-0123456789abcdef";
 
-function nodeSealer(): SecretSealer {
-  return new SecretSealer(new MasterKey(crypto.getRandomValues(new Uint8Array(32))));
-}
-
-async function eventually(check: () => boolean, ms = 3000) {
-  const until = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > until) throw new Error("Condition not reached");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** What a node sends of its record queue (one message), with `here` as its sealer. */
 async function sent(meta: SqliteMetaStore, here: SecretSealer): Promise<string> {
-  const members = new Membership({ id: "a", url: "http://a" }, {
-    suspectMs: 60_000,
-    deadMs: 120_000,
-  });
-  members.heardFrom({ id: "b", url: "http://b" });
   const bodies: string[] = [];
   const replicator = new RecordReplicator(
     meta,
-    members,
+    nodeAWithB(),
     (_url, body) => {
       bodies.push(JSON.stringify(body));
       return Promise.resolve({});
@@ -40,9 +22,7 @@ async function sent(meta: SqliteMetaStore, here: SecretSealer): Promise<string> 
     wireSealer(SECRET),
     10,
   );
-  replicator.start();
-  await eventually(() => bodies.length === 1);
-  await replicator.stop();
+  await runUntil(replicator, () => bodies.length === 1);
   return bodies[0];
 }
 

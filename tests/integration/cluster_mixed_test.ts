@@ -10,7 +10,6 @@ import {
   HeadObjectCommand,
   ListBucketsCommand,
   PutObjectCommand,
-  S3Client,
 } from "@aws-sdk/client-s3";
 import { adminApi, createUser, type TestUser } from "./access_helpers.ts";
 import { assertEquals } from "./assert.ts";
@@ -20,21 +19,12 @@ import {
   seenBy,
   startNode,
   stopAll,
+  userClient,
 } from "./cluster_helpers.ts";
 import { startPgMeta } from "./postgres_meta_helpers.ts";
-import { REGION, s3Client } from "./server.ts";
+import { s3Client } from "./server.ts";
 
 const MASTER_KEY = "cd".repeat(32);
-
-function as(node: ClusterNodeProcess, user: TestUser): S3Client {
-  return new S3Client({
-    endpoint: node.url,
-    region: REGION,
-    forcePathStyle: true,
-    credentials: { accessKeyId: user.accessKey, secretAccessKey: user.secret },
-    maxAttempts: 1,
-  });
-}
 
 /** The object's body on the node, or the error's name. */
 function read(node: ClusterNodeProcess, key: string): Promise<string> {
@@ -141,7 +131,7 @@ Deno.test("cluster: two nodes on one PostgreSQL database and one on its own meta
       const onB = await createUser(b.server, "bea");
       const onC = await createUser(c.server, "cid");
       const signs = (n: ClusterNodeProcess, u: TestUser) =>
-        as(n, u).send(new ListBucketsCommand({})).then(() => "ok", (e) => String(e.name));
+        userClient(n, u).send(new ListBucketsCommand({})).then(() => "ok", (e) => String(e.name));
       for (const [n, u] of [[c, onB], [a, onC], [b, onC]] as const) {
         await eventually(`${u.name} on ${n.id}`, () => signs(n, u), (x) => x === "ok");
       }

@@ -8,7 +8,6 @@ import {
   GetObjectCommand,
   ListBucketsCommand,
   PutObjectCommand,
-  S3Client,
 } from "@aws-sdk/client-s3";
 import { createSlapd, READER_PASSWORD, type Slapd, SUFFIXES } from "../services/slapd.ts";
 import { adminApi, createUser, type TestUser } from "./access_helpers.ts";
@@ -20,9 +19,9 @@ import {
   startNode,
   stopAll,
 } from "./cluster_helpers.ts";
-import { credentialsOf, ldapSignIn, type TempCredentials } from "./ldap_helpers.ts";
+import { credentialsOf, ldapSignIn, sessionClient, type TempCredentials } from "./ldap_helpers.ts";
 import { startPgMeta } from "./postgres_meta_helpers.ts";
-import { ADMIN_PASSWORD, ADMIN_USER, REGION, s3Client } from "./server.ts";
+import { ADMIN_PASSWORD, ADMIN_USER, s3Client } from "./server.ts";
 import { signedFetch } from "./signer.ts";
 
 const BASE = SUFFIXES.openldap;
@@ -60,19 +59,8 @@ async function startThree(env: () => Promise<Record<string, string>>) {
   return nodes;
 }
 
-function sessionOn(node: ClusterNodeProcess, creds: TempCredentials): S3Client {
-  return new S3Client({
-    endpoint: node.url,
-    region: REGION,
-    forcePathStyle: true,
-    credentials: {
-      accessKeyId: creds.accessKeyId,
-      secretAccessKey: creds.secretAccessKey,
-      sessionToken: creds.sessionToken,
-    },
-    maxAttempts: 1,
-  });
-}
+const sessionOn = (node: ClusterNodeProcess, creds: TempCredentials) =>
+  sessionClient(node.server, creds);
 
 /** "ok" or the error's name. */
 function outcome(p: Promise<unknown>): Promise<string> {
