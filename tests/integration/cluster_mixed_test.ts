@@ -1,7 +1,8 @@
 // A mixed cluster: two nodes sharing one PostgreSQL metadata database and a third keeping its
 // own (SQLite). Buckets, objects and users written on any node reach all three; the nodes on the
 // database receive the third's changes as rows (one database), their bytes follow by fetch, and
-// only one of them sends the shared queues to the third.
+// only one of them sends the shared queues to the third. A directory mapping changed on one node
+// of the database applies on the other (which reads the shared rows) and on the third.
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
@@ -22,6 +23,7 @@ import {
   userClient,
 } from "./cluster_helpers.ts";
 import { startPgMeta } from "./postgres_meta_helpers.ts";
+import { createSlapd, READER_PASSWORD, SUFFIXES } from "../services/slapd.ts";
 import { s3Client } from "./server.ts";
 
 const MASTER_KEY = "cd".repeat(32);
@@ -36,14 +38,24 @@ Deno.test("cluster: two nodes on one PostgreSQL database and one on its own meta
   const pg = await startPgMeta();
   const url = await pg.database();
   const sql = pg.query(url);
-  const shared = { STORE_META_URL: url, STORE_MASTER_KEY: MASTER_KEY };
+  const slapd = await createSlapd();
+  await slapd.start();
+  const base = SUFFIXES.openldap;
+  const ldap = {
+    STORE_LDAP_ENABLED: "true",
+    STORE_LDAP_URL: slapd.url,
+    STORE_LDAP_BASE_DN: base,
+    STORE_LDAP_BIND_DN: `cn=reader,${base}`,
+    STORE_LDAP_BIND_PASSWORD: READER_PASSWORD,
+  };
+  const shared = { ...ldap, STORE_META_URL: url, STORE_MASTER_KEY: MASTER_KEY };
   const nodes: ClusterNodeProcess[] = [];
   try {
     const a = await startNode("node-a", { env: shared });
     nodes.push(a);
     const b = await startNode("node-b", { seeds: [a.url], env: shared });
     nodes.push(b);
-    const c = await startNode("node-c", { seeds: [a.url] });
+    const c = await startNode("node-c", { seeds: [a.url], env: ldap });
     nodes.push(c);
     for (const n of nodes) {
       await eventually(
@@ -136,8 +148,23 @@ Deno.test("cluster: two nodes on one PostgreSQL database and one on its own meta
         await eventually(`${u.name} on ${n.id}`, () => signs(n, u), (x) => x === "ok");
       }
     });
+
+    await t.step("a directory mapping put on a node of the database applies on all", async () => {
+      // a reads its cached mappings first, so the change on b is one a must read again.
+      assertEquals((await adminApi(a.server, "GET", "/ldap")).json!.total, 0);
+      const put = await adminApi(b.server, "PUT", "/ldap/groups/engineers", { is_admin: true });
+      assertEquals(put.status, 200);
+      for (const n of [a, c]) {
+        await eventually(
+          `the mapping on ${n.id}`,
+          () => adminApi(n.server, "GET", "/ldap/groups/engineers"),
+          (r) => r.json?.is_admin === true,
+        );
+      }
+    });
   } finally {
     await stopAll(nodes);
     await pg.dispose();
+    await slapd.dispose();
   }
 });
