@@ -85,15 +85,20 @@ Deno.test("cluster: two nodes on one PostgreSQL database and one on its own meta
 
     await t.step("objects written on any node are read on all three", async () => {
       const puts: [ClusterNodeProcess, string][] = [[a, "from-a"], [b, "from-b"], [c, "from-c"]];
-      for (const [n, key] of puts) {
-        await s3Client(n.server).send(
+      for (const [writer, key] of puts) {
+        await s3Client(writer.server).send(
           new PutObjectCommand({ Bucket: "mixed", Key: key, Body: `body of ${key}` }),
         );
-      }
-      for (const [, key] of puts) {
+        const written = Date.now();
         for (const n of nodes) {
-          await eventually(`${key} on ${n.id}`, () => read(n, key), (x) => x === `body of ${key}`);
+          // Polled every 10 ms to time it.
+          const until = written + 20_000;
+          while ((await read(n, key)) !== `body of ${key}`) {
+            if (Date.now() > until) throw new Error(`${key} not on ${n.id}`);
+            await new Promise((r) => setTimeout(r, 10));
+          }
         }
+        console.log(`${key} read on all three nodes ${Date.now() - written} ms after its PUT`);
       }
       // Written on the database's nodes: COMPLETED once the third has it and both hold the bytes.
       for (const key of ["from-a", "from-b"]) {
