@@ -335,6 +335,7 @@ async function start() {
     windowMs: config.signInWindow * 1000,
   });
   const ldap = config.ldap.enabled ? await startLdap(config, meta) : undefined;
+  if (cluster && ldap) cluster.mappingsChanged = () => ldap.mappingsChanged();
   const bucketLog = new BucketLogger({
     layer,
     sseKeys,
@@ -374,7 +375,7 @@ async function start() {
   setBodyTimeout(config.bodyTimeout * 1000);
   const server = listen(config, tlsPair, handler);
   ops.metrics.countConnections(() => server.open);
-  cluster?.start();
+  await cluster?.start();
 
   const tightening = tightenInBackground([config.dataDir, ...drives.list.map((d) => d.path)]);
   const sweep = sweepDrives(chunks, startedAt).then(

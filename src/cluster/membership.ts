@@ -1,6 +1,8 @@
-// The member list as this node sees it. Nodes are learned from seeds and from the lists other
-// nodes send with their heartbeats; health is judged only from direct contact (a heartbeat or
-// join received from the node, or its signed answer to ours), never from hearsay.
+// The member list as this node sees it. Nodes are learned from seeds, from the lists other
+// nodes send with their heartbeats and from the list this node saved before a restart; health is
+// judged only from direct contact (a heartbeat or join received from the node, or its signed
+// answer to ours), never from hearsay.
+import type { SavedMembers } from "../meta/store.ts";
 
 export interface NodeRef {
   id: string;
@@ -123,6 +125,25 @@ export class Membership {
       this.#forgotten.delete(this.#forgotten.keys().next().value!);
     }
     return true;
+  }
+
+  /** What is kept across a restart: the other nodes known and the nodes forgotten. */
+  saved(): SavedMembers {
+    return {
+      members: [...this.#members.values()].map(({ id, url }) => ({ id, url })),
+      forgotten: this.forgotten(),
+    };
+  }
+
+  /**
+   * The list saved before a restart: its nodes are known (not heard from yet: `joining`, then
+   * `dead` if they stay silent) and its forgotten nodes stay out until they start again.
+   */
+  restore(saved: SavedMembers, now = Date.now()): void {
+    for (const { id, at } of saved.forgotten.slice(0, MAX_MEMBERS)) {
+      if (id !== this.self.id) this.#forgotten.set(id, Math.max(this.#forgotten.get(id) ?? 0, at));
+    }
+    this.learn(saved.members, now);
   }
 
   /** The nodes forgotten, sent with heartbeats so nodes that were away learn of them too. */

@@ -90,3 +90,23 @@ Deno.test("a forgotten node stays out of the list until it starts again after th
   assertEquals(m.forget("d", 21_000), true);
   assertEquals(ids(m), ["b", "c"]);
 });
+
+Deno.test("a saved list comes back after a restart: its nodes known, its forgotten kept out", () => {
+  const before = new Membership(self, { suspectMs: 3000, deadMs: 6000 });
+  before.heardFrom(b, 0, 100);
+  before.heardFrom(c, 0, 100);
+  before.forget("c", 500);
+  const saved = before.saved();
+  assertEquals(saved, { members: [b], forgotten: [{ id: "c", at: 500 }] });
+  const after = new Membership(self, { suspectMs: 3000, deadMs: 6000 });
+  after.restore(JSON.parse(JSON.stringify(saved)), 1000);
+  assertEquals(states(after, 1000), ["b:joining"]);
+  assertEquals(after.saved(), saved);
+  // c's process from before the forget is still refused, and lists do not bring it back.
+  assertEquals(after.heardFrom(c, 1100, 100), false);
+  assertEquals(after.learn([c], 1100), 0);
+  // Started again after the forget: back.
+  assertEquals(after.heardFrom(c, 1200, 600), true);
+  assertEquals(states(after, 1200), ["b:joining", "c:alive"]);
+  assertEquals(after.saved().forgotten, []);
+});

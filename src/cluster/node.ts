@@ -26,7 +26,8 @@ import type { ClusterConfig } from "./settings.ts";
 import { WINDOW_MS } from "./signature.ts";
 import type { BucketState, MetaStore } from "../meta/store.ts";
 import type { ObjectLayer } from "../object/layer.ts";
-import { BucketReplicator, parseBucketState } from "./replication.ts";
+import { BucketReplicator, type Deliver, parseBucketState } from "./replication.ts";
+import type { NodeRounds } from "./node_rounds.ts";
 import { ObjectReplicator, receiveObject } from "./objects.ts";
 import type { ReplicaKeys } from "./object_keys.ts";
 import { AntiEntropy, type AntiEntropyStatus } from "./anti_entropy.ts";
@@ -88,6 +89,8 @@ export class ClusterNode {
   readonly shared?: SharedMeta;
   #users: UserReplicator;
   #records: RecordReplicator;
+  /** The four senders above, which start, stop and skip alike. */
+  #senders: NodeRounds[];
   /** This node's secret sealer, and the cluster's for secrets between nodes (users.ts). */
   #sealer: SecretSealer;
   #wire: SecretSealer;
@@ -95,6 +98,11 @@ export class ClusterNode {
   readonly #started = Date.now();
   /** Anti-entropy passes (src/cluster/anti_entropy.ts); `antiEntropy.runNow()` runs one. */
   readonly antiEntropy: AntiEntropy;
+  /** The member list as last saved (JSON), and the save on its way (one at a time). */
+  #savedList = "";
+  #saving: Promise<void> = Promise.resolve();
+  /** Called when a directory access mapping from another node was taken (the LDAP cache). */
+  mappingsChanged?: () => void;
 
   constructor(
     readonly config: ClusterConfig,
@@ -109,54 +117,43 @@ export class ClusterNode {
       { id: config.nodeId, url: config.advertiseUrl },
       { suspectMs: config.suspectMs, deadMs: config.deadMs },
     );
-    this.#replicator = new BucketReplicator(
-      queue,
-      this.membership,
-      (url, body) =>
-        callNode(url, "/cluster/message", {
-          ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
-          body,
-        }),
-      undefined,
-      // Five heartbeats, as the object queue.
-      config.heartbeatMs * 5,
-    );
+    const callOptions = () => this.#callOptions(Math.max(5000, config.heartbeatMs * 2));
+    const message: Deliver = (url, body) =>
+      callNode(url, "/cluster/message", { ...callOptions(), body });
+    // Every queue is pruned each five heartbeats: after a restart, the member list is whole again
+    // by then.
+    const pruneMs = config.heartbeatMs * 5;
+    this.#replicator = new BucketReplicator(queue, this.membership, message, undefined, pruneMs);
     this.#objects = new ObjectReplicator(
       queue,
       layer,
       keys,
       this.membership,
-      () => this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
+      callOptions,
       undefined,
       undefined,
-      // Five heartbeats: after a restart, the member list is whole again by then.
-      config.heartbeatMs * 5,
+      pruneMs,
       config.tombstoneTtlMs,
     );
     this.#users = new UserReplicator(
       queue,
       this.membership,
-      (url, body) =>
-        callNode(url, "/cluster/message", {
-          ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
-          body,
-        }),
+      message,
       sealer,
       this.#wire,
       undefined,
-      config.heartbeatMs * 5,
+      pruneMs,
     );
     this.#records = new RecordReplicator(
       queue,
       this.membership,
-      (url, body) =>
-        callNode(url, "/cluster/message", {
-          ...this.#callOptions(Math.max(5000, config.heartbeatMs * 2)),
-          body,
-        }),
+      message,
+      sealer,
+      this.#wire,
       undefined,
-      config.heartbeatMs * 5,
+      pruneMs,
     );
+    this.#senders = [this.#replicator, this.#objects, this.#users, this.#records];
     const holdings = sharedHoldingsOf(queue);
     if (holdings) {
       const shared = new SharedMeta(
@@ -168,11 +165,10 @@ export class ClusterNode {
       );
       this.shared = shared;
       layer.chunks.resolver = shared;
-      // Nodes sharing the database share the rows: nothing to send them.
-      this.#replicator.skip = (node) => shared.isShared(node);
-      this.#objects.skip = (node) => shared.isShared(node);
-      this.#users.skip = (node) => shared.isShared(node);
-      this.#records.skip = (node) => shared.isShared(node);
+      // Nodes sharing the database share the rows: nothing to send them; to the others, one of
+      // the nodes sharing it sends (they share the queues and cursors too).
+      const skip = (node: string) => shared.isShared(node) || !shared.sendsToOthers();
+      for (const sender of this.#senders) sender.skip = skip;
     }
     const answers = new AntiEntropyAnswers(queue);
     this.antiEntropy = new AntiEntropy({
@@ -187,7 +183,8 @@ export class ClusterNode {
         }),
       sendVersion: (node, url, target, what) => this.#objects.repair(node, url, target, what),
       dropVersion: (target, deletedAt) => this.#dropVersion(target, deletedAt),
-      skip: (node) => this.shared?.isShared(node) ?? false,
+      skip: (node) =>
+        this.shared ? this.shared.isShared(node) || !this.shared.sendsToOthers() : false,
     }, { intervalMs: config.antiEntropyMs, rate: config.antiEntropyRate });
     this.#routes = {
       join: { method: "POST", run: (call, json) => this.#joined(call, json) },
@@ -215,7 +212,19 @@ export class ClusterNode {
     };
   }
 
-  start(): void {
+  /** Starts with the member list saved before (its nodes get heartbeats before any seed answers). */
+  async start(): Promise<void> {
+    try {
+      const saved = await this.queue.loadClusterMembers(this.config.nodeId);
+      this.membership.restore(saved);
+      this.#savedList = JSON.stringify(this.membership.saved());
+      log("info", "Cluster member list loaded", {
+        members: saved.members.length,
+        forgotten: saved.forgotten.length,
+      });
+    } catch (err) {
+      log("warn", "Loading the saved member list failed", { error: String(err) });
+    }
     log("info", "Cluster node started", {
       node: this.config.nodeId,
       url: this.config.advertiseUrl,
@@ -224,10 +233,7 @@ export class ClusterNode {
     this.#tick();
     const senders = () => {
       if (this.#stopped) return;
-      this.#replicator.start();
-      this.#objects.start();
-      this.#users.start();
-      this.#records.start();
+      for (const sender of this.#senders) sender.start();
       this.shared?.start();
       this.antiEntropy.start();
     };
@@ -242,13 +248,11 @@ export class ClusterNode {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    await this.#saveMembers();
     await Promise.all([
-      this.#replicator.stop(),
-      this.#objects.stop(),
+      ...this.#senders.map((sender) => sender.stop()),
       this.antiEntropy.stop(),
       this.shared?.stop(),
-      this.#users.stop(),
-      this.#records.stop(),
     ]);
     const alive = this.membership.view().filter((m) => m.state === "alive");
     await Promise.allSettled(
@@ -313,6 +317,8 @@ export class ClusterNode {
       }
     }
     this.membership.forget(id, at);
+    // Kept before the answer: a restart of this node right after does not undo it.
+    await this.#saveMembers();
     await this.queue.forgetReplicationNode(id);
     await this.shared?.forget(id);
     log("info", "Cluster node forgotten", { node: id });
@@ -604,13 +610,22 @@ export class ClusterNode {
     return outcomes;
   }
 
-  /** Tokens and shares from another node, each taken when its stamp is newer. */
+  /** Tokens, shares, sessions and mappings from another node, each taken when newer. */
   async #applyRecords(changes: unknown) {
-    const states = Array.isArray(changes) ? changes.map(parseRecordState) : [undefined];
+    const states = Array.isArray(changes)
+      ? changes.map((c) => parseRecordState(c, this.#sealer, this.#wire))
+      : [undefined];
     if (states.some((s) => s === undefined)) {
-      throw new ApiError(400, "invalid_message", "A token or share change is malformed.");
+      throw new ApiError(
+        400,
+        "invalid_message",
+        "A token, share, session or mapping is malformed.",
+      );
     }
     const results = await Promise.all(states.map((s) => this.queue.applyRecordState(s!)));
+    if (states.some((s, i) => s!.kind === "mapping" && results[i] === "applied")) {
+      this.mappingsChanged?.();
+    }
     const scope = currentAudit();
     if (scope) scope.routine = true;
     return {
@@ -626,6 +641,22 @@ export class ClusterNode {
     if (added > 0) log("info", "Cluster nodes learned", { added });
   }
 
+  /** Saves the member list when it changed since the last save. */
+  #saveMembers(): Promise<void> {
+    this.#saving = this.#saving.then(async () => {
+      const list = this.membership.saved();
+      const json = JSON.stringify(list);
+      if (json === this.#savedList) return;
+      try {
+        await this.queue.saveClusterMembers(this.config.nodeId, list);
+        this.#savedList = json;
+      } catch (err) {
+        log("warn", "Saving the member list failed", { error: String(err) });
+      }
+    });
+    return this.#saving;
+  }
+
   /**
    * One round: join through seeds not known yet, heartbeat every known node. Rounds start every
    * heartbeat interval whatever the calls of the last one do; a node whose call is still on its
@@ -633,6 +664,7 @@ export class ClusterNode {
    */
   #tick(): void {
     if (this.#stopped) return;
+    void this.#saveMembers();
     const timeoutMs = Math.max(1000, this.config.heartbeatMs);
     for (const url of this.config.seeds) {
       if (this.#joinedSeeds.has(url) || this.membership.knowsUrl(url)) continue;

@@ -21,7 +21,7 @@ export interface SentQueue<C extends { seq: number }> {
   setCursor(node: string, seq: number): Promise<void>;
   backlog(after: number): Promise<{ depth: number; oldest?: number }>;
   prune(nodes: string[]): Promise<number>;
-  /** A change as it goes over the wire. */
+  /** A change as it goes over the wire; undefined: it stays here (logged by `wire`). */
   wire(change: C): unknown;
 }
 
@@ -53,14 +53,18 @@ export class QueueSender<C extends { seq: number }> extends NodeRounds {
       // Up to the byte budget (at least one change), well under the receiver's message limit.
       const changes: unknown[] = [];
       let bytes = 0;
+      let taken = 0;
       for (const c of pending) {
         const wire = this.queue.wire(c);
-        bytes += JSON.stringify(wire).length;
-        if (bytes > BATCH_BYTES && changes.length > 0) break;
-        changes.push(wire);
+        if (wire !== undefined) {
+          bytes += JSON.stringify(wire).length;
+          if (bytes > BATCH_BYTES && changes.length > 0) break;
+          changes.push(wire);
+        }
+        taken++;
       }
-      await this.deliver(url, { type: this.queue.type, changes });
-      await this.queue.setCursor(node, pending[changes.length - 1].seq);
+      if (changes.length > 0) await this.deliver(url, { type: this.queue.type, changes });
+      await this.queue.setCursor(node, pending[taken - 1].seq);
       this.backoff.succeeded(node);
     }
   }

@@ -114,6 +114,16 @@ export class SharedMeta implements ChunkResolver {
     return this.#shared.has(node);
   }
 
+  /**
+   * Whether this node sends the shared queues to nodes on metadata of their own (a mixed
+   * cluster): the nodes sharing the database share those queues and their cursors, so one of them
+   * sends, the lowest id among those alive here (the next takes over when it stops answering).
+   */
+  sendsToOthers(): boolean {
+    const alive = this.membership.view().filter((m) => m.state === "alive").map((m) => m.id);
+    return !alive.some((id) => id < this.self && this.#shared.has(id));
+  }
+
   /** Registers this node and learns the others; run before the senders start. */
   async register(): Promise<void> {
     await this.holdings.registerNode(this.self, this.membership.self.url);
@@ -364,12 +374,18 @@ export class SharedMeta implements ChunkResolver {
   }
 
   /**
-   * Versions every node sharing the database holds the bytes of are COMPLETED: those queued up
-   * to the lowest cursor of these nodes (each node settles them; only PENDING ones change).
+   * Versions every node sharing the database holds the bytes of, and every other node known has
+   * received (a mixed cluster), are COMPLETED: those queued up to the lowest cursor of these nodes
+   * (each node settles them; only PENDING ones change).
    */
   async #settle(): Promise<void> {
+    const nodes = new Set([
+      this.self,
+      ...this.#shared.keys(),
+      ...this.membership.view().map((m) => m.id),
+    ]);
     const cursors = await Promise.all(
-      [this.self, ...this.#shared.keys()].map((n) => this.meta.objectReplicationCursor(n)),
+      [...nodes].map((n) => this.meta.objectReplicationCursor(n)),
     );
     const upTo = Math.min(...cursors);
     while (this.#settled < upTo && !this.#stopped) {

@@ -1,23 +1,9 @@
 import { assert, assertEquals } from "../../tests/integration/assert.ts";
-import { MasterKey } from "../auth/master_key.ts";
-import { SecretSealer } from "../auth/secrets.ts";
 import { SqliteMetaStore } from "../meta/sqlite.ts";
-import { Membership } from "./membership.ts";
+import { nodeAWithB, nodeSealer, runUntil } from "./sender_test_helpers.ts";
 import { parseUserState, UserReplicator, wireSealer } from "./users.ts";
 
 const SECRET = "users-test-cluster-secret-0123456789abcdef";
-
-function nodeSealer(): SecretSealer {
-  return new SecretSealer(new MasterKey(crypto.getRandomValues(new Uint8Array(32))));
-}
-
-async function eventually(check: () => boolean, ms = 3000) {
-  const until = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > until) throw new Error("Condition not reached");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 Deno.test("a user's secret travels sealed with the cluster's key and is sealed again on arrival", async () => {
   const meta = new SqliteMetaStore(":memory:", { clusterNode: "a" });
@@ -35,15 +21,10 @@ Deno.test("a user's secret travels sealed with the cluster's key and is sealed a
     keyCreatedAt: 1,
     bucketAccess: [{ bucket: "bk1", permission: "read" }],
   });
-  const members = new Membership({ id: "a", url: "http://a" }, {
-    suspectMs: 60_000,
-    deadMs: 120_000,
-  });
-  members.heardFrom({ id: "b", url: "http://b" });
   const bodies: string[] = [];
   const replicator = new UserReplicator(
     meta,
-    members,
+    nodeAWithB(),
     (_url, body) => {
       bodies.push(JSON.stringify(body));
       return Promise.resolve({});
@@ -52,9 +33,7 @@ Deno.test("a user's secret travels sealed with the cluster's key and is sealed a
     wireSealer(SECRET),
     10,
   );
-  replicator.start();
-  await eventually(() => bodies.length === 1);
-  await replicator.stop();
+  await runUntil(replicator, () => bodies.length === 1);
   await meta.close();
 
   const body = bodies[0];
@@ -113,16 +92,11 @@ Deno.test("user changes go in batches of about 1 MiB at most, from the node's cu
       bucketAccess,
     });
   }
-  const members = new Membership({ id: "a", url: "http://a" }, {
-    suspectMs: 60_000,
-    deadMs: 120_000,
-  });
-  members.heardFrom({ id: "b", url: "http://b" });
   const sizes: number[] = [];
   const ids: string[] = [];
   const replicator = new UserReplicator(
     meta,
-    members,
+    nodeAWithB(),
     (_url, body) => {
       sizes.push(JSON.stringify(body).length);
       ids.push(...(body as { changes: { id: string }[] }).changes.map((c) => c.id));
@@ -132,9 +106,7 @@ Deno.test("user changes go in batches of about 1 MiB at most, from the node's cu
     wireSealer(SECRET),
     10,
   );
-  replicator.start();
-  await eventually(() => ids.length === 40);
-  await replicator.stop();
+  await runUntil(replicator, () => ids.length === 40);
   assertEquals(await meta.userReplicationCursor("b"), 40);
   await meta.close();
   assertEquals(ids, Array.from({ length: 40 }, (_, i) => `u${i}`));

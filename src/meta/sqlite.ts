@@ -21,9 +21,10 @@ import { SqliteSts } from "./sqlite_sts.ts";
 import { type BucketItem, SqliteCluster } from "./sqlite_cluster.ts";
 import { SqliteClusterUsers } from "./sqlite_cluster_users.ts";
 import { SqliteClusterRecords } from "./sqlite_cluster_records.ts";
+import { SqliteClusterMembers } from "./sqlite_cluster_members.ts";
 import { changedItems, type UserChange, type UserState } from "./user_stamps.ts";
 import { SqliteObjectQueue } from "./sqlite_object_queue.ts";
-import { MissingBucketError } from "./store.ts";
+import { mappingId, MissingBucketError, NO_EXPIRY } from "./store.ts";
 import type {
   AuditQuery,
   BatchDelete,
@@ -68,7 +69,13 @@ import type {
   VersionListQuery,
   WriteRecords,
 } from "./store.ts";
-import type { ObjectChange, RecordChange, ReplicatedRecord, ReplicationStatus } from "./store.ts";
+import type {
+  ObjectChange,
+  RecordChange,
+  ReplicatedRecord,
+  ReplicationStatus,
+  SavedMembers,
+} from "./store.ts";
 import {
   keepNewerParts,
   mergeParts,
@@ -184,6 +191,7 @@ export class SqliteMetaStore implements MetaStore {
   readonly #cluster: SqliteCluster;
   readonly #clusterUsers: SqliteClusterUsers;
   readonly #clusterRecords: SqliteClusterRecords;
+  readonly #clusterMembers: SqliteClusterMembers;
   readonly #objectQueue: SqliteObjectQueue;
   /** Bucket changes are queued for the other nodes (clustering is on). */
   readonly #replicating: boolean;
@@ -219,6 +227,7 @@ export class SqliteMetaStore implements MetaStore {
       opts.clusterNode ?? "",
     );
     this.#objectQueue = new SqliteObjectQueue((sql) => this.#stmt(sql));
+    this.#clusterMembers = new SqliteClusterMembers((sql) => this.#stmt(sql));
   }
 
   /**
@@ -1091,7 +1100,7 @@ export class SqliteMetaStore implements MetaStore {
     return this.#change(() => {
       this.#users.createToken(token);
       if (this.#replicating) {
-        this.#clusterRecords.changed("token", token.hash, token.expiresAt, token.userId);
+        this.#clusterRecords.changed("token", token.hash, token.expiresAt);
       }
     });
   }
@@ -1105,7 +1114,7 @@ export class SqliteMetaStore implements MetaStore {
       const token = this.#replicating ? this.#clusterRecords.current("token", hash) : null;
       const deleted = this.#users.deleteToken(hash);
       if (deleted && token) {
-        this.#clusterRecords.changed("token", hash, token.expiresAt, (token as TokenRecord).userId);
+        this.#clusterRecords.changed("token", hash, (token as TokenRecord).expiresAt);
       }
       return deleted;
     }, (r) => r ? {} : undefined);
@@ -1116,7 +1125,12 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   createSession(session: SessionRecord): Promise<void> {
-    return this.#change(() => this.#sts.createSession(session));
+    return this.#change(() => {
+      this.#sts.createSession(session);
+      if (this.#replicating) {
+        this.#clusterRecords.changed("session", session.accessKey, session.expiresAt);
+      }
+    });
   }
 
   getSession(accessKey: string): Promise<SessionRecord | undefined> {
@@ -1124,14 +1138,22 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   putLdapMapping(mapping: LdapMapping): Promise<void> {
-    return this.#change(() => this.#sts.putMapping(mapping));
+    return this.#change(() => {
+      this.#sts.putMapping(mapping);
+      if (this.#replicating) {
+        this.#clusterRecords.changed("mapping", mappingId(mapping.kind, mapping.name), NO_EXPIRY);
+      }
+    });
   }
 
   deleteLdapMapping(kind: LdapMapping["kind"], name: string): Promise<boolean> {
-    return this.#change(
-      () => this.#sts.deleteMapping(kind, name),
-      (deleted) => deleted ? {} : undefined,
-    );
+    return this.#change(() => {
+      const deleted = this.#sts.deleteMapping(kind, name);
+      if (deleted && this.#replicating) {
+        this.#clusterRecords.changed("mapping", mappingId(kind, name), NO_EXPIRY);
+      }
+      return deleted;
+    }, (deleted) => deleted ? {} : undefined);
   }
 
   listLdapMappings(): Promise<LdapMapping[]> {
@@ -1361,6 +1383,14 @@ export class SqliteMetaStore implements MetaStore {
 
   pruneRecordChanges(nodes: string[], now: number): Promise<number> {
     return this.#batch.run(() => this.#clusterRecords.prune(nodes, now));
+  }
+
+  loadClusterMembers(owner: string): Promise<SavedMembers> {
+    return Promise.resolve(this.#clusterMembers.load(owner));
+  }
+
+  saveClusterMembers(owner: string, list: SavedMembers): Promise<void> {
+    return this.#batch.run(() => this.#clusterMembers.save(owner, list));
   }
 
   countShareDownload(id: string): Promise<boolean> {

@@ -1,5 +1,6 @@
 // The cluster's bucket-change queue in SQLite (tables cluster_changes, cluster_stamps and
 // cluster_cursors; see ReplicationQueue in store.ts). Writes run inside the caller's transaction.
+import { SqliteQueueCursors } from "./sqlite_queue_cursors.ts";
 import type { SQLInputValue, StatementSync } from "node:sqlite";
 import type { BucketChange, BucketConfigKind, BucketState, ChangeStamp, Stamped } from "./store.ts";
 
@@ -15,9 +16,11 @@ export function newer(a: ChangeStamp, b: ChangeStamp | undefined): boolean {
   return a.ms !== b.ms ? a.ms > b.ms : a.node > b.node;
 }
 
-export class SqliteCluster {
+export class SqliteCluster extends SqliteQueueCursors {
   /** `node`: this node's id, the stamp of its own changes. */
-  constructor(readonly stmt: Prepare, readonly node: string) {}
+  constructor(stmt: Prepare, readonly node: string) {
+    super(stmt, "cluster_changes", "cluster_cursors");
+  }
 
   #stamps(bucket: string): Map<string, ChangeStamp> {
     const rows = this.stmt("SELECT item, stamp_ms, stamp_node FROM cluster_stamps WHERE bucket = ?")
@@ -183,25 +186,9 @@ export class SqliteCluster {
     return applied ? "applied" : "stale";
   }
 
-  cursor(node: string): number {
-    const row = this.stmt("SELECT seq FROM cluster_cursors WHERE node = ?").get(node) as
-      | Row
-      | undefined;
-    return (row?.seq as number | undefined) ?? 0;
-  }
-
-  setCursor(node: string, seq: number): void {
-    this.stmt(
-      "INSERT INTO cluster_cursors (node, seq) VALUES (?, ?) " +
-        "ON CONFLICT(node) DO UPDATE SET seq = max(seq, excluded.seq)",
-    ).run(node, seq);
-  }
-
   prune(nodes: string[]): number {
-    const rows = this.stmt("SELECT node, seq FROM cluster_cursors").all() as Row[];
-    const cursors = new Map(rows.map((r) => [r.node as string, r.seq as number]));
-    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
-    if (!(upTo > 0)) return 0;
+    const upTo = this.received(nodes);
+    if (upTo === 0) return 0;
     return Number(
       this.stmt(
         "DELETE FROM cluster_changes WHERE seq <= ? " +
@@ -209,20 +196,5 @@ export class SqliteCluster {
           "AND NOT EXISTS (SELECT 1 FROM buckets WHERE name = cluster_changes.bucket)",
       ).run(upTo).changes,
     );
-  }
-
-  /** Drops a node's cursor; whether it had one. */
-  forget(node: string): boolean {
-    return this.stmt("DELETE FROM cluster_cursors WHERE node = ?").run(node).changes > 0;
-  }
-
-  backlog(after: number): { depth: number; oldest?: number } {
-    const row = this.stmt(
-      "SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_changes WHERE seq > ?",
-    ).get(after) as Row;
-    return {
-      depth: row.depth as number,
-      oldest: (row.oldest as number | null) ?? undefined,
-    };
   }
 }

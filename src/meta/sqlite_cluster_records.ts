@@ -1,19 +1,27 @@
-// The cluster's queue of bearer tokens and shares in SQLite (tables cluster_records and
-// cluster_record_cursors; see RecordReplicationQueue in store.ts): one row per token or share with
-// the stamp of its last change; writes run inside the caller's transaction.
+// The cluster's queue of bearer tokens, shares, token-service sessions and directory access
+// mappings in SQLite (tables cluster_records and cluster_record_cursors; see
+// RecordReplicationQueue in store.ts): one row per record with the stamp of its last change;
+// writes run inside the caller's transaction.
+import { SqliteQueueCursors } from "./sqlite_queue_cursors.ts";
 import type { SQLInputValue, StatementSync } from "node:sqlite";
-import type { ChangeStamp, RecordChange, ReplicatedRecord } from "./store.ts";
+import { type ChangeStamp, mappingKey, type RecordChange, type ReplicatedRecord } from "./store.ts";
 import { toToken } from "./sqlite_users.ts";
 import { toShare } from "./sqlite_shares.ts";
+import { SqliteSts } from "./sqlite_sts.ts";
 import { newerStamp } from "./version_stamps.ts";
 
 type Row = Record<string, SQLInputValue>;
 type Prepare = (sql: string) => StatementSync;
 type Kind = ReplicatedRecord["kind"];
 
-export class SqliteClusterRecords {
+export class SqliteClusterRecords extends SqliteQueueCursors {
+  readonly #sts: SqliteSts;
+
   /** `node`: this node's id, the stamp of its own changes. */
-  constructor(readonly stmt: Prepare, readonly node: string) {}
+  constructor(stmt: Prepare, readonly node: string) {
+    super(stmt, "cluster_records", "cluster_record_cursors");
+    this.#sts = new SqliteSts(stmt);
+  }
 
   #stamp(kind: Kind, id: string): ChangeStamp | undefined {
     const row = this.stmt(
@@ -33,15 +41,16 @@ export class SqliteClusterRecords {
     ).run(kind, id, Date.now(), stamp.ms, stamp.node, expiresAt);
   }
 
-  /** A change made here; a token only when it is a user's (not the administrator's, ...). */
-  changed(kind: Kind, id: string, expiresAt: number, userId?: string): void {
-    if (userId !== undefined && !this.stmt("SELECT 1 FROM users WHERE id = ?").get(userId)) return;
+  /** A change made here. */
+  changed(kind: Kind, id: string, expiresAt: number): void {
     const latest = this.#stamp(kind, id)?.ms ?? 0;
     this.#enqueue(kind, id, { ms: Math.max(Date.now(), latest + 1), node: this.node }, expiresAt);
   }
 
-  /** The token or share as stored now (inside a change's transaction, before it). */
+  /** The record as stored now (inside a change's transaction, before it); null when none. */
   current(kind: Kind, id: string) {
+    if (kind === "session") return this.#sts.getSession(id) ?? null;
+    if (kind === "mapping") return this.#sts.getMapping(...mappingKey(id)) ?? null;
     const row = kind === "token"
       ? this.stmt("SELECT * FROM tokens WHERE hash = ?").get(id)
       : this.stmt("SELECT * FROM shares WHERE id = ?").get(id);
@@ -68,7 +77,13 @@ export class SqliteClusterRecords {
 
   apply(s: ReplicatedRecord): "applied" | "stale" {
     if (!newerStamp(s.stamp, this.#stamp(s.kind, s.id))) return "stale";
-    if (s.kind === "token") {
+    if (s.kind === "session") {
+      if (s.value === null) this.#sts.deleteSession(s.id);
+      else this.#sts.saveSession(s.value);
+    } else if (s.kind === "mapping") {
+      if (s.value === null) this.#sts.deleteMapping(...mappingKey(s.id));
+      else this.#sts.putMapping(s.value);
+    } else if (s.kind === "token") {
       const t = s.value;
       if (t === null) this.stmt("DELETE FROM tokens WHERE hash = ?").run(s.id);
       else {
@@ -109,41 +124,14 @@ export class SqliteClusterRecords {
     return "applied";
   }
 
-  cursor(node: string): number {
-    const row = this.stmt("SELECT seq FROM cluster_record_cursors WHERE node = ?").get(node) as
-      | Row
-      | undefined;
-    return (row?.seq as number | undefined) ?? 0;
-  }
-
-  setCursor(node: string, seq: number): void {
-    this.stmt(
-      "INSERT INTO cluster_record_cursors (node, seq) VALUES (?, ?) " +
-        "ON CONFLICT(node) DO UPDATE SET seq = max(seq, excluded.seq)",
-    ).run(node, seq);
-  }
-
-  backlog(after: number): { depth: number; oldest?: number } {
-    const row = this.stmt(
-      "SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_records WHERE seq > ?",
-    ).get(after) as Row;
-    return { depth: row.depth as number, oldest: (row.oldest as number | null) ?? undefined };
-  }
-
   prune(nodes: string[], now: number): number {
-    const rows = this.stmt("SELECT node, seq FROM cluster_record_cursors").all() as Row[];
-    const cursors = new Map(rows.map((r) => [r.node as string, r.seq as number]));
-    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
-    if (!(upTo > 0)) return 0;
+    const upTo = this.received(nodes);
+    if (upTo === 0) return 0;
     return Number(
       this.stmt(
         "DELETE FROM cluster_records WHERE seq <= ? AND expires_at < ? " +
           "AND seq < (SELECT max(seq) FROM cluster_records)",
       ).run(upTo, now).changes,
     );
-  }
-
-  forget(node: string): boolean {
-    return this.stmt("DELETE FROM cluster_record_cursors WHERE node = ?").run(node).changes > 0;
   }
 }

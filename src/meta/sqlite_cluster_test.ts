@@ -4,6 +4,7 @@ import { objectReplicationCases } from "./contract/object_replication.ts";
 import { SqliteMetaStore } from "./sqlite.ts";
 import { userReplicationCases } from "./contract/user_replication.ts";
 import { recordReplicationCases } from "./contract/record_replication.ts";
+import { memberListCases } from "./contract/member_list.ts";
 
 const files = new Map<string, string>();
 
@@ -30,3 +31,4 @@ async function open({ clusterNode, data }: { clusterNode?: string; data?: string
 objectReplicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);
 userReplicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);
 recordReplicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);
+memberListCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);

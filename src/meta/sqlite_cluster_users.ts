@@ -1,6 +1,7 @@
 // The cluster's user-change queue in SQLite (tables cluster_user_changes, cluster_user_stamps
 // and cluster_user_cursors; see UserReplicationQueue in store.ts). Writes run inside the caller's
 // transaction; the merging itself is user_stamps.ts.
+import { SqliteQueueCursors } from "./sqlite_queue_cursors.ts";
 import type { SQLInputValue, StatementSync } from "node:sqlite";
 import type { UserRecord } from "./store.ts";
 import { toUser } from "./sqlite_users.ts";
@@ -18,9 +19,11 @@ import {
 type Row = Record<string, SQLInputValue>;
 type Prepare = (sql: string) => StatementSync;
 
-export class SqliteClusterUsers {
+export class SqliteClusterUsers extends SqliteQueueCursors {
   /** `node`: this node's id, the stamp of its own changes. */
-  constructor(readonly stmt: Prepare, readonly node: string) {}
+  constructor(stmt: Prepare, readonly node: string) {
+    super(stmt, "cluster_user_changes", "cluster_user_cursors");
+  }
 
   #stamps(id: string): UserStamps {
     const row = this.stmt("SELECT stamps FROM cluster_user_stamps WHERE user_id = ?").get(id) as
@@ -131,33 +134,10 @@ export class SqliteClusterUsers {
     });
   }
 
-  cursor(node: string): number {
-    const row = this.stmt("SELECT seq FROM cluster_user_cursors WHERE node = ?").get(node) as
-      | Row
-      | undefined;
-    return (row?.seq as number | undefined) ?? 0;
-  }
-
-  setCursor(node: string, seq: number): void {
-    this.stmt(
-      "INSERT INTO cluster_user_cursors (node, seq) VALUES (?, ?) " +
-        "ON CONFLICT(node) DO UPDATE SET seq = max(seq, excluded.seq)",
-    ).run(node, seq);
-  }
-
-  backlog(after: number): { depth: number; oldest?: number } {
-    const row = this.stmt(
-      "SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_user_changes WHERE seq > ?",
-    ).get(after) as Row;
-    return { depth: row.depth as number, oldest: (row.oldest as number | null) ?? undefined };
-  }
-
   /** Deletes the rows of deleted users every node has received (never the newest row). */
   prune(nodes: string[]): number {
-    const rows = this.stmt("SELECT node, seq FROM cluster_user_cursors").all() as Row[];
-    const cursors = new Map(rows.map((r) => [r.node as string, r.seq as number]));
-    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
-    if (!(upTo > 0)) return 0;
+    const upTo = this.received(nodes);
+    if (upTo === 0) return 0;
     return Number(
       this.stmt(
         "DELETE FROM cluster_user_changes WHERE seq <= ? " +
@@ -165,9 +145,5 @@ export class SqliteClusterUsers {
           "AND NOT EXISTS (SELECT 1 FROM users WHERE id = cluster_user_changes.user_id)",
       ).run(upTo).changes,
     );
-  }
-
-  forget(node: string): boolean {
-    return this.stmt("DELETE FROM cluster_user_cursors WHERE node = ?").run(node).changes > 0;
   }
 }

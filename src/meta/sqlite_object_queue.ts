@@ -1,14 +1,17 @@
 // The cluster's object-change queue in SQLite (tables cluster_object_changes and
 // cluster_object_cursors; see ObjectReplicationQueue in store.ts). Writes run inside the
 // caller's transaction.
+import { SqliteQueueCursors } from "./sqlite_queue_cursors.ts";
 import type { SQLInputValue, StatementSync } from "node:sqlite";
 import type { ObjectChange } from "./store.ts";
 
 type Row = Record<string, SQLInputValue>;
 type Prepare = (sql: string) => StatementSync;
 
-export class SqliteObjectQueue {
-  constructor(readonly stmt: Prepare) {}
+export class SqliteObjectQueue extends SqliteQueueCursors {
+  constructor(stmt: Prepare) {
+    super(stmt, "cluster_object_changes", "cluster_object_cursors");
+  }
 
   append(op: ObjectChange["op"], bucket: string, key: string, versionId: string): void {
     this.stmt(
@@ -31,32 +34,9 @@ export class SqliteObjectQueue {
     }));
   }
 
-  cursor(node: string): number {
-    const row = this.stmt("SELECT seq FROM cluster_object_cursors WHERE node = ?").get(node) as
-      | Row
-      | undefined;
-    return (row?.seq as number | undefined) ?? 0;
-  }
-
-  setCursor(node: string, seq: number): void {
-    this.stmt(
-      "INSERT INTO cluster_object_cursors (node, seq) VALUES (?, ?) " +
-        "ON CONFLICT(node) DO UPDATE SET seq = max(seq, excluded.seq)",
-    ).run(node, seq);
-  }
-
-  backlog(after: number): { depth: number; oldest?: number } {
-    const row = this.stmt(
-      "SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_object_changes WHERE seq > ?",
-    ).get(after) as Row;
-    return { depth: row.depth as number, oldest: (row.oldest as number | null) ?? undefined };
-  }
-
   prune(nodes: string[]): number {
-    const rows = this.stmt("SELECT node, seq FROM cluster_object_cursors").all() as Row[];
-    const cursors = new Map(rows.map((r) => [r.node as string, r.seq as number]));
-    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
-    if (!(upTo > 0)) return 0;
+    const upTo = this.received(nodes);
+    if (upTo === 0) return 0;
     return Number(
       this.stmt(
         "DELETE FROM cluster_object_changes WHERE seq <= ? " +
@@ -85,11 +65,6 @@ export class SqliteObjectQueue {
     return Number(
       this.stmt("DELETE FROM cluster_tombstones WHERE deleted_at < ?").run(before).changes,
     );
-  }
-
-  /** Drops a node's cursor; whether it had one. */
-  forget(node: string): boolean {
-    return this.stmt("DELETE FROM cluster_object_cursors WHERE node = ?").run(node).changes > 0;
   }
 
   setStatus(bucket: string, key: string, versionId: string, status: string | null): boolean {

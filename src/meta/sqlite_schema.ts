@@ -490,4 +490,16 @@ export const MIGRATIONS: string[] = [
   );
   CREATE INDEX cluster_tombstones_by_time ON cluster_tombstones(deleted_at);
   `,
+  `
+  -- Each node's member list and the nodes an administrator forgot (src/cluster/membership.ts),
+  -- kept across restarts (owner: the node's id): a member has its URL, a forgotten node the time
+  -- it was forgotten.
+  CREATE TABLE cluster_members (
+    owner TEXT NOT NULL,
+    id TEXT NOT NULL,
+    url TEXT,
+    forgotten_at INTEGER,
+    PRIMARY KEY (owner, id)
+  );
+  `,
 ];

@@ -19,14 +19,28 @@ function toSession(row: Row): SessionRecord {
   };
 }
 
+function toMapping(row: Row): LdapMapping {
+  return {
+    kind: row.kind as LdapMapping["kind"],
+    name: row.name as string,
+    bucketAccess: JSON.parse(row.bucket_access as string),
+    isAdmin: row.is_admin === 1,
+  };
+}
+
 export class SqliteSts {
   constructor(readonly stmt: (sql: string) => StatementSync) {}
 
   createSession(s: SessionRecord): void {
     this.stmt("DELETE FROM sts_sessions WHERE expires_at < ?").run(Date.now());
+    this.saveSession(s);
+  }
+
+  /** Stores a session, replacing one of the same access key (a replicated copy). */
+  saveSession(s: SessionRecord): void {
     this.stmt(
-      "INSERT INTO sts_sessions (access_key, sealed_secret, sealed_token, parent_kind, " +
-        "parent_id, ldap_dn, ldap_groups, policy, created_at, expires_at) " +
+      "INSERT OR REPLACE INTO sts_sessions (access_key, sealed_secret, sealed_token, " +
+        "parent_kind, parent_id, ldap_dn, ldap_groups, policy, created_at, expires_at) " +
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ).run(
       s.accessKey,
@@ -49,6 +63,18 @@ export class SqliteSts {
     return row ? toSession(row) : undefined;
   }
 
+  deleteSession(accessKey: string): void {
+    this.stmt("DELETE FROM sts_sessions WHERE access_key = ?").run(accessKey);
+  }
+
+  getMapping(kind: string, name: string): LdapMapping | undefined {
+    const row = this.stmt("SELECT * FROM ldap_mappings WHERE kind = ? AND name = ?").get(
+      kind,
+      name,
+    ) as Row | undefined;
+    return row ? toMapping(row) : undefined;
+  }
+
   putMapping(m: LdapMapping): void {
     this.stmt(
       "INSERT INTO ldap_mappings (kind, name, bucket_access, is_admin) VALUES (?, ?, ?, ?) " +
@@ -64,11 +90,6 @@ export class SqliteSts {
 
   listMappings(): LdapMapping[] {
     const rows = this.stmt("SELECT * FROM ldap_mappings ORDER BY kind, name").all() as Row[];
-    return rows.map((row) => ({
-      kind: row.kind as LdapMapping["kind"],
-      name: row.name as string,
-      bucketAccess: JSON.parse(row.bucket_access as string),
-      isAdmin: row.is_admin === 1,
-    }));
+    return rows.map(toMapping);
   }
 }

@@ -652,20 +652,49 @@ export interface UserReplicationQueue {
 }
 
 /**
- * A bearer token or a share as replicated between nodes: the whole record with the stamp of its
- * last change (creation or revocation), null once a token was revoked. A share's download and
- * upload counts are not part of it: each node counts its own.
+ * A bearer token, a share, a token-service session or a directory (LDAP) access mapping as
+ * replicated between nodes: the whole record with the stamp of its last change (creation,
+ * revocation, deletion), null once a token was revoked (or a session or mapping is gone). A
+ * share's download and upload counts are not part of it: each node counts its own. A mapping's id
+ * is `<kind>:<name>` and it never expires (NO_EXPIRY), so its deletion is never forgotten.
  */
 export type ReplicatedRecord =
   | { kind: "token"; id: string; stamp: ChangeStamp; expiresAt: number; value: TokenRecord | null }
-  | { kind: "share"; id: string; stamp: ChangeStamp; expiresAt: number; value: ShareRecord | null };
+  | { kind: "share"; id: string; stamp: ChangeStamp; expiresAt: number; value: ShareRecord | null }
+  | {
+    kind: "session";
+    id: string;
+    stamp: ChangeStamp;
+    expiresAt: number;
+    value: SessionRecord | null;
+  }
+  | {
+    kind: "mapping";
+    id: string;
+    stamp: ChangeStamp;
+    expiresAt: number;
+    value: LdapMapping | null;
+  };
+
+/** The expiry of queued records that never expire (directory access mappings). */
+export const NO_EXPIRY = Number.MAX_SAFE_INTEGER;
+
+/** The queue id of a directory access mapping. */
+export const mappingId = (kind: LdapMapping["kind"], name: string) => `${kind}:${name}`;
+
+/** A mapping's queue id split again into its kind and name. */
+export function mappingKey(id: string): [LdapMapping["kind"], string] {
+  const colon = id.indexOf(":");
+  return [id.slice(0, colon) as LdapMapping["kind"], id.slice(colon + 1)];
+}
 
 export type RecordChange = ReplicatedRecord & { seq: number; queuedAt: number };
 
 /**
- * The durable queue of token and share changes (clustering only): one row per token or share,
- * moved to the end by each change (createToken and deleteToken of a user's token, createShare,
- * revokeShare) in the change's transaction; every node has its own cursor.
+ * The durable queue of token, share, session and mapping changes (clustering only): one row per
+ * record, moved to the end by each change (createToken, deleteToken, createShare, revokeShare,
+ * createSession, putLdapMapping, deleteLdapMapping) in the change's transaction; every node has
+ * its own cursor.
  */
 export interface RecordReplicationQueue {
   recordChanges(after: number, limit: number): Promise<RecordChange[]>;
@@ -675,8 +704,8 @@ export interface RecordReplicationQueue {
   setRecordReplicationCursor(node: string, seq: number): Promise<void>;
   recordReplicationBacklog(after: number): Promise<{ depth: number; oldest?: number }>;
   /**
-   * Deletes the rows of expired tokens and shares every node has received (never the newest): a
-   * stale copy of an expired one grants nothing. Returns how many.
+   * Deletes the rows of expired tokens, shares and sessions every node has received (never the
+   * newest): a stale copy of an expired one grants nothing. Returns how many.
    */
   pruneRecordChanges(nodes: string[], now: number): Promise<number>;
 }
@@ -753,6 +782,20 @@ export interface ChunkGuard {
   collectChunk(id: string, remove: () => Promise<void>): Promise<void>;
 }
 
+/** A node's member list and the nodes forgotten by an administrator, kept across its restarts. */
+export interface SavedMembers {
+  members: { id: string; url: string }[];
+  forgotten: { id: string; at: number }[];
+}
+
+/** Where a cluster node keeps its member list (clustering only). */
+export interface MemberListStore {
+  /** The list node `owner` saved last; empty lists when none. */
+  loadClusterMembers(owner: string): Promise<SavedMembers>;
+  /** Replaces the list node `owner` saved. */
+  saveClusterMembers(owner: string, list: SavedMembers): Promise<void>;
+}
+
 export interface MetaStore
   extends
     EventLog,
@@ -762,6 +805,7 @@ export interface MetaStore
     ObjectReplicationQueue,
     UserReplicationQueue,
     RecordReplicationQueue,
+    MemberListStore,
     ChunkGuard {
   createBucket(bucket: BucketRecord): Promise<"created" | "exists">;
   getBucket(name: string): Promise<BucketRecord | undefined>;

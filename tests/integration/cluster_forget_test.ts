@@ -2,6 +2,7 @@
 // nodes on loopback: refused while the node is alive, then it leaves every member list, gossip
 // does not bring it back, its cursors are released so both change queues prune again, and it
 // comes back only by starting again. A node away during the forget learns of it on its return.
+// Every node restarted, the member lists and the forget come back from disk.
 import {
   CreateBucketCommand,
   DeleteBucketCommand,
@@ -15,6 +16,7 @@ import {
   bucketExists,
   type ClusterNodeProcess,
   eventually,
+  rawCall,
   restartNode,
   seenBy,
   startNode,
@@ -61,12 +63,13 @@ async function has(s3: S3Client, key: string): Promise<boolean> {
 }
 
 Deno.test("cluster: a node gone for good is forgotten everywhere and releases the queues", async (t) => {
-  const a = await startNode("node-a");
-  const b = await startNode("node-b", { seeds: [a.url] });
+  let a = await startNode("node-a");
+  let b = await startNode("node-b", { seeds: [a.url] });
   let c = await startNode("node-c", { seeds: [a.url] });
   // node-d is away while node-c is forgotten, and learns of it from the heartbeats after.
   let d = await startNode("node-d", { seeds: [a.url] });
   const nodes = [a, b, c, d];
+  let forgottenAt = 0;
   try {
     for (const n of nodes) {
       await eventually(`${n.id} sees the others`, () => seenBy(n), (s) =>
@@ -131,6 +134,7 @@ Deno.test("cluster: a node gone for good is forgotten everywhere and releases th
       assertEquals(res.status, 200);
       const body = await res.json();
       assertEquals(body.forgotten.id, "node-c");
+      forgottenAt = body.forgotten.at;
       assertEquals(body.told, ["node-b"]);
       assertEquals(await seenBy(a), ["node-b:alive", "node-d:dead"]);
       await eventually(
@@ -175,6 +179,39 @@ Deno.test("cluster: a node gone for good is forgotten everywhere and releases th
       // Live buckets stay queued: a node that joins later learns them from there.
       assertEquals(bucketQueue(a), ["keep", "later"]);
       assertEquals(cursors(b).includes("node-c"), false);
+    });
+
+    await t.step("every node restarted: the lists from disk, node-c still forgotten", async () => {
+      await Promise.all([a, b, d].map((n) => n.server.stop()));
+      // node-d alone, its seed (node-a) down: it knows the others from the list it saved.
+      d = await restartNode(d);
+      nodes[3] = d;
+      assertEquals((await seenBy(d)).map((s) => s.split(":")[0]), ["node-a", "node-b"]);
+      b = await restartNode(b);
+      nodes[1] = b;
+      a = await restartNode(a);
+      nodes[0] = a;
+      for (const n of [a, b, d]) {
+        await eventually(`${n.id} sees the others again`, () => seenBy(n), (s) =>
+          s.length === 2 &&
+          s.every((x) => x.endsWith(":alive")));
+      }
+      // A process of node-c started before the forget is refused by every node, as before.
+      for (const n of [a, b, d]) {
+        const res = await rawCall(n.url, {
+          method: "POST",
+          path: "/cluster/heartbeat",
+          node: "node-c",
+          body: JSON.stringify({
+            node: { id: "node-c", url: c.url, started: forgottenAt - 1 },
+            members: [],
+            forgotten: [],
+          }),
+        });
+        assertEquals(res.status, 410, n.id);
+        assertEquals((await res.json()).error.code, "node_forgotten");
+      }
+      assertEquals(await seenBy(a), ["node-b:alive", "node-d:alive"]);
     });
 
     await t.step("it comes back only by starting again", async () => {

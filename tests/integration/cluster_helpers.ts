@@ -1,9 +1,9 @@
 // Three-node clusters on loopback for tests: each node on its own port and data directory, and
 // an independent signer of cluster calls written from the README's description of the format.
 import { createHash, createHmac, randomBytes } from "node:crypto";
-import { HeadBucketCommand, type S3Client } from "@aws-sdk/client-s3";
+import { HeadBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { DatabaseSync } from "node:sqlite";
-import { ADMIN_PASSWORD, ADMIN_USER, startServer, type TestServer } from "./server.ts";
+import { ADMIN_PASSWORD, ADMIN_USER, REGION, startServer, type TestServer } from "./server.ts";
 
 export const CLUSTER_SECRET = "cluster-test-secret-0123456789abcdef";
 
@@ -147,6 +147,20 @@ export function rawCall(
       ...(call.body === undefined ? {} : { "content-type": "application/json" }),
     },
     body: call.body,
+  });
+}
+
+/** An SDK client of `node` signing with a user's keys (one attempt: errors show as they are). */
+export function userClient(
+  node: { url: string },
+  user: { accessKey: string; secret: string },
+): S3Client {
+  return new S3Client({
+    endpoint: node.url,
+    region: REGION,
+    forcePathStyle: true,
+    credentials: { accessKeyId: user.accessKey, secretAccessKey: user.secret },
+    maxAttempts: 1,
   });
 }
 

@@ -7,7 +7,6 @@ import {
   GetObjectCommand,
   ListBucketsCommand,
   PutObjectCommand,
-  S3Client,
 } from "@aws-sdk/client-s3";
 import { assert, assertEquals } from "./assert.ts";
 import { adminApi, createUser, type TestUser } from "./access_helpers.ts";
@@ -19,19 +18,12 @@ import {
   seenBy,
   startNode,
   stopAll,
+  userClient,
 } from "./cluster_helpers.ts";
 import { startPgMeta } from "./postgres_meta_helpers.ts";
-import { ADMIN_PASSWORD, ADMIN_USER, REGION } from "./server.ts";
+import { ADMIN_PASSWORD, ADMIN_USER } from "./server.ts";
 
-function client(node: ClusterNodeProcess, user: { accessKey: string; secret: string }) {
-  return new S3Client({
-    endpoint: node.url,
-    region: REGION,
-    forcePathStyle: true,
-    credentials: { accessKeyId: user.accessKey, secretAccessKey: user.secret },
-    maxAttempts: 1,
-  });
-}
+const client = userClient;
 
 /** What ListBuckets signed by `user` on `node` answers: "ok" or the error code. */
 async function signIn(node: ClusterNodeProcess, user: TestUser): Promise<string> {

@@ -22,6 +22,8 @@ interface CachedSignIn {
   at: number;
 }
 
+/** How long the mappings read are used before they are read again. */
+const MAPPINGS_MS = 1000;
 /** Most users whose sign-in or groups are cached: memory stays bounded. */
 const MAX_CACHED = 10_000;
 const HASH_ITERATIONS = 10_000;
@@ -84,6 +86,8 @@ export class LdapService {
   readonly #identities = new Map<string, LdapIdentity>();
   readonly #refreshing = new Map<string, Promise<LdapIdentity | undefined>>();
   #mappings?: Promise<LdapMapping[]>;
+  /** When the mappings were read (another server on the same database may change them). */
+  #mappingsAt = 0;
   /** Failed sign-ins per user name (the caller limits per client address too). */
   readonly userLimiter: SignInLimiter;
 
@@ -203,12 +207,25 @@ export class LdapService {
     };
   }
 
-  /** Every mapping, read once and again after each change. */
+  /**
+   * Every mapping: read again after each change here or from another node, and at most a second
+   * after the last read (servers sharing one database change the same rows).
+   */
   mappings(): Promise<LdapMapping[]> {
-    return this.#mappings ??= this.meta.listLdapMappings().catch((err) => {
-      this.#mappings = undefined;
-      throw err;
-    });
+    if (this.now() - this.#mappingsAt >= MAPPINGS_MS) this.#mappings = undefined;
+    if (!this.#mappings) {
+      this.#mappingsAt = this.now();
+      this.#mappings = this.meta.listLdapMappings().catch((err) => {
+        this.#mappings = undefined;
+        throw err;
+      });
+    }
+    return this.#mappings;
+  }
+
+  /** The mappings changed in the metadata (replicated from another node): read them again. */
+  mappingsChanged(): void {
+    this.#mappings = undefined;
   }
 
   async putMapping(mapping: LdapMapping): Promise<void> {

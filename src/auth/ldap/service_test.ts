@@ -129,3 +129,40 @@ Deno.test("failed sign-ins are limited per user name across addresses", async ()
     assertEquals(e instanceof DirectoryError, true);
   });
 });
+
+Deno.test("mappings are read again a second after the last read, and at once when told", async () => {
+  let now = 1_000_000;
+  let reads = 0;
+  const stored: LdapMapping[] = [];
+  const config = loadLdapConfig((n) =>
+    ({ STORE_LDAP_ENABLED: "true", STORE_LDAP_URL: "ldap://x", STORE_LDAP_BASE_DN: "dc=x" })[n]
+  );
+  const meta = {
+    listLdapMappings: () => {
+      reads++;
+      return Promise.resolve([...stored]);
+    },
+  } as unknown as MetaStore;
+  const { directory } = fakeDirectory({
+    dn: "uid=a",
+    email: "",
+    displayName: "A",
+    groups: [],
+    disabled: false,
+    password: "pw",
+  });
+  const ldap = new LdapService(config, directory, meta, { maxFailures: 2, windowMs: 1 }, () => now);
+  assertEquals(await ldap.mappings(), []);
+  // Another server on the same database adds one: seen once the second is over.
+  stored.push({ kind: "group", name: "eng", bucketAccess: [], isAdmin: true });
+  now += 999;
+  assertEquals(await ldap.mappings(), []);
+  now += 1;
+  assertEquals((await ldap.mappings()).length, 1);
+  assertEquals(reads, 2);
+  // Taken from another node: read again at once.
+  stored.length = 0;
+  ldap.mappingsChanged();
+  assertEquals(await ldap.mappings(), []);
+  assertEquals(reads, 3);
+});

@@ -1,9 +1,10 @@
-// The token and share queue of a MetaStore (clustering): users' bearer tokens and shares are
-// queued with their creation and revocation, taken by another node when their stamp is newer,
-// and pruned once expired and received everywhere. Run against SQLite (sqlite_cluster_test.ts)
-// and PostgreSQL (pg/ports_test.ts).
+// The token, share, session and mapping queue of a MetaStore (clustering): bearer tokens, shares,
+// token-service sessions and directory access mappings are queued with their creation and
+// revocation (or deletion), taken by another node when their stamp is newer, and pruned once
+// expired and received everywhere. Run against SQLite (sqlite_cluster_test.ts) and PostgreSQL
+// (pg/ports_test.ts).
 import { assertEquals } from "../../../tests/integration/assert.ts";
-import type { ShareRecord, UserRecord } from "../store.ts";
+import type { SessionRecord, ShareRecord, UserRecord } from "../store.ts";
 import type { Opener } from "./replication.ts";
 
 type Test = (name: string, fn: () => Promise<void>) => void;
@@ -42,7 +43,7 @@ export function recordReplicationCases(test: Test, open: Opener): void {
     };
   }
 
-  test("tokens and shares: users' tokens and shares are queued, others' tokens are not", async () => {
+  test("tokens and shares: every token and share is queued with its changes", async () => {
     const off = await open({});
     await off.createShare(share("s1"));
     assertEquals(await off.recordChanges(0, 10), []);
@@ -51,26 +52,28 @@ export function recordReplicationCases(test: Test, open: Opener): void {
     await a.createUser(user);
     const expiresAt = Date.now() + HOUR;
     await a.createToken({ hash: hash("a"), userId: "u1", createdAt: 1, expiresAt });
-    // The administrator's and sessions' tokens stay on their node.
+    // The administrator's and directory sessions' tokens too.
     await a.createToken({ hash: hash("b"), userId: "admin", createdAt: 1, expiresAt });
     await a.createShare(share("s1"));
     const changes = await a.recordChanges(0, 10);
     assertEquals(changes.map((c) => [c.kind, c.id, c.seq]), [
       ["token", hash("a"), 1],
-      ["share", "s1", 2],
+      ["token", hash("b"), 2],
+      ["share", "s1", 3],
     ]);
     assertEquals(changes[0].value, { hash: hash("a"), userId: "u1", createdAt: 1, expiresAt });
-    assertEquals(changes[1].expiresAt, changes[1].value!.expiresAt);
+    assertEquals(changes[2].expiresAt, (changes[2].value as ShareRecord).expiresAt);
     await a.deleteToken(hash("a"));
     await a.deleteToken(hash("b"));
     await a.revokeShare("s1");
-    const later = await a.recordChanges(2, 10);
+    const later = await a.recordChanges(3, 10);
     assertEquals(later.map((c) => [c.kind, c.seq, c.value === null]), [
-      ["token", 3, true],
-      ["share", 4, false],
+      ["token", 4, true],
+      ["token", 5, true],
+      ["share", 6, false],
     ]);
-    assertEquals(typeof (later[1].value as ShareRecord).revokedAt, "number");
-    assertEquals((await a.recordReplicationBacklog(2)).depth, 2);
+    assertEquals(typeof (later[2].value as ShareRecord).revokedAt, "number");
+    assertEquals((await a.recordReplicationBacklog(3)).depth, 3);
     await a.close();
   });
 
@@ -123,5 +126,70 @@ export function recordReplicationCases(test: Test, open: Opener): void {
     assertEquals(await a.forgetReplicationNode("n1"), true);
     assertEquals(await a.recordReplicationCursor("n1"), 0);
     await a.close();
+  });
+  test("sessions and mappings: queued, taken when newer, a deletion wins over older states", async () => {
+    const a = await open({ clusterNode: "a" });
+    const b = await open({ clusterNode: "b" });
+    const now = Date.now();
+    const session: SessionRecord = {
+      accessKey: "STSEABCDEFGHIJKLMNOP",
+      sealedSecret: "sealed-secret",
+      sealedToken: "sealed-token",
+      parentKind: "ldap",
+      parentId: "alice",
+      ldapDn: "uid=alice,dc=example,dc=org",
+      ldapGroups: ["engineers"],
+      policy: '{"Statement":[]}',
+      createdAt: now,
+      expiresAt: now + HOUR,
+    };
+    await a.createSession(session);
+    const engineers = {
+      kind: "group" as const,
+      name: "eng:ops",
+      bucketAccess: [{ bucket: "eng", permission: "readwrite" as const }],
+      isAdmin: false,
+    };
+    await a.putLdapMapping(engineers);
+    const first = await a.recordChanges(0, 10);
+    assertEquals(first.map((c) => [c.kind, c.id, c.value !== null]), [
+      ["session", session.accessKey, true],
+      ["mapping", "group:eng:ops", true],
+    ]);
+    assertEquals(first[0].expiresAt, session.expiresAt);
+    for (const c of first) assertEquals(await b.applyRecordState(c), "applied");
+    assertEquals(await b.getSession(session.accessKey), session);
+    assertEquals(await b.listLdapMappings(), [engineers]);
+    // Changed, then deleted on a: b ends without it, and the older states stay stale there.
+    await a.putLdapMapping({ ...engineers, isAdmin: true });
+    const changed = await a.recordChanges(2, 10);
+    assertEquals(await b.applyRecordState(changed[0]), "applied");
+    assertEquals((await b.listLdapMappings())[0].isAdmin, true);
+    assertEquals(await a.deleteLdapMapping("group", "eng:ops"), true);
+    assertEquals(await a.deleteLdapMapping("group", "eng:ops"), false);
+    const deleted = await a.recordChanges(3, 10);
+    assertEquals(deleted.map((c) => [c.kind, c.value]), [["mapping", null]]);
+    assertEquals(await b.applyRecordState(deleted[0]), "applied");
+    assertEquals(await b.listLdapMappings(), []);
+    for (const c of [...first, ...changed]) assertEquals(await b.applyRecordState(c), "stale");
+    assertEquals(await b.listLdapMappings(), []);
+    // A session gone from its node travels as null and is removed on the other.
+    assertEquals(
+      await b.applyRecordState({
+        ...first[0],
+        stamp: { ms: first[0].stamp.ms + 1, node: "a" },
+        value: null,
+      }),
+      "applied",
+    );
+    assertEquals(await b.getSession(session.accessKey), undefined);
+    // A mapping's row is never pruned (its deletion must outlive every older state); the expired
+    // session's is.
+    await a.createToken({ hash: hash("e"), userId: "admin", createdAt: 1, expiresAt: now + HOUR });
+    await a.setRecordReplicationCursor("n1", 10);
+    assertEquals(await a.pruneRecordChanges(["n1"], now + 2 * HOUR), 1);
+    assertEquals((await a.recordChanges(0, 10)).map((c) => c.kind), ["mapping", "token"]);
+    await a.close();
+    await b.close();
   });
 }

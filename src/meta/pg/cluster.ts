@@ -2,6 +2,7 @@
 // src/meta/sqlite_cluster.ts. Writes run inside the caller's transaction. Each enqueue takes a
 // transaction-scoped advisory lock, so queue positions commit in order: a sender that read up to
 // seq N never misses a smaller seq committed later.
+import { PgQueueCursors } from "./queue_cursors.ts";
 import type {
   BucketChange,
   BucketConfigKind,
@@ -37,9 +38,11 @@ const QUEUE_LOCK = 0x53540c1;
 
 type Row = Record<string, unknown>;
 
-export class PgCluster {
+export class PgCluster extends PgQueueCursors {
   /** `node`: this node's id, the stamp of its own changes. */
-  constructor(readonly node: string) {}
+  constructor(readonly node: string) {
+    super("cluster_changes", "cluster_cursors");
+  }
 
   async #stamps(q: Queryable, bucket: string): Promise<Map<string, ChangeStamp>> {
     const rows = await q`
@@ -200,37 +203,13 @@ export class PgCluster {
     return applied ? "applied" : "stale";
   }
 
-  async cursor(q: Queryable, node: string): Promise<number> {
-    const [row] = await q`SELECT seq FROM cluster_cursors WHERE node = ${node}`;
-    return row ? num(row.seq) : 0;
-  }
-
-  async setCursor(q: Queryable, node: string, seq: number): Promise<void> {
-    await q`
-      INSERT INTO cluster_cursors (node, seq) VALUES (${node}, ${seq})
-      ON CONFLICT (node) DO UPDATE SET seq = GREATEST(cluster_cursors.seq, excluded.seq)`;
-  }
-
   async prune(q: Queryable, nodes: string[]): Promise<number> {
-    const rows = await q`SELECT node, seq FROM cluster_cursors`;
-    const cursors = new Map(rows.map((r) => [r.node as string, num(r.seq)]));
-    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
-    if (!(upTo > 0)) return 0;
+    const upTo = await this.received(q, nodes);
+    if (upTo === 0) return 0;
     const result = await q`
       DELETE FROM cluster_changes c WHERE c.seq <= ${upTo}
         AND c.seq < (SELECT max(seq) FROM cluster_changes)
         AND NOT EXISTS (SELECT 1 FROM buckets b WHERE b.name = c.bucket)`;
     return result.count;
-  }
-
-  /** Drops a node's cursor; whether it had one. */
-  async forget(q: Queryable, node: string): Promise<boolean> {
-    return (await q`DELETE FROM cluster_cursors WHERE node = ${node}`).count > 0;
-  }
-
-  async backlog(q: Queryable, after: number): Promise<{ depth: number; oldest?: number }> {
-    const [row] = await q`
-      SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_changes WHERE seq > ${after}`;
-    return { depth: num(row.depth), oldest: row.oldest === null ? undefined : num(row.oldest) };
   }
 }

@@ -1,10 +1,18 @@
-// The cluster's queue of bearer tokens and shares in PostgreSQL (see RecordReplicationQueue in
-// store.ts); behaves as src/meta/sqlite_cluster_records.ts. Writes run inside the caller's
-// transaction; each enqueue takes an advisory lock, so queue positions commit in order.
-import type { ChangeStamp, RecordChange, ReplicatedRecord } from "../store.ts";
+// The cluster's queue of bearer tokens, shares, sessions and directory mappings in PostgreSQL
+// (see RecordReplicationQueue in store.ts); behaves as src/meta/sqlite_cluster_records.ts. Writes
+// run inside the caller's transaction; each enqueue takes an advisory lock, so queue positions
+// commit in order.
+import { PgQueueCursors } from "./queue_cursors.ts";
+import {
+  type ChangeStamp,
+  mappingKey,
+  type RecordChange,
+  type ReplicatedRecord,
+} from "../store.ts";
 import { toToken } from "./users.ts";
 import { toShare } from "./shares.ts";
 import { newerStamp } from "../version_stamps.ts";
+import { PgSts } from "./sts.ts";
 import { num, type Queryable, type Tx } from "./sql.ts";
 
 export const CLUSTER_RECORDS_DDL = `
@@ -32,9 +40,13 @@ const RECORD_LOCK = 0x5356;
 
 type Kind = ReplicatedRecord["kind"];
 
-export class PgClusterRecords {
+const sts = new PgSts();
+
+export class PgClusterRecords extends PgQueueCursors {
   /** `node`: this node's id, the stamp of its own changes. */
-  constructor(readonly node: string) {}
+  constructor(readonly node: string) {
+    super("cluster_records", "cluster_record_cursors");
+  }
 
   async #stamp(q: Queryable, kind: Kind, id: string): Promise<ChangeStamp | undefined> {
     const [row] = await q`
@@ -53,19 +65,17 @@ export class PgClusterRecords {
         expires_at = excluded.expires_at`;
   }
 
-  /** A change made here; a token only when it is a user's (not the administrator's, ...). */
-  async changed(tx: Tx, kind: Kind, id: string, expiresAt: number, userId?: string) {
-    if (userId !== undefined) {
-      const [user] = await tx`SELECT 1 FROM users WHERE id = ${userId}`;
-      if (!user) return;
-    }
+  /** A change made here. */
+  async changed(tx: Tx, kind: Kind, id: string, expiresAt: number) {
     const latest = (await this.#stamp(tx, kind, id))?.ms ?? 0;
     const stamp = { ms: Math.max(Date.now(), latest + 1), node: this.node };
     await this.#enqueue(tx, kind, id, stamp, expiresAt);
   }
 
-  /** The token or share as stored now (inside a change's transaction, before it). */
+  /** The record as stored now (inside a change's transaction, before it). */
   async current(q: Queryable, kind: Kind, id: string) {
+    if (kind === "session") return (await sts.getSession(q, id)) ?? null;
+    if (kind === "mapping") return (await sts.getMapping(q, ...mappingKey(id))) ?? null;
     const [row] = kind === "token"
       ? await q`SELECT * FROM tokens WHERE hash = ${id}`
       : await q`SELECT * FROM shares WHERE id = ${id}`;
@@ -100,7 +110,13 @@ export class PgClusterRecords {
   async apply(tx: Tx, s: ReplicatedRecord): Promise<"applied" | "stale"> {
     await this.lock(tx, s.kind, s.id);
     if (!newerStamp(s.stamp, await this.#stamp(tx, s.kind, s.id))) return "stale";
-    if (s.kind === "token") {
+    if (s.kind === "session") {
+      if (s.value === null) await sts.deleteSession(tx, s.id);
+      else await sts.saveSession(tx, s.value);
+    } else if (s.kind === "mapping") {
+      if (s.value === null) await sts.deleteMapping(tx, ...mappingKey(s.id));
+      else await sts.putMapping(tx, s.value);
+    } else if (s.kind === "token") {
       const t = s.value;
       if (t === null) await tx`DELETE FROM tokens WHERE hash = ${s.id}`;
       else {
@@ -130,36 +146,12 @@ export class PgClusterRecords {
     return "applied";
   }
 
-  async cursor(q: Queryable, node: string): Promise<number> {
-    const [row] = await q`SELECT seq FROM cluster_record_cursors WHERE node = ${node}`;
-    return row ? num(row.seq) : 0;
-  }
-
-  async setCursor(q: Queryable, node: string, seq: number): Promise<void> {
-    await q`
-      INSERT INTO cluster_record_cursors (node, seq) VALUES (${node}, ${seq})
-      ON CONFLICT (node) DO UPDATE SET seq = GREATEST(cluster_record_cursors.seq, excluded.seq)`;
-  }
-
-  async backlog(q: Queryable, after: number): Promise<{ depth: number; oldest?: number }> {
-    const [row] = await q`
-      SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_records
-      WHERE seq > ${after}`;
-    return { depth: num(row.depth), oldest: row.oldest === null ? undefined : num(row.oldest) };
-  }
-
   async prune(q: Queryable, nodes: string[], now: number): Promise<number> {
-    const rows = await q`SELECT node, seq FROM cluster_record_cursors`;
-    const cursors = new Map(rows.map((r) => [r.node as string, num(r.seq)]));
-    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
-    if (!(upTo > 0)) return 0;
+    const upTo = await this.received(q, nodes);
+    if (upTo === 0) return 0;
     const result = await q`
       DELETE FROM cluster_records WHERE seq <= ${upTo} AND expires_at < ${now}
         AND seq < (SELECT max(seq) FROM cluster_records)`;
     return result.count;
-  }
-
-  async forget(q: Queryable, node: string): Promise<boolean> {
-    return (await q`DELETE FROM cluster_record_cursors WHERE node = ${node}`).count > 0;
   }
 }

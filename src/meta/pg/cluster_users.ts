@@ -1,6 +1,7 @@
 // The cluster's user-change queue in PostgreSQL (see UserReplicationQueue in store.ts); behaves
 // as src/meta/sqlite_cluster_users.ts. Writes run inside the caller's transaction; each enqueue
 // takes a transaction-scoped advisory lock, so queue positions commit in order.
+import { PgQueueCursors } from "./queue_cursors.ts";
 import type { UserRecord } from "../store.ts";
 import { toUser } from "./users.ts";
 import {
@@ -37,9 +38,11 @@ const QUEUE_LOCK = 0x53540c3;
 /** The class of the per-user advisory locks (two-key form: class, hash of the user id). */
 const USER_LOCK = 0x5355;
 
-export class PgClusterUsers {
+export class PgClusterUsers extends PgQueueCursors {
   /** `node`: this node's id, the stamp of its own changes. */
-  constructor(readonly node: string) {}
+  constructor(readonly node: string) {
+    super("cluster_user_changes", "cluster_user_cursors");
+  }
 
   async #stamps(q: Queryable, id: string): Promise<UserStamps> {
     const [row] = await q`SELECT stamps FROM cluster_user_stamps WHERE user_id = ${id}`;
@@ -146,38 +149,14 @@ export class PgClusterUsers {
     return out;
   }
 
-  async cursor(q: Queryable, node: string): Promise<number> {
-    const [row] = await q`SELECT seq FROM cluster_user_cursors WHERE node = ${node}`;
-    return row ? num(row.seq) : 0;
-  }
-
-  async setCursor(q: Queryable, node: string, seq: number): Promise<void> {
-    await q`
-      INSERT INTO cluster_user_cursors (node, seq) VALUES (${node}, ${seq})
-      ON CONFLICT (node) DO UPDATE SET seq = GREATEST(cluster_user_cursors.seq, excluded.seq)`;
-  }
-
-  async backlog(q: Queryable, after: number): Promise<{ depth: number; oldest?: number }> {
-    const [row] = await q`
-      SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_user_changes
-      WHERE seq > ${after}`;
-    return { depth: num(row.depth), oldest: row.oldest === null ? undefined : num(row.oldest) };
-  }
-
   /** Deletes the rows of deleted users every node has received (never the newest row). */
   async prune(q: Queryable, nodes: string[]): Promise<number> {
-    const rows = await q`SELECT node, seq FROM cluster_user_cursors`;
-    const cursors = new Map(rows.map((r) => [r.node as string, num(r.seq)]));
-    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
-    if (!(upTo > 0)) return 0;
+    const upTo = await this.received(q, nodes);
+    if (upTo === 0) return 0;
     const result = await q`
       DELETE FROM cluster_user_changes c WHERE c.seq <= ${upTo}
         AND c.seq < (SELECT max(seq) FROM cluster_user_changes)
         AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = c.user_id)`;
     return result.count;
-  }
-
-  async forget(q: Queryable, node: string): Promise<boolean> {
-    return (await q`DELETE FROM cluster_user_cursors WHERE node = ${node}`).count > 0;
   }
 }

@@ -2,6 +2,7 @@
 // behaves as src/meta/sqlite_object_queue.ts. Appends run inside the write's transaction and take
 // a transaction-scoped advisory lock, so queue positions commit in order: a sender that read up to
 // seq N never misses a smaller seq committed later.
+import { PgQueueCursors } from "./queue_cursors.ts";
 import type { ObjectChange } from "../store.ts";
 import type { Q } from "./connect.ts";
 import { num, type Queryable } from "./sql.ts";
@@ -37,7 +38,11 @@ export const TOMBSTONES_DDL = `
 /** The advisory lock that orders queue positions (an arbitrary constant of this store). */
 const OBJECT_QUEUE_LOCK = 0x53540c2;
 
-export class PgObjectQueue {
+export class PgObjectQueue extends PgQueueCursors {
+  constructor() {
+    super("cluster_object_changes", "cluster_object_cursors");
+  }
+
   async append(
     q: Q,
     op: ObjectChange["op"],
@@ -63,29 +68,9 @@ export class PgObjectQueue {
     }));
   }
 
-  async cursor(q: Queryable, node: string): Promise<number> {
-    const [row] = await q`SELECT seq FROM cluster_object_cursors WHERE node = ${node}`;
-    return row ? num(row.seq) : 0;
-  }
-
-  async setCursor(q: Queryable, node: string, seq: number): Promise<void> {
-    await q`
-      INSERT INTO cluster_object_cursors (node, seq) VALUES (${node}, ${seq})
-      ON CONFLICT (node) DO UPDATE SET seq = GREATEST(cluster_object_cursors.seq, excluded.seq)`;
-  }
-
-  async backlog(q: Queryable, after: number): Promise<{ depth: number; oldest?: number }> {
-    const [row] = await q`
-      SELECT count(*) AS depth, min(queued_at) AS oldest FROM cluster_object_changes
-      WHERE seq > ${after}`;
-    return { depth: num(row.depth), oldest: row.oldest === null ? undefined : num(row.oldest) };
-  }
-
   async prune(q: Queryable, nodes: string[]): Promise<number> {
-    const rows = await q`SELECT node, seq FROM cluster_object_cursors`;
-    const cursors = new Map(rows.map((r) => [r.node as string, num(r.seq)]));
-    const upTo = Math.min(...cursors.values(), ...nodes.map((n) => cursors.get(n) ?? 0));
-    if (!(upTo > 0)) return 0;
+    const upTo = await this.received(q, nodes);
+    if (upTo === 0) return 0;
     const result = await q`
       DELETE FROM cluster_object_changes WHERE seq <= ${upTo}
         AND seq < (SELECT max(seq) FROM cluster_object_changes)`;
@@ -118,11 +103,6 @@ export class PgObjectQueue {
   async pruneTombstones(q: Queryable, before: number): Promise<number> {
     const result = await q`DELETE FROM cluster_tombstones WHERE deleted_at < ${before}`;
     return result.count;
-  }
-
-  /** Drops a node's cursor; whether it had one. */
-  async forget(q: Queryable, node: string): Promise<boolean> {
-    return (await q`DELETE FROM cluster_object_cursors WHERE node = ${node}`).count > 0;
   }
 
   async setStatus(

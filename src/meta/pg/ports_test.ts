@@ -8,6 +8,7 @@ import { replicationCases } from "../contract/replication.ts";
 import { objectReplicationCases } from "../contract/object_replication.ts";
 import { userReplicationCases } from "../contract/user_replication.ts";
 import { recordReplicationCases } from "../contract/record_replication.ts";
+import { memberListCases } from "../contract/member_list.ts";
 import { PgMetaStore } from "./store.ts";
 
 Deno.test("PostgreSQL: jobs, KMS keys and the bucket-change queue", async (t) => {
@@ -33,6 +34,7 @@ Deno.test("PostgreSQL: jobs, KMS keys and the bucket-change queue", async (t) =>
   objectReplicationCases(collect, open);
   userReplicationCases(collect, open);
   recordReplicationCases(collect, open);
+  memberListCases(collect, open);
   try {
     for (const [name, fn] of cases) await t.step(name, fn);
   } finally {

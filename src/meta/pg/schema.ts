@@ -7,6 +7,7 @@ import { JOBS_DDL } from "./jobs.ts";
 import { CLUSTER_DDL } from "./cluster.ts";
 import { CLUSTER_USERS_DDL } from "./cluster_users.ts";
 import { CLUSTER_RECORDS_DDL } from "./cluster_records.ts";
+import { CLUSTER_MEMBERS_DDL } from "./cluster_members.ts";
 import { AUDIT_DDL } from "./audit.ts";
 import type { Sql } from "./connect.ts";
 import { ERRORS_DDL } from "./errors.ts";
@@ -224,6 +225,8 @@ export const MIGRATIONS: string[] = [
   CLUSTER_RECORDS_DDL,
   // Versions removed while clustering is on (anti-entropy's tombstones).
   TOMBSTONES_DDL,
+  // Each node's member list and forgotten nodes, kept across restarts.
+  CLUSTER_MEMBERS_DDL,
 ];
 
 /** Applies the migrations not applied yet; returns how many there are in all. */

@@ -33,9 +33,11 @@ import {
   type LdapMapping,
   type ListPage,
   type ListQuery,
+  mappingId,
   type MetaStore,
   MissingBucketError,
   type NewJob,
+  NO_EXPIRY,
   type ObjectChange,
   type ObjectVersion,
   type OutboxEvent,
@@ -44,6 +46,7 @@ import {
   type RecordChange,
   type ReplicatedRecord,
   type Retention,
+  type SavedMembers,
   type SessionRecord,
   type ShareRecord,
   type StoredEvent,
@@ -65,6 +68,7 @@ import { PgChunks, RefChanges } from "./chunks.ts";
 import { PgErrors } from "./errors.ts";
 import { PgEvents } from "./events.ts";
 import { PgShares } from "./shares.ts";
+import { PgClusterMembers } from "./cluster_members.ts";
 import { PgSts } from "./sts.ts";
 import { PgUsers, toUser } from "./users.ts";
 import { openPool, type Q, type Sql } from "./connect.ts";
@@ -124,6 +128,7 @@ export class PgMetaStore implements MetaStore {
   readonly #clusterUsers: PgClusterUsers;
   readonly #clusterRecords: PgClusterRecords;
   readonly #objectQueue = new PgObjectQueue();
+  readonly #clusterMembers = new PgClusterMembers();
   /** Chunk holdings of the cluster nodes sharing this database (src/cluster/shared_meta.ts). */
   readonly sharedHoldings = new PgHoldings((fn) => this.#read(fn));
   /** Bucket changes are queued for the other nodes (clustering is on). */
@@ -924,13 +929,7 @@ export class PgMetaStore implements MetaStore {
     return this.#change(async (tx) => {
       await this.#users.createToken(tx, token);
       if (this.#replicating) {
-        await this.#clusterRecords.changed(
-          tx as Tx,
-          "token",
-          token.hash,
-          token.expiresAt,
-          token.userId,
-        );
+        await this.#clusterRecords.changed(tx as Tx, "token", token.hash, token.expiresAt);
       }
     });
   }
@@ -947,7 +946,7 @@ export class PgMetaStore implements MetaStore {
         : null;
       const deleted = await this.#users.deleteToken(tx, hash);
       if (deleted && token) {
-        await this.#clusterRecords.changed(tx as Tx, "token", hash, token.expiresAt, token.userId);
+        await this.#clusterRecords.changed(tx as Tx, "token", hash, token.expiresAt);
       }
       return deleted;
     }, (r) => r ? {} : undefined);
@@ -958,7 +957,17 @@ export class PgMetaStore implements MetaStore {
   }
 
   createSession(session: SessionRecord): Promise<void> {
-    return this.#change((tx) => this.#sts.createSession(tx, session));
+    return this.#change(async (tx) => {
+      await this.#sts.createSession(tx, session);
+      if (this.#replicating) {
+        await this.#clusterRecords.changed(
+          tx as Tx,
+          "session",
+          session.accessKey,
+          session.expiresAt,
+        );
+      }
+    });
   }
 
   getSession(accessKey: string): Promise<SessionRecord | undefined> {
@@ -966,14 +975,24 @@ export class PgMetaStore implements MetaStore {
   }
 
   putLdapMapping(mapping: LdapMapping): Promise<void> {
-    return this.#change((tx) => this.#sts.putMapping(tx, mapping));
+    return this.#change(async (tx) => {
+      const id = mappingId(mapping.kind, mapping.name);
+      if (this.#replicating) await this.#clusterRecords.lock(tx as Tx, "mapping", id);
+      await this.#sts.putMapping(tx, mapping);
+      if (this.#replicating) await this.#clusterRecords.changed(tx as Tx, "mapping", id, NO_EXPIRY);
+    });
   }
 
   deleteLdapMapping(kind: LdapMapping["kind"], name: string): Promise<boolean> {
-    return this.#change(
-      (tx) => this.#sts.deleteMapping(tx, kind, name),
-      (deleted) => deleted ? {} : undefined,
-    );
+    return this.#change(async (tx) => {
+      const id = mappingId(kind, name);
+      if (this.#replicating) await this.#clusterRecords.lock(tx as Tx, "mapping", id);
+      const deleted = await this.#sts.deleteMapping(tx, kind, name);
+      if (deleted && this.#replicating) {
+        await this.#clusterRecords.changed(tx as Tx, "mapping", id, NO_EXPIRY);
+      }
+      return deleted;
+    }, (deleted) => deleted ? {} : undefined);
   }
 
   listLdapMappings(): Promise<LdapMapping[]> {
@@ -1071,6 +1090,14 @@ export class PgMetaStore implements MetaStore {
 
   pruneRecordChanges(nodes: string[], now: number): Promise<number> {
     return this.#tx((tx) => this.#clusterRecords.prune(tx, nodes, now));
+  }
+
+  loadClusterMembers(owner: string): Promise<SavedMembers> {
+    return this.#read((q) => this.#clusterMembers.load(q, owner));
+  }
+
+  saveClusterMembers(owner: string, list: SavedMembers): Promise<void> {
+    return this.#tx((tx) => this.#clusterMembers.save(tx, owner, list));
   }
 
   countShareDownload(id: string): Promise<boolean> {

@@ -43,17 +43,45 @@ function toSession(row: Row): SessionRecord {
   };
 }
 
+function toMapping(row: Row): LdapMapping {
+  return {
+    kind: row.kind as LdapMapping["kind"],
+    name: row.name as string,
+    bucketAccess: JSON.parse(row.bucket_access as string),
+    isAdmin: row.is_admin as boolean,
+  };
+}
+
 export class PgSts {
   /** Stores a session and drops the expired ones. */
   async createSession(q: Queryable, s: SessionRecord): Promise<void> {
     await q`DELETE FROM sts_sessions WHERE expires_at < ${Date.now()}`;
+    await this.saveSession(q, s);
+  }
+
+  /** Stores a session, replacing one of the same access key (a replicated copy). */
+  async saveSession(q: Queryable, s: SessionRecord): Promise<void> {
     await q`
       INSERT INTO sts_sessions (access_key, sealed_secret, sealed_token, parent_kind, parent_id,
         ldap_dn, ldap_groups, policy, created_at, expires_at)
       VALUES (${s.accessKey}, ${s.sealedSecret}, ${s.sealedToken}, ${s.parentKind},
         ${s.parentId}, ${s.ldapDn ?? null},
         ${s.ldapGroups ? JSON.stringify(s.ldapGroups) : null}, ${s.policy ?? null},
-        ${s.createdAt}, ${s.expiresAt})`;
+        ${s.createdAt}, ${s.expiresAt})
+      ON CONFLICT (access_key) DO UPDATE SET sealed_secret = excluded.sealed_secret,
+        sealed_token = excluded.sealed_token, parent_kind = excluded.parent_kind,
+        parent_id = excluded.parent_id, ldap_dn = excluded.ldap_dn,
+        ldap_groups = excluded.ldap_groups, policy = excluded.policy,
+        created_at = excluded.created_at, expires_at = excluded.expires_at`;
+  }
+
+  async deleteSession(q: Queryable, accessKey: string): Promise<void> {
+    await q`DELETE FROM sts_sessions WHERE access_key = ${accessKey}`;
+  }
+
+  async getMapping(q: Queryable, kind: string, name: string): Promise<LdapMapping | undefined> {
+    const [row] = await q`SELECT * FROM ldap_mappings WHERE kind = ${kind} AND name = ${name}`;
+    return row ? toMapping(row) : undefined;
   }
 
   async getSession(q: Queryable, accessKey: string): Promise<SessionRecord | undefined> {
@@ -76,11 +104,6 @@ export class PgSts {
 
   async listMappings(q: Queryable): Promise<LdapMapping[]> {
     const rows = await q`SELECT * FROM ldap_mappings ORDER BY kind, name`;
-    return rows.map((row) => ({
-      kind: row.kind as LdapMapping["kind"],
-      name: row.name as string,
-      bucketAccess: JSON.parse(row.bucket_access as string),
-      isAdmin: row.is_admin as boolean,
-    }));
+    return rows.map(toMapping);
   }
 }

@@ -1,0 +1,118 @@
+import { assert, assertEquals } from "../../tests/integration/assert.ts";
+import type { SecretSealer } from "../auth/secrets.ts";
+import { SqliteMetaStore } from "../meta/sqlite.ts";
+import type { ReplicatedRecord, SessionRecord } from "../meta/store.ts";
+import { parseRecordState, RecordReplicator } from "./records.ts";
+import { nodeAWithB, nodeSealer, runUntil } from "./sender_test_helpers.ts";
+import { wireSealer } from "./users.ts";
+
+const SECRET = "records-test-cluster-secret-0123456789abcdef";
+
+/** What a node sends of its record queue (one message), with `here` as its sealer. */
+async function sent(meta: SqliteMetaStore, here: SecretSealer): Promise<string> {
+  const bodies: string[] = [];
+  const replicator = new RecordReplicator(
+    meta,
+    nodeAWithB(),
+    (_url, body) => {
+      bodies.push(JSON.stringify(body));
+      return Promise.resolve({});
+    },
+    here,
+    wireSealer(SECRET),
+    10,
+  );
+  await runUntil(replicator, () => bodies.length === 1);
+  return bodies[0];
+}
+
+Deno.test("a session's secret and token travel sealed with the cluster's key, sealed again on arrival", async () => {
+  const meta = new SqliteMetaStore(":memory:", { clusterNode: "a" });
+  const here = nodeSealer();
+  const secret = "session-secret-0123456789abcdefghijklmno";
+  const token = "session-token-".padEnd(96, "t");
+  const accessKey = "STSEABCDEFGHIJ012345";
+  const session: SessionRecord = {
+    accessKey,
+    sealedSecret: here.seal(secret, accessKey),
+    sealedToken: here.seal(token, `${accessKey}/token`),
+    parentKind: "ldap",
+    parentId: "alice",
+    ldapDn: "uid=alice,dc=example,dc=org",
+    ldapGroups: ["engineers"],
+    createdAt: Date.now(),
+    expiresAt: Date.now() + 3600_000,
+  };
+  await meta.createSession(session);
+  await meta.putLdapMapping({
+    kind: "user",
+    name: "alice",
+    bucketAccess: [{ bucket: "bk1", permission: "read" }],
+    isAdmin: false,
+  });
+  const body = await sent(meta, here);
+  await meta.close();
+  // Neither in the clear nor as stored here.
+  for (const hidden of [secret, token, session.sealedSecret, session.sealedToken]) {
+    assert(!body.includes(hidden), `${hidden.slice(0, 12)} left the node`);
+  }
+  const { type, changes } = JSON.parse(body) as { type: string; changes: unknown[] };
+  assertEquals(type, "records");
+  assertEquals(changes.length, 2);
+
+  // Another node opens it with the cluster's key and seals it with its own master key.
+  const there = nodeSealer();
+  const parsed = parseRecordState(changes[0], there, wireSealer(SECRET));
+  assert(parsed?.kind === "session" && parsed.value);
+  const got = parsed.value;
+  assertEquals(there.open(got.sealedSecret, accessKey), secret);
+  assertEquals(there.open(got.sealedToken, `${accessKey}/token`), token);
+  const { sealedSecret: _s, sealedToken: _t, ...rest } = got;
+  const { sealedSecret: _s2, sealedToken: _t2, ...expected } = session;
+  assertEquals(rest, expected);
+  const mapping = parseRecordState(changes[1], there, wireSealer(SECRET));
+  assertEquals(mapping?.kind, "mapping");
+  assertEquals(mapping?.id, "user:alice");
+
+  // Another cluster secret, a session id moved to another key, a mapping under another id or
+  // with bad access: refused.
+  assertEquals(parseRecordState(changes[0], there, wireSealer(SECRET + "x")), undefined);
+  const moved = { ...(changes[0] as Record<string, unknown>), id: "STSEABCDEFGHIJ099999" };
+  assertEquals(parseRecordState(moved, there, wireSealer(SECRET)), undefined);
+  const m = changes[1] as Record<string, unknown> & { value: Record<string, unknown> };
+  for (
+    const bad of [
+      { ...m, id: "user:bob" },
+      { ...m, value: { ...m.value, bucketAccess: "all" } },
+      { ...m, value: { ...m.value, kind: "team" } },
+    ]
+  ) {
+    assertEquals(parseRecordState(bad, there, wireSealer(SECRET)), undefined);
+  }
+  const gone = { ...(changes[0] as ReplicatedRecord), value: null };
+  assertEquals(parseRecordState(gone, there, wireSealer(SECRET))?.value, null);
+});
+
+Deno.test("a session whose secret does not open stays on its node; the queue goes on", async () => {
+  const meta = new SqliteMetaStore(":memory:", { clusterNode: "a" });
+  const here = nodeSealer();
+  await meta.createSession({
+    accessKey: "STSEABCDEFGHIJ000000",
+    sealedSecret: nodeSealer().seal("x", "STSEABCDEFGHIJ000000"),
+    sealedToken: nodeSealer().seal("y", "STSEABCDEFGHIJ000000/token"),
+    parentKind: "user",
+    parentId: "u1",
+    createdAt: Date.now(),
+    expiresAt: Date.now() + 3600_000,
+  });
+  await meta.createToken({
+    hash: "f".repeat(64),
+    userId: "admin",
+    createdAt: 1,
+    expiresAt: Date.now() + 3600_000,
+  });
+  const body = JSON.parse(await sent(meta, here)) as { changes: { kind: string }[] };
+  assertEquals(body.changes.map((c) => c.kind), ["token"]);
+  assertEquals(await meta.recordReplicationCursor("b"), 2);
+  await meta.close();
+});
