@@ -34,12 +34,28 @@ function openLibrary(): Library | null {
   }
   for (const name of LIBRARIES) {
     try {
-      library = Deno.dlopen(name, SYMBOLS).symbols;
-      break;
+      const symbols = Deno.dlopen(name, SYMBOLS).symbols;
+      // A library whose MD5 is missing or refused (a FIPS build) is not used.
+      if (selfCheck(symbols)) {
+        library = symbols;
+        break;
+      }
     } catch { /* try the next name */ }
   }
   return library;
 }
+
+/** Whether the library hashes "abc" right. */
+function selfCheck(lib: Library): boolean {
+  try {
+    const digest = new NativeMd5(lib).update(new TextEncoder().encode("abc")).digest();
+    return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("") === ABC_MD5;
+  } catch {
+    return false;
+  }
+}
+
+const ABC_MD5 = "900150983cd24fb0d6963f7d28e17f72";
 
 class NativeMd5 implements Md5 {
   readonly #context = new Uint8Array(CONTEXT_BYTES);
@@ -49,13 +65,18 @@ class NativeMd5 implements Md5 {
   }
 
   update(bytes: Uint8Array): Md5 {
-    if (bytes.byteLength > 0) this.lib.MD5_Update(this.#context, bytes, BigInt(bytes.byteLength));
+    if (
+      bytes.byteLength > 0 &&
+      this.lib.MD5_Update(this.#context, bytes, BigInt(bytes.byteLength)) !== 1
+    ) {
+      throw new Error("MD5_Update failed");
+    }
     return this;
   }
 
   digest(): Uint8Array<ArrayBuffer> {
     const out = new Uint8Array(16);
-    this.lib.MD5_Final(out, this.#context);
+    if (this.lib.MD5_Final(out, this.#context) !== 1) throw new Error("MD5_Final failed");
     return out;
   }
 }
