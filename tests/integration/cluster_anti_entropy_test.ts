@@ -96,6 +96,31 @@ async function contents(s3: S3Client, bucket: string): Promise<string[]> {
   return out.sort();
 }
 
+/**
+ * Stops a, drops its queued object changes of `op` as a lost write would (`expected` of them),
+ * and starts a and b again with anti-entropy off: the two restarted nodes.
+ */
+async function restartLosing(
+  a: ClusterNodeProcess,
+  b: ClusterNodeProcess,
+  op: string,
+  expected: number,
+): Promise<[ClusterNodeProcess, ClusterNodeProcess]> {
+  await a.server.stop();
+  const db = new DatabaseSync(`${a.dataDir}/meta.db`);
+  const lost = db.prepare("DELETE FROM cluster_object_changes WHERE op = ?").run(op);
+  assertEquals(Number(lost.changes), expected);
+  db.close();
+  const a2 = await startNode("node-a", { port: a.port, dataDir: a.dataDir, env: OFF });
+  const b2 = await startNode("node-b", {
+    port: b.port,
+    dataDir: b.dataDir,
+    seeds: [a2.url],
+    env: OFF,
+  });
+  return [a2, b2];
+}
+
 async function allAlive(nodes: ClusterNodeProcess[]): Promise<void> {
   for (const n of nodes) {
     await eventually(
@@ -399,13 +424,7 @@ Deno.test("anti-entropy: a tag change whose queue row was lost is repaired, the 
         Tagging: { TagSet: [{ Key: "team", Value: "red" }] },
       }),
     );
-    await a.server.stop();
-    const db = new DatabaseSync(`${a.dataDir}/meta.db`);
-    const lost = db.prepare("DELETE FROM cluster_object_changes WHERE op = 'tags'").run();
-    assertEquals(Number(lost.changes), 1);
-    db.close();
-    a = await startNode("node-a", { port: a.port, dataDir: a.dataDir, env: OFF });
-    b = await startNode("node-b", { port: b.port, dataDir: b.dataDir, seeds: [a.url], env: OFF });
+    [a, b] = await restartLosing(a, b, "tags", 1);
     nodes.splice(0, 2, a, b);
     await allAlive(nodes);
     const s3b = s3Client(b.server);
@@ -477,13 +496,7 @@ Deno.test("anti-entropy: a version deletion whose queue row was lost is not undo
     await s3a.send(
       new DeleteObjectCommand({ Bucket: "held", Key: "h", VersionId: held.VersionId }),
     );
-    await a.server.stop();
-    const db = new DatabaseSync(`${a.dataDir}/meta.db`);
-    const lost = db.prepare("DELETE FROM cluster_object_changes WHERE op = 'delete'").run();
-    assertEquals(Number(lost.changes), 2);
-    db.close();
-    a = await startNode("node-a", { port: a.port, dataDir: a.dataDir, env: OFF });
-    b = await startNode("node-b", { port: b.port, dataDir: b.dataDir, seeds: [a.url], env: OFF });
+    [a, b] = await restartLosing(a, b, "delete", 2);
     nodes.splice(0, 2, a, b);
     await allAlive(nodes);
     const s3b = s3Client(b.server);
