@@ -3,27 +3,16 @@ import type { SecretSealer } from "../auth/secrets.ts";
 import { SqliteMetaStore } from "../meta/sqlite.ts";
 import type { ReplicatedRecord, SessionRecord } from "../meta/store.ts";
 import { parseRecordState, RecordReplicator } from "./records.ts";
-import { nodeAWithB, nodeSealer, runUntil } from "./sender_test_helpers.ts";
+import { firstMessage, nodeAWithB, nodeSealer } from "./sender_test_helpers.ts";
 import { wireSealer } from "./users.ts";
 
 const SECRET = "records-test-cluster-secret-0123456789abcdef";
 
 /** What a node sends of its record queue (one message), with `here` as its sealer. */
-async function sent(meta: SqliteMetaStore, here: SecretSealer): Promise<string> {
-  const bodies: string[] = [];
-  const replicator = new RecordReplicator(
-    meta,
-    nodeAWithB(),
-    (_url, body) => {
-      bodies.push(JSON.stringify(body));
-      return Promise.resolve({});
-    },
-    here,
-    wireSealer(SECRET),
-    10,
+function sent(meta: SqliteMetaStore, here: SecretSealer): Promise<string> {
+  return firstMessage((deliver) =>
+    new RecordReplicator(meta, nodeAWithB(), deliver, here, wireSealer(SECRET), 10)
   );
-  await runUntil(replicator, () => bodies.length === 1);
-  return bodies[0];
 }
 
 Deno.test("a session's secret and token travel sealed with the cluster's key, sealed again on arrival", async () => {

@@ -1,9 +1,11 @@
 // Shared by the sender unit tests (users_test.ts, records_test.ts): a node's own sealer, node a
-// having heard from node b, and running a sender until what it delivered is enough.
+// having heard from node b, running a sender until what it delivered is enough, and the first
+// message a sender delivers.
 import { MasterKey } from "../auth/master_key.ts";
 import { SecretSealer } from "../auth/secrets.ts";
 import { Membership } from "./membership.ts";
 import type { NodeRounds } from "./node_rounds.ts";
+import type { Deliver } from "./replication.ts";
 
 /** A sealer with a master key of its own, as a node has. */
 export function nodeSealer(): SecretSealer {
@@ -32,4 +34,15 @@ export async function runUntil(sender: NodeRounds, done: () => boolean): Promise
   } finally {
     await sender.stop();
   }
+}
+
+/** The first message (as JSON) of a sender made by `make` around a delivery that keeps it. */
+export async function firstMessage(make: (deliver: Deliver) => NodeRounds): Promise<string> {
+  const bodies: string[] = [];
+  const sender = make((_url, body) => {
+    bodies.push(JSON.stringify(body));
+    return Promise.resolve({});
+  });
+  await runUntil(sender, () => bodies.length === 1);
+  return bodies[0];
 }

@@ -1,6 +1,6 @@
 import { assert, assertEquals } from "../../tests/integration/assert.ts";
 import { SqliteMetaStore } from "../meta/sqlite.ts";
-import { nodeAWithB, nodeSealer, runUntil } from "./sender_test_helpers.ts";
+import { firstMessage, nodeAWithB, nodeSealer, runUntil } from "./sender_test_helpers.ts";
 import { parseUserState, UserReplicator, wireSealer } from "./users.ts";
 
 const SECRET = "users-test-cluster-secret-0123456789abcdef";
@@ -21,22 +21,11 @@ Deno.test("a user's secret travels sealed with the cluster's key and is sealed a
     keyCreatedAt: 1,
     bucketAccess: [{ bucket: "bk1", permission: "read" }],
   });
-  const bodies: string[] = [];
-  const replicator = new UserReplicator(
-    meta,
-    nodeAWithB(),
-    (_url, body) => {
-      bodies.push(JSON.stringify(body));
-      return Promise.resolve({});
-    },
-    here,
-    wireSealer(SECRET),
-    10,
+  const body = await firstMessage((deliver) =>
+    new UserReplicator(meta, nodeAWithB(), deliver, here, wireSealer(SECRET), 10)
   );
-  await runUntil(replicator, () => bodies.length === 1);
   await meta.close();
 
-  const body = bodies[0];
   assert(!body.includes(secret), "no secret in the clear");
   const sealed = here.seal(secret, "u1");
   assert(!body.includes(sealed.split(":")[1]), "nothing sealed with this node's key");
