@@ -26,8 +26,9 @@ export const HELP = `Usage: deno task bench [options]
   --ops LIST           any of put,mpu,get,getrange,head,list,delete (default all; mpu and
                        getrange only at sizes of 16 MiB and more unless named here)
   --part-size SIZE     multipart part size and ranged GET length (default 8m, at least 5m)
-  --count N            operations per op for sizes under 16 MiB (default 2000 up to 64 KiB,
-                       200 above); LIST runs a tenth as many (at least 10)
+  --count N            operations per op for sizes under 16 MiB, and HEAD and LIST at every
+                       size (default 2000 up to 64 KiB and for HEAD and LIST, 200 above);
+                       LIST runs a tenth as many (at least 10)
   --count-large N      operations per op for sizes of 16 MiB and more (default 16)
   --duration S         also stop each op after S seconds
   --warmup N           unmeasured 4 KiB requests (PUT, GET, HEAD, DELETE) each server gets
@@ -231,7 +232,11 @@ export function partLength(opts: Options, size: number): number {
 }
 
 export function countFor(opts: Options, size: number, op: Op): number {
-  let n = size >= LARGE ? opts.countLarge : opts.count ?? (size <= 64 * KiB ? 2000 : 200);
+  // HEAD and LIST move no object data: as many at every size (HEAD cycles over the objects).
+  const metadataOnly = op === "head" || op === "list";
+  let n = size >= LARGE && !metadataOnly
+    ? opts.countLarge
+    : opts.count ?? (size <= 64 * KiB || metadataOnly ? 2000 : 200);
   if (op === "list") n = Math.max(10, Math.ceil(n / 10));
   if (op === "getrange") n *= Math.ceil(size / partLength(opts, size));
   return n;
