@@ -32,21 +32,36 @@ export class RequestBody {
     this.#remaining = framing.kind === "length" ? framing.length : -1;
     this.#done = framing.kind === "none";
     this.#continuePending = expectContinue;
-    this.stream = new ReadableStream<Uint8Array>({
+    // A byte stream: a reader that brings its own buffer (BYOB, as uploads do) gets the body read
+    // straight into it, reused from read to read; any other gets a buffer per read.
+    this.stream = new ReadableStream({
+      type: "bytes",
       pull: async (controller) => {
         this.#touched = true;
         if (this.#continuePending) {
           this.#continuePending = false;
           if (!this.responseStarted) await (this.#continueWrite = write(CONTINUE));
         }
-        let chunk: Uint8Array | null;
+        const request = controller.byobRequest;
         try {
-          chunk = await this.#next();
+          if (request?.view) {
+            const view = request.view;
+            const into = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+            const n = await this.#nextInto(into);
+            if (n === 0 && this.#done) {
+              controller.close();
+              request.respond(0);
+              return;
+            }
+            request.respond(n);
+          } else {
+            const chunk = await this.#next();
+            if (chunk) controller.enqueue(chunk);
+          }
         } catch (err) {
           this.failure = err;
           throw err;
         }
-        if (chunk) controller.enqueue(chunk);
         if (this.#done) controller.close();
       },
     }, { highWaterMark: 0 });
@@ -80,6 +95,40 @@ export class RequestBody {
       if (this.#remaining === 0) this.#done = true;
       return chunk;
     }
+    if (!(await this.#chunkStart())) return null;
+    const chunk = await this.reader.readSome(this.#chunkLeft);
+    this.#chunkLeft -= chunk.length;
+    if (this.#chunkLeft === 0) await this.reader.readCrlf();
+    return chunk;
+  }
+
+  /** As #next, into `into`: the bytes read (0 at the end). */
+  async #nextInto(into: Uint8Array): Promise<number> {
+    if (this.#done) return 0;
+    if (this.#remaining === 0) {
+      this.#done = true;
+      return 0;
+    }
+    if (this.#remaining > 0) {
+      const n = await this.reader.readInto(
+        into.subarray(0, Math.min(into.length, this.#remaining)),
+      );
+      this.#remaining -= n;
+      if (this.#remaining === 0) this.#done = true;
+      return n;
+    }
+    if (!(await this.#chunkStart())) return 0;
+    const n = await this.reader.readInto(into.subarray(0, Math.min(into.length, this.#chunkLeft)));
+    this.#chunkLeft -= n;
+    if (this.#chunkLeft === 0) await this.reader.readCrlf();
+    return n;
+  }
+
+  /**
+   * At the start of a chunk of a chunked body, reads its size line (and at the last chunk the
+   * trailers); false once the body has ended.
+   */
+  async #chunkStart(): Promise<boolean> {
     if (this.#chunkLeft === 0) {
       const line = await this.reader.readLine();
       // chunk-size [ BWS ";" chunk-ext ]: no control characters in extensions (ignored).
@@ -89,13 +138,10 @@ export class RequestBody {
       if (this.#chunkLeft === 0) {
         await this.reader.skipTrailers();
         this.#done = true;
-        return null;
+        return false;
       }
     }
-    const chunk = await this.reader.readSome(this.#chunkLeft);
-    this.#chunkLeft -= chunk.length;
-    if (this.#chunkLeft === 0) await this.reader.readCrlf();
-    return chunk;
+    return true;
   }
 
   /**

@@ -5,9 +5,10 @@ import { CONTROL, HeadError, MAX_HEAD_BYTES, TOKEN } from "./head.ts";
 /** A connection's buffer between requests; it grows for a longer head, up to MAX_HEAD_BYTES. */
 const BUFFER_BYTES = 8 * 1024;
 /**
- * Size of a read straight into a body chunk (nothing buffered, a long body). Larger reads (256 KiB
- * was tried) left more garbage between collections: 8 concurrent 64 MiB uploads peaked at 260-311
- * MiB against 235-245 with 64 KiB, the size Deno's own server handed out.
+ * Size of a read straight into a body chunk of its own (nothing buffered, a long body, a reader
+ * without a buffer of its own; uploads bring theirs: readInto). Larger reads (256 KiB was tried)
+ * left more garbage between collections: 8 concurrent 64 MiB uploads peaked at 260-311 MiB
+ * against 235-245 with 64 KiB, the size Deno's own server handed out.
  */
 const DIRECT_READ_BYTES = 64 * 1024;
 /**
@@ -138,6 +139,23 @@ export class ConnReader {
     const out = this.#buf.slice(this.#start, this.#start + n);
     this.#start += n;
     return out;
+  }
+
+  /**
+   * Up to `into.length` bytes of body into the caller's buffer (a reader that reuses its buffer):
+   * what the connection buffer holds first, else straight from the connection. Throws
+   * UnexpectedEof at the end.
+   */
+  async readInto(into: Uint8Array): Promise<number> {
+    if (this.#start === this.#end) {
+      const n = await this.conn.read(into);
+      if (n === null) throw new UnexpectedEof();
+      return n;
+    }
+    const n = Math.min(into.length, this.#end - this.#start);
+    into.set(this.#buf.subarray(this.#start, this.#start + n));
+    this.#start += n;
+    return n;
   }
 
   /** One CRLF-terminated line of a chunked body (chunk size or trailer field), as text. */
