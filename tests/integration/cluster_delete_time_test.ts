@@ -1,7 +1,8 @@
 // A write and a deletion of one unversioned key made on two nodes before either reaches the other
 // node: all three nodes end with the later of the two. Each node advertises a gate in front of
 // it (a small proxy of this test) that holds the object calls of chosen senders, so the order in
-// which each node receives the two changes is the test's choice, not the scheduler's.
+// which each node receives the two changes is the test's choice, not the scheduler's. Run with
+// SQLite metadata and with each node's metadata in its own PostgreSQL database.
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
@@ -23,6 +24,7 @@ import {
   stopAll,
 } from "./cluster_helpers.ts";
 import { s3Client } from "./server.ts";
+import { startPgMeta } from "./postgres_meta_helpers.ts";
 
 /** A proxy in front of one node that can hold the object calls of some senders. */
 class Gate {
@@ -115,7 +117,8 @@ async function queuesEmpty(nodes: ClusterNodeProcess[]): Promise<boolean> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-Deno.test("cluster: a write and a deletion of one unversioned key on two nodes converge on the later", async (t) => {
+/** The races on three nodes, each with its metadata as `metaEnv` says (SQLite when it adds none). */
+async function races(t: Deno.TestContext, metaEnv: () => Promise<Record<string, string>>) {
   const ids = ["node-a", "node-b", "node-c"];
   const ports = ids.map(() => freePort());
   const gates = ports.map((p) => new Gate(`http://127.0.0.1:${p}`));
@@ -126,7 +129,7 @@ Deno.test("cluster: a write and a deletion of one unversioned key on two nodes c
         await startNode(id, {
           port: ports[i],
           seeds: i === 0 ? [] : [gates[0].url],
-          env: { STORE_CLUSTER_ADVERTISE_URL: gates[i].url },
+          env: { STORE_CLUSTER_ADVERTISE_URL: gates[i].url, ...await metaEnv() },
         }),
       );
     }
@@ -259,5 +262,18 @@ Deno.test("cluster: a write and a deletion of one unversioned key on two nodes c
     for (const g of gates) g.release();
     await stopAll(nodes);
     for (const g of gates) await g.stop();
+  }
+}
+
+Deno.test("cluster: a write and a deletion of one unversioned key on two nodes converge on the later", async (t) => {
+  await races(t, () => Promise.resolve({}));
+});
+
+Deno.test("cluster: the same races with each node's metadata in PostgreSQL", async (t) => {
+  const pg = await startPgMeta();
+  try {
+    await races(t, async () => ({ STORE_META_URL: await pg.database() }));
+  } finally {
+    await pg.dispose();
   }
 });
