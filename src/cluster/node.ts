@@ -466,7 +466,7 @@ export class ClusterNode {
     deletedAt: number,
   ): Promise<"deleted" | "kept"> {
     try {
-      await this.layer.deleteReplica(t.bucket, t.key, t.versionId, { writtenBy: deletedAt });
+      await this.layer.deleteReplica(t.bucket, t.key, t.versionId, { deletedAt });
       return "deleted";
     } catch (err) {
       if (!(err instanceof S3Error)) throw err;

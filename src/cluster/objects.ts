@@ -3,7 +3,7 @@
 // alive, in queue order from that node's own cursor, as one signed call each:
 //
 //   POST /cluster/object?meta=<hex SHA-256 of the X-Cluster-Object header>
-//   X-Cluster-Object: <base64 of the change's JSON: op, bucket, key, versionId, version>
+//   X-Cluster-Object: <base64 of the change's JSON: op, bucket, key, versionId, version, ...>
 //   Authorization: CLUSTER-HMAC-SHA256 ... Body=<hex SHA-256 of the object's bytes> ...
 //
 // The signature covers the path and query, so the metadata through its digest, and the bytes
@@ -75,6 +75,13 @@ export interface ObjectMessage {
    */
   encryption?: WireEncryption;
   /**
+   * When the version was removed at its source (delete; absent from older senders): a receiver
+   * keeps a copy written after it, and keeps its time in the tombstone (src/meta/removal_time.ts).
+   */
+  deletedAt?: number;
+  /** The removal's requester could bypass governance retention (delete; only when true). */
+  bypassGovernance?: true;
+  /**
    * The version's stamped parts now (tags, ACL, retention, legal hold: the later changes, each
    * with its stamp; for tags, acl and lock). The receiver takes those newer than its own.
    */
@@ -99,7 +106,19 @@ export function parseObjectMessage(value: unknown): ObjectMessage | undefined {
     return undefined;
   }
   if (bucket === "" || key === "" || versionId === "") return undefined;
-  if (op === "delete") return { op, bucket, key, versionId };
+  if (op === "delete") {
+    const { deletedAt, bypassGovernance } = value;
+    if (deletedAt !== undefined && !Number.isSafeInteger(deletedAt)) return undefined;
+    if (bypassGovernance !== undefined && bypassGovernance !== true) return undefined;
+    return {
+      op,
+      bucket,
+      key,
+      versionId,
+      ...(deletedAt === undefined ? {} : { deletedAt: deletedAt as number }),
+      ...(bypassGovernance ? { bypassGovernance } : {}),
+    };
+  }
   if (op !== "put") {
     const parts = parseParts(value.parts);
     return parts ? { op: op as ObjectMessage["op"], bucket, key, versionId, parts } : undefined;
@@ -186,7 +205,13 @@ export async function receiveObject(
       }
     }
     if (op === "delete") {
-      await layer.deleteReplica(bucket, key, versionId);
+      const { deletedAt, bypassGovernance } = message;
+      try {
+        await layer.deleteReplica(bucket, key, versionId, { deletedAt, bypassGovernance });
+      } catch (err) {
+        // A copy written here after the removal stays: the later of the two wins, on every node.
+        if (!(err instanceof S3Error && err.code === "PreconditionFailed")) throw err;
+      }
     } else if (op !== "put") {
       // A version not here (left out by rules, or refused) has nothing to change.
       await layer.mergeReplicaParts({ bucket, key, versionId }, message.parts!);
@@ -406,6 +431,10 @@ export class ObjectReplicator extends NodeRounds {
       }
     }
     const message: ObjectMessage = { op, bucket, key, versionId };
+    if (op === "delete") {
+      message.deletedAt = change.queuedAt;
+      if (change.bypassGovernance) message.bypassGovernance = true;
+    }
     if (source.encryption) message.encryption = source.encryption;
     const rules = await this.meta.getBucketConfig(bucket, "replication");
     if (rules !== undefined) {

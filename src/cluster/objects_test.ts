@@ -280,6 +280,37 @@ Deno.test("stored body: a frame out of place, cut short or with a bad digest is 
   );
 });
 
+Deno.test("object sender: a deletion carries its time and whether it bypassed governance", async () => {
+  await withSender(
+    () => ({ status: 200, body: { ok: true } }),
+    async ({ layer, meta, got, put }) => {
+      await put("g", new Uint8Array([1]));
+      await put("p", new Uint8Array([2]));
+      await layer.deleteObject("b", "g", { owner: "o", bypassGovernance: true });
+      await layer.deleteObject("b", "p", { owner: "o" });
+      await eventually(
+        "both deletions sent",
+        () => Promise.resolve(got),
+        (g) => g.filter((x) => x.message.op === "delete").length === 2,
+      );
+      const deletions = got.filter((g) => g.message.op === "delete").map((g) => g.message);
+      const removedAt = async (key: string) =>
+        await meta.versionTombstone({ bucket: "b", key, versionId: "null" });
+      assertEquals(deletions, [
+        {
+          op: "delete",
+          bucket: "b",
+          key: "g",
+          versionId: "null",
+          deletedAt: await removedAt("g"),
+          bypassGovernance: true,
+        },
+        { op: "delete", bucket: "b", key: "p", versionId: "null", deletedAt: await removedAt("p") },
+      ]);
+    },
+  );
+});
+
 Deno.test("object sender: changes every node has received are pruned, the newest kept", async () => {
   await withSender(() => ({ status: 200, body: { ok: true } }), async ({ meta, put, status }) => {
     for (const key of ["p1", "p2", "p3"]) await put(key, new Uint8Array([1]));

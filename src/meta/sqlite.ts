@@ -24,6 +24,7 @@ import { SqliteClusterRecords } from "./sqlite_cluster_records.ts";
 import { SqliteClusterMembers } from "./sqlite_cluster_members.ts";
 import { changedItems, type UserChange, type UserState } from "./user_stamps.ts";
 import { SqliteObjectQueue } from "./sqlite_object_queue.ts";
+import { removalWins } from "./removal_time.ts";
 import { mappingId, MissingBucketError, NO_EXPIRY } from "./store.ts";
 import type {
   AuditQuery,
@@ -238,11 +239,32 @@ export class SqliteMetaStore implements MetaStore {
     if (this.#replicating) this.#objectQueue.append(op, v.bucket, v.key, v.versionId);
   }
 
-  /** A version removed (queued unless a replica's removal; its tombstone kept either way). */
-  #versionRemoved(v: { bucket: string; key: string; versionId: string; replica?: boolean }) {
+  /**
+   * A version removed (queued unless a replica's removal, with the removal's time and whether
+   * it could bypass governance retention; its tombstone kept either way, at its source's time
+   * for a replica's removal that carries one).
+   */
+  #versionRemoved(v: VersionRemoval) {
     if (!this.#replicating) return;
-    if (!v.replica) this.#objectQueue.append("delete", v.bucket, v.key, v.versionId);
-    this.#objectQueue.tombstone(v, Date.now());
+    const at = v.replica ? v.deletedAt ?? Date.now() : Date.now();
+    if (!v.replica) {
+      this.#objectQueue.append("delete", v.bucket, v.key, v.versionId, {
+        at,
+        bypassGovernance: v.bypassGovernance,
+      });
+    }
+    this.#objectQueue.tombstone(v, at);
+  }
+
+  /**
+   * A replicated removal that found nothing to remove here: its tombstone is kept all the same
+   * (when it carries its source's time), so a copy written before it that arrives later is not
+   * taken.
+   */
+  #nothingRemoved(v: VersionRemoval) {
+    if (this.#replicating && v.replica && v.deletedAt !== undefined) {
+      this.#objectQueue.tombstone(v, v.deletedAt);
+    }
   }
 
   /** Queues a bucket change for the other nodes; inside the change's transaction. */
@@ -389,8 +411,15 @@ export class SqliteMetaStore implements MetaStore {
       const freed: ChunkRecord[] = [];
       const old = this.#versionRow(v);
       const replica = v.replication === "REPLICA";
-      // A replica older than the same version here (written again since) changes nothing.
+      // A replica older than the same version here (written again since) changes nothing, nor
+      // one written at or before this version id's removal here (the later of the two wins).
       if (old && replica && (old.last_modified as number) > v.lastModified) {
+        return { displaced: [], freed: [] };
+      }
+      if (
+        replica && this.#replicating &&
+        removalWins(this.#objectQueue.tombstoneOf(v), v.lastModified)
+      ) {
         return { displaced: [], freed: [] };
       }
       if (old && replica) v = keepNewerParts(v, toVersion(old));
@@ -505,7 +534,10 @@ export class SqliteMetaStore implements MetaStore {
       `SELECT ${VERSION_COLUMNS}, is_latest FROM versions ` +
         "WHERE bucket = ? AND key = ? AND version_id = ?",
     ).get(bucket, key, versionId) as Row | undefined;
-    if (!row) return { freed: [] };
+    if (!row) {
+      this.#nothingRemoved(item);
+      return { freed: [] };
+    }
     const removed = toVersion(row);
     item.guard?.(removed);
     this.#stmt("DELETE FROM versions WHERE bucket = ? AND key = ? AND version_id = ?")
@@ -565,7 +597,10 @@ export class SqliteMetaStore implements MetaStore {
     const outcomes = items.map((item, i): BatchDeleteOutcome => {
       const row = found.get(i);
       // A key named twice: the second finds its version gone, as if deleted one after the other.
-      if (!row || doomed.has(row.row_id as number)) return { ok: true, freed: [] };
+      if (!row || doomed.has(row.row_id as number)) {
+        this.#nothingRemoved(item);
+        return { ok: true, freed: [] };
+      }
       const removed = toVersion(row);
       try {
         item.guard?.(removed);

@@ -13,11 +13,17 @@ export class SqliteObjectQueue extends SqliteQueueCursors {
     super(stmt, "cluster_object_changes", "cluster_object_cursors");
   }
 
-  append(op: ObjectChange["op"], bucket: string, key: string, versionId: string): void {
+  append(
+    op: ObjectChange["op"],
+    bucket: string,
+    key: string,
+    versionId: string,
+    opts: { at?: number; bypassGovernance?: boolean } = {},
+  ): void {
     this.stmt(
-      "INSERT INTO cluster_object_changes (op, bucket, key, version_id, queued_at) " +
-        "VALUES (?, ?, ?, ?, ?)",
-    ).run(op, bucket, key, versionId, Date.now());
+      "INSERT INTO cluster_object_changes (op, bucket, key, version_id, queued_at, " +
+        "bypass_governance) VALUES (?, ?, ?, ?, ?, ?)",
+    ).run(op, bucket, key, versionId, opts.at ?? Date.now(), opts.bypassGovernance ? 1 : 0);
   }
 
   changes(after: number, limit: number): ObjectChange[] {
@@ -31,6 +37,7 @@ export class SqliteObjectQueue extends SqliteQueueCursors {
       key: r.key as string,
       versionId: r.version_id as string,
       queuedAt: r.queued_at as number,
+      ...(r.bypass_governance === 1 ? { bypassGovernance: true } : {}),
     }));
   }
 

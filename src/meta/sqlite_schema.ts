@@ -502,4 +502,9 @@ export const MIGRATIONS: string[] = [
     PRIMARY KEY (owner, id)
   );
   `,
+  `
+  -- A removal whose requester could bypass governance retention: the flag travels with the
+  -- replicated deletion (src/cluster/objects.ts), so receivers delete under GOVERNANCE too.
+  ALTER TABLE cluster_object_changes ADD COLUMN bypass_governance INTEGER NOT NULL DEFAULT 0;
+  `,
 ];

@@ -395,6 +395,13 @@ export type BatchDelete =
     versionId: string;
     /** A removal received from another node: not queued for replication again. */
     replica?: boolean;
+    /**
+     * A replica's removal: when it was removed at its source, the time of its tombstone here
+     * (kept even when there was nothing to remove, so a copy written before it is not taken later).
+     */
+    deletedAt?: number;
+    /** The requester may bypass governance retention: queued with the removal, so it travels. */
+    bypassGovernance?: boolean;
     guard?: (version: ObjectVersion) => void;
     outbox?: (removed: ObjectVersion) => OutboxEvent | undefined;
   };
@@ -724,8 +731,10 @@ export interface ObjectChange {
   bucket: string;
   key: string;
   versionId: string;
-  /** When it was queued (ms). */
+  /** When it was queued (ms): for a removal, when the version was removed. */
   queuedAt: number;
+  /** A removal whose requester could bypass governance retention. */
+  bypassGovernance?: boolean;
 }
 
 /**

@@ -19,6 +19,7 @@ import { ChunkLostError, type ChunkStore } from "../storage/chunk_store.ts";
 import { ChunkIntegrityError } from "../storage/codec.ts";
 import { isDiskFull } from "../storage/disk_errors.ts";
 import { assertDeletable } from "./object_lock.ts";
+import { removalWins } from "../meta/removal_time.ts";
 import { ReadBudget } from "./read_budget.ts";
 import { WriteBuffers } from "./write_buffers.ts";
 import { chunkStream, type ReadLimits } from "./read_stream.ts";
@@ -426,6 +427,7 @@ export class ObjectLayer {
         bucket,
         key: t.key,
         versionId: t.versionId ?? "null",
+        ...(t.bypassGovernance ? { bypassGovernance: true } : {}),
         guard: (v: ObjectVersion) =>
           assertDeletable(v, { bypassGovernance: t.bypassGovernance ?? false, now: Date.now() }),
         outbox: origin && ((v: ObjectVersion) => event(v, false)),
@@ -667,16 +669,18 @@ export class ObjectLayer {
   }
 
   /**
-   * Removes a version as another node did (not queued again). Object Lock is checked here too,
-   * without the governance bypass (whether the source used one does not travel): a version under
-   * retention or legal hold here is kept, refused with AccessDenied. With `writtenBy`, a copy
-   * written after that time (a later write of the `null` version) is kept too (PreconditionFailed).
+   * Removes a version as another node did (not queued again). Object Lock is checked here too: a
+   * version under retention or legal hold here is kept, refused with AccessDenied, unless the
+   * source could bypass governance retention (`bypassGovernance`: a GOVERNANCE retention yields,
+   * never COMPLIANCE nor a legal hold). With `deletedAt` (the removal's time at its source), a
+   * copy written after it (a later write of the `null` version) is kept (PreconditionFailed), and
+   * the tombstone here takes that time, even when nothing was removed (removal_time.ts).
    */
   async deleteReplica(
     bucket: string,
     key: string,
     versionId: string,
-    opts: { writtenBy?: number } = {},
+    opts: { deletedAt?: number; bypassGovernance?: boolean } = {},
   ): Promise<void> {
     await this.requireBucket(bucket);
     const [outcome] = await this.meta.deleteObjects([{
@@ -684,11 +688,12 @@ export class ObjectLayer {
       key,
       versionId,
       replica: true,
+      ...(opts.deletedAt === undefined ? {} : { deletedAt: opts.deletedAt }),
       guard: (v) => {
-        if (opts.writtenBy !== undefined && v.lastModified > opts.writtenBy) {
+        if (opts.deletedAt !== undefined && !removalWins(opts.deletedAt, v.lastModified)) {
           throw new S3Error("PreconditionFailed", "The version was written after its removal.");
         }
-        assertDeletable(v, { bypassGovernance: false, now: Date.now() });
+        assertDeletable(v, { bypassGovernance: opts.bypassGovernance ?? false, now: Date.now() });
       },
     }]);
     if (!outcome.ok) throw outcome.error;

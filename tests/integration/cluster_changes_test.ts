@@ -1,7 +1,8 @@
 // Later changes of a version between three nodes on loopback: ACL, retention and legal hold
 // changed on any node reach the others for the same version id, and concurrent changes of one
 // version on several nodes converge on one value everywhere; a replicated deletion is refused
-// where the version is under Object Lock; the source's replication outcomes reach a webhook
+// where the version is under Object Lock (governance retention yields when the source bypassed
+// it; compliance and legal holds never); the source's replication outcomes reach a webhook
 // through the event outbox.
 import {
   CreateBucketCommand,
@@ -43,6 +44,51 @@ async function clusterOf3(): Promise<ClusterNodeProcess[]> {
       s.every((x) => x.endsWith(":alive")));
   }
   return [a, b, c];
+}
+
+/** An object change sent to a node as node-a would send it (no body), signed. */
+function objectCall(node: ClusterNodeProcess, message: Record<string, unknown>) {
+  const header = btoa(JSON.stringify(message));
+  const path = `/cluster/object?meta=${createHash("sha256").update(header).digest("hex")}`;
+  return fetch(node.url + path, {
+    method: "POST",
+    headers: {
+      authorization: clusterAuthorization({ method: "POST", path, body: "", node: "node-a" }),
+      "x-cluster-object": header,
+      "x-store-replication-status": "REPLICA",
+    },
+  });
+}
+
+/**
+ * Puts a version under COMPLIANCE retention on one node only, as a later change from node-a with
+ * a newer stamp would: its source keeps it under GOVERNANCE.
+ */
+async function complianceOn(
+  node: ClusterNodeProcess,
+  bucket: string,
+  key: string,
+  versionId: string,
+  until: Date,
+) {
+  const res = await objectCall(node, {
+    op: "lock",
+    bucket,
+    key,
+    versionId,
+    parts: {
+      retention: {
+        value: { mode: "COMPLIANCE", until: until.getTime() },
+        stamp: { ms: Date.now(), node: "node-a" },
+      },
+    },
+  });
+  assertEquals(res.status, 200, await res.text());
+  const s3 = s3Client(node.server);
+  const r = await s3.send(
+    new GetObjectRetentionCommand({ Bucket: bucket, Key: key, VersionId: versionId }),
+  );
+  assertEquals(r.Retention?.Mode, "COMPLIANCE");
 }
 
 const statusOf = (err: unknown) =>
@@ -196,7 +242,7 @@ Deno.test("cluster: later ACL, retention and legal hold changes replicate and co
           Boolean,
         );
       }
-      // The source may bypass governance retention; the receivers do not know it did, and keep it.
+      // The source may bypass governance retention: the flag travels, and the receivers delete it.
       await s3[0].send(
         new DeleteObjectCommand({
           Bucket: "locked",
@@ -206,17 +252,55 @@ Deno.test("cluster: later ACL, retention and legal hold changes replicate and co
         }),
       );
       assertEquals(await hasVersion(s3[0], "locked", "gov.txt", govId), false);
+      for (const x of s3.slice(1)) {
+        await eventually(
+          "gov.txt gone everywhere",
+          () => hasVersion(x, "locked", "gov.txt", govId),
+          (has) => !has,
+        );
+      }
+      // Never COMPLIANCE: a version the receivers hold under compliance retention (its source
+      // under governance) is kept there, whatever the source could bypass.
+      const comp = await s3[0].send(
+        new PutObjectCommand({
+          Bucket: "locked",
+          Key: "comp.txt",
+          Body: "kept",
+          ObjectLockMode: "GOVERNANCE",
+          ObjectLockRetainUntilDate: until,
+        }),
+      );
+      const compId = comp.VersionId!;
+      for (const x of s3) {
+        await eventually(
+          "comp.txt everywhere",
+          () => hasVersion(x, "locked", "comp.txt", compId),
+          Boolean,
+        );
+      }
+      for (const n of nodes.slice(1)) {
+        await complianceOn(n, "locked", "comp.txt", compId, until);
+      }
+      await s3[0].send(
+        new DeleteObjectCommand({
+          Bucket: "locked",
+          Key: "comp.txt",
+          VersionId: compId,
+          BypassGovernanceRetention: true,
+        }),
+      );
+      assertEquals(await hasVersion(s3[0], "locked", "comp.txt", compId), false);
       const logs = await eventually(
         "node-a logs both refusals",
         () => Promise.resolve(nodes[0].server.logs()),
         (l) =>
           l.split("\n").filter((line) =>
-            line.includes("A node refused a replicated object change") && line.includes(govId)
+            line.includes("A node refused a replicated object change") && line.includes(compId)
           ).length === 2,
       );
       assert(logs.includes("object protected by object lock"), "the reason is logged");
       for (const x of s3.slice(1)) {
-        assertEquals(await hasVersion(x, "locked", "gov.txt", govId), true);
+        assertEquals(await hasVersion(x, "locked", "comp.txt", compId), true);
       }
       // Refused for good: the queue goes on with the next change.
       const next = await s3[0].send(
@@ -233,17 +317,14 @@ Deno.test("cluster: later ACL, retention and legal hold changes replicate and co
       await s3[1].send(
         new PutObjectLegalHoldCommand({ ...target, LegalHold: { Status: "ON" } }),
       );
-      const header = btoa(
-        JSON.stringify({ op: "delete", bucket: "locked", key: "doc.txt", versionId }),
-      );
-      const path = `/cluster/object?meta=${createHash("sha256").update(header).digest("hex")}`;
-      const res = await fetch(nodes[1].url + path, {
-        method: "POST",
-        headers: {
-          authorization: clusterAuthorization({ method: "POST", path, body: "", node: "node-a" }),
-          "x-cluster-object": header,
-          "x-store-replication-status": "REPLICA",
-        },
+      // The governance bypass does not lift a legal hold.
+      const res = await objectCall(nodes[1], {
+        op: "delete",
+        bucket: "locked",
+        key: "doc.txt",
+        versionId,
+        deletedAt: Date.now(),
+        bypassGovernance: true,
       });
       assertEquals(res.status, 403);
       assertEquals((await res.json()).error.code, "AccessDenied");
@@ -312,7 +393,11 @@ Deno.test("cluster: replication outcomes reach a webhook as Replication events",
     }
     await hook.until(() => hook.records("/created").length >= 1);
     assertEquals(hook.records("/created").map((r) => r.eventName), ["store:ObjectCreated:Put"]);
-    // The receivers' Object Lock refuses the deletion (node-a bypassed governance retention).
+    // The receivers' Object Lock refuses the deletion: the version is under COMPLIANCE retention
+    // there (node-a bypasses its own governance retention, which does not lift that).
+    for (const n of [b, c]) {
+      await complianceOn(n, "evts", "kept.txt", versionId, new Date(Date.now() + 3_600_000));
+    }
     await s3[0].send(
       new DeleteObjectCommand({
         Bucket: "evts",

@@ -53,6 +53,49 @@ export function objectReplicationCases(test: Test, open: Opener): void {
     await meta.close();
   });
 
+  test("removals queue their time and bypass; a replicated write and removal: the later wins", async () => {
+    const meta = await open({ clusterNode: "a" });
+    await meta.createBucket(bucket("b"));
+    const at = 1_000_000;
+    // A removal made here is queued at its time (its tombstone's), with the governance bypass.
+    await meta.putObjectVersion(version("q", { lastModified: at }));
+    await meta.deleteObjects([{
+      bucket: "b",
+      key: "q",
+      versionId: "null",
+      bypassGovernance: true,
+    }]);
+    await meta.putObjectVersion(version("p", { lastModified: at }));
+    await meta.deleteObjects([{ bucket: "b", key: "p", versionId: "null" }]);
+    const removals = (await meta.objectChanges(0, 10)).filter((c) => c.op === "delete");
+    assertEquals(removals.map((c) => [c.key, c.bypassGovernance ?? false]), [
+      ["q", true],
+      ["p", false],
+    ]);
+    assertEquals(
+      await meta.versionTombstone({ bucket: "b", key: "q", versionId: "null" }),
+      removals[0].queuedAt,
+    );
+    // A replicated removal where nothing is keeps its tombstone, at its source's time...
+    const k = { bucket: "b", key: "k", versionId: "null" };
+    await meta.deleteObjects([{ ...k, replica: true, deletedAt: at }]);
+    assertEquals(await meta.versionTombstone(k), at);
+    // ...so a copy written at or before it is not taken, and one written after it is.
+    await meta.putObjectVersion(version("k", { lastModified: at, replication: "REPLICA" }));
+    assertEquals(await meta.getObjectVersion("b", "k"), undefined);
+    await meta.putObjectVersion(
+      version("k", { lastModified: at + 1, etag: '"new"', replication: "REPLICA" }),
+    );
+    assertEquals((await meta.getObjectVersion("b", "k"))?.etag, '"new"');
+    // A replicated removal of a version here records its source's time, not the arrival's.
+    await meta.deleteObjects([{ ...k, replica: true, deletedAt: at + 5 }]);
+    assertEquals(await meta.getObjectVersion("b", "k"), undefined);
+    assertEquals(await meta.versionTombstone(k), at + 5);
+    // Replicated removals are not queued again.
+    assertEquals((await meta.objectChanges(0, 10)).filter((c) => c.op === "delete").length, 2);
+    await meta.close();
+  });
+
   test("later changes (tags, ACL, retention, legal hold) are stamped and queued; merges are not", async () => {
     const meta = await open({ clusterNode: "a" });
     await meta.createBucket(bucket("b", { versioning: "Enabled" }));

@@ -47,12 +47,14 @@ export class PgObjectQueue extends PgQueueCursors {
     q: Q,
     op: ObjectChange["op"],
     v: { bucket: string; key: string; versionId: string },
+    opts: { at?: number; bypassGovernance?: boolean } = {},
   ): Promise<void> {
     await q`SELECT pg_advisory_xact_lock(${OBJECT_QUEUE_LOCK})`;
     await q`
-      INSERT INTO cluster_object_changes (seq, op, bucket, key, version_id, queued_at)
+      INSERT INTO cluster_object_changes (seq, op, bucket, key, version_id, queued_at,
+        bypass_governance)
       VALUES ((SELECT coalesce(max(seq), 0) + 1 FROM cluster_object_changes), ${op}, ${v.bucket},
-        ${v.key}, ${v.versionId}, ${Date.now()})`;
+        ${v.key}, ${v.versionId}, ${opts.at ?? Date.now()}, ${opts.bypassGovernance ?? false})`;
   }
 
   async changes(q: Queryable, after: number, limit: number): Promise<ObjectChange[]> {
@@ -65,6 +67,7 @@ export class PgObjectQueue extends PgQueueCursors {
       key: r.key as string,
       versionId: r.version_id as string,
       queuedAt: num(r.queued_at),
+      ...(r.bypass_governance === true ? { bypassGovernance: true } : {}),
     }));
   }
 

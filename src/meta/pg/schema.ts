@@ -227,6 +227,8 @@ export const MIGRATIONS: string[] = [
   TOMBSTONES_DDL,
   // Each node's member list and forgotten nodes, kept across restarts.
   CLUSTER_MEMBERS_DDL,
+  // A removal whose requester could bypass governance retention (travels with the deletion).
+  `ALTER TABLE cluster_object_changes ADD COLUMN bypass_governance BOOLEAN NOT NULL DEFAULT false;`,
 ];
 
 /** Applies the migrations not applied yet; returns how many there are in all. */

@@ -16,6 +16,7 @@ import type { PgChunks, RefChanges } from "./chunks.ts";
 import type { Q } from "./connect.ts";
 import type { PgObjectQueue } from "./object_queue.ts";
 import { keepNewerParts, parseStamps } from "../version_stamps.ts";
+import { removalWins } from "../removal_time.ts";
 
 const VERSION_COLUMNS =
   "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
@@ -113,6 +114,8 @@ export class PgVersions {
         SELECT last_modified FROM versions WHERE bucket = ${v.bucket} AND key = ${v.key}
           AND version_id = ${v.versionId}`;
       if (same && Number(same.last_modified) > v.lastModified) return [];
+      // Nor one written at or before this version id's removal here (the later of the two wins).
+      if (this.queue && removalWins(await this.queue.tombstoneOf(q, v), v.lastModified)) return [];
     }
     const [old] = await q`
       DELETE FROM versions WHERE bucket = ${v.bucket} AND key = ${v.key}
@@ -200,7 +203,14 @@ export class PgVersions {
     const [row] = await q`
       SELECT ${q.unsafe(VERSION_COLUMNS)}, is_latest FROM versions
       WHERE bucket = ${bucket} AND key = ${key} AND version_id = ${versionId}`;
-    if (!row) return undefined;
+    if (!row) {
+      // A replicated removal keeps its tombstone all the same (at its source's time), so a copy
+      // written before it that arrives later is not taken.
+      if (this.queue && item.replica && item.deletedAt !== undefined) {
+        await this.queue.tombstone(q, item, item.deletedAt);
+      }
+      return undefined;
+    }
     const removed = toVersion(row);
     item.guard?.(removed);
     await q`DELETE FROM versions
@@ -211,9 +221,14 @@ export class PgVersions {
           (SELECT max(seq) FROM versions WHERE bucket = ${bucket} AND key = ${key})`;
     }
     if (removed.data.kind === "chunks") refs.drop(await this.chunks.unlink(q, removed.data.vid));
-    if (this.queue && !item.replica) await this.queue.append(q, "delete", item);
-    // Replicas' removals too: anti-entropy asks about any version this node once held.
-    if (this.queue) await this.queue.tombstone(q, item, Date.now());
+    // Queued with its time and whether it could bypass governance retention (they travel).
+    const at = item.replica ? item.deletedAt ?? Date.now() : Date.now();
+    if (this.queue && !item.replica) {
+      await this.queue.append(q, "delete", item, { at, bypassGovernance: item.bypassGovernance });
+    }
+    // Replicas' removals too (at their source's time): anti-entropy asks about any version this
+    // node once held.
+    if (this.queue) await this.queue.tombstone(q, item, at);
     return removed;
   }
 
