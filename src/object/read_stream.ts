@@ -61,6 +61,7 @@ class Lent {
   #handed = 0;
   #written = 0;
   #retired = false;
+  #given = false;
 
   constructor(readonly buffer: Uint8Array, readonly pool: PiecePool) {
     watchWrites(buffer.buffer, (bytes) => {
@@ -81,7 +82,9 @@ class Lent {
   }
 
   #giveBack(): void {
-    if (!this.#retired || this.#written !== this.#handed) return;
+    if (!this.#retired || this.#written !== this.#handed || this.#given) return;
+    // Once only: a buffer in the pool twice would be lent to two readers at once.
+    this.#given = true;
     unwatchWrites(this.buffer.buffer);
     this.pool.give(this.buffer);
   }
