@@ -217,7 +217,10 @@ class RangeReader {
       if (this.#closed) throw new Error("The read was closed");
       const chunk = this.chunks[i].chunk;
       const pool = this.opts.limits.pieces;
-      let lent = pool && this.store.readsInPieces(chunk) && to - from <= pool.pieceBytes
+      // Only for pieces near the buffer's size: a small range in a pool buffer would hold far
+      // more memory than its grant accounts for.
+      let lent = pool && this.store.readsInPieces(chunk) && to - from <= pool.pieceBytes &&
+          to - from >= pool.pieceBytes / 2
         ? new Lent(pool.take(), pool)
         : undefined;
       const plain = await this.store.readRange(chunk, from, to, {

@@ -102,6 +102,19 @@ Deno.test("concurrent GETs reusing read buffers each get exactly their own bytes
     }
     const reused = await reusedPieces(server.url);
     assert(reused - before > 50, `read buffers were reused (${reused - before} pieces)`);
+
+    // A small range gets a buffer of its size, not a 1 MiB one from the pool (its grant counts
+    // only its size: thousands of them would hold a GiB).
+    for (let n = 0; n < 20; n++) {
+      const from = n * 300_000;
+      const res = await get(n % objects.length, { range: `bytes=${from}-${from + 65_535}` });
+      assertBytesEqual(
+        await readAll(res),
+        objects[n % objects.length].subarray(from, from + 65_536),
+        `small range ${n}`,
+      );
+    }
+    assertEquals(await reusedPieces(server.url), reused, "small ranges take no pool buffer");
   } finally {
     await server.stop();
   }
