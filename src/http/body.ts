@@ -11,6 +11,8 @@ import { BodyStalledError, readWithProgress } from "./progress.ts";
 export interface BodyOptions {
   /** Hex SHA-256 the (raw) body must have. */
   sha256?: string;
+  /** The raw body's declared length (Content-Length), when known. */
+  length?: number;
   /** Present when the body is a streaming upload to decode. */
   chunked?: ChunkedOptions;
 }
@@ -69,7 +71,13 @@ export class RequestBody {
     }
     if (!byob) return stream.getReader();
     const reader = byob;
-    let buffer = new ArrayBuffer(TRANSIENT_READ_BYTES);
+    // A short body gets a buffer of its length: a fresh 256 KiB one costs ~30 µs to allocate.
+    const declared = this.#opts.length;
+    let buffer = new ArrayBuffer(
+      declared !== undefined && declared > 0 && declared < TRANSIENT_READ_BYTES
+        ? declared
+        : TRANSIENT_READ_BYTES,
+    );
     return {
       async read(): Promise<ReadableStreamReadResult<Uint8Array>> {
         const result = await reader.read(new Uint8Array(buffer));
@@ -162,7 +170,13 @@ export function requestBody(
   if (!signed && headers.get(h(d, "content-sha256")) === STREAMING_UNSIGNED_TRAILER) {
     streaming = { trailer: true };
   }
-  if (!streaming) return new RequestBody(stream, signed?.payloadSha256);
+  if (!streaming) {
+    const declared = headers.get("content-length");
+    return new RequestBody(stream, {
+      sha256: signed?.payloadSha256,
+      length: declared !== null && /^\d{1,15}$/.test(declared) ? Number(declared) : undefined,
+    });
+  }
   const raw = headers.get(h(d, "decoded-content-length"));
   if (raw === null) {
     throw new S3Error(
