@@ -402,6 +402,8 @@ async function start() {
     await notifier.stop();
     await sweep;
     await tightening;
+    // Shard files of chunks freed just before; what is left past this the next start sweeps.
+    await chunks.reclaimer.stop(SHUTDOWN_CLOSE_MS);
     setLogSink(undefined);
     await meta.close();
     cpu.close();

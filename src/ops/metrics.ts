@@ -37,6 +37,8 @@ export interface MetricSources {
   cluster?: ClusterNode;
   /** The buffer budgets and memory releases (README, Memory). */
   memory?: () => MemoryGauges;
+  /** Freed chunks whose shard files are removed after the request answered. */
+  reclaimer?: { readonly pending: number; readonly removed: number };
 }
 
 export interface MemoryGauges {
@@ -120,6 +122,20 @@ export class Metrics {
         "Bytes of shards on the drives, parity included.",
         usage.shardBytes,
       );
+    const reclaimer = this.sources.reclaimer;
+    if (reclaimer) {
+      out.single(
+        "store_chunks_reclaim_pending",
+        "gauge",
+        "Freed chunks whose shard files are still to be removed.",
+        reclaimer.pending,
+      ).single(
+        "store_chunks_reclaimed_total",
+        "counter",
+        "Freed chunks whose shard files were removed.",
+        reclaimer.removed,
+      );
+    }
     await renderDrives(out, monitor);
     const heal = healer.status();
     out.single(

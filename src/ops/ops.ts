@@ -81,6 +81,7 @@ export function startOps(parts: {
     notifier: parts.notifier,
     cluster: parts.cluster,
     memory: parts.memory,
+    reclaimer: parts.chunks.reclaimer,
   });
   return {
     monitor,

@@ -27,6 +27,7 @@ import { type Drive, type DriveSet, placeShards } from "./drives.ts";
 import type { DriveMonitor } from "./drive_monitor.ts";
 import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
 import { ChunkClaims } from "./chunk_claims.ts";
+import { Reclaimer } from "./reclaimer.ts";
 import {
   BLOCK_SIZE,
   readShard,
@@ -66,8 +67,10 @@ export interface ChunkHealth {
   lost: boolean;
 }
 
-/** Chunks whose shards collect() removes at once. */
+/** Freed chunks whose shards are removed at once. */
 const COLLECT_PARALLEL = 8;
+/** Freed chunks waiting for removal past which a freeing request waits (~100 bytes each). */
+const COLLECT_BACKLOG = 8192;
 const coders = new Map<string, ReedSolomon>();
 
 function coder(k: number, m: number): ReedSolomon {
@@ -112,8 +115,16 @@ export class ChunkStore {
    */
   queueHeal: (chunkId: string) => boolean = () => false;
 
+  /** Removes freed chunks after their request answered (see reclaimer.ts). */
+  readonly reclaimer: Reclaimer;
+
   constructor(readonly meta: MetaStore, readonly options: ChunkStoreOptions) {
     this.claims = new ChunkClaims(meta);
+    this.reclaimer = new Reclaimer({
+      remove: (rec) => this.claims.collect(rec.id, () => this.#removeShards(rec.id, rec.drives)),
+      parallel: COLLECT_PARALLEL,
+      backlog: COLLECT_BACKLOG,
+    });
   }
 
   /** The drive with this id when shard I/O may use it. */
@@ -600,18 +611,12 @@ export class ChunkStore {
   }
 
   /**
-   * Removes the shards of chunks no version refers to any more (after the metadata commit), a
-   * few chunks at a time: a DeleteObjects batch may free a thousand.
+   * Queues the shards of chunks no version refers to any more (after the metadata commit) for
+   * removal; resolves at once unless the removal backlog is full. `reclaimer.drained()` waits
+   * for the removals.
    */
-  async collect(freed: ChunkRecord[]): Promise<void> {
-    let next = 0;
-    const worker = async () => {
-      while (next < freed.length) {
-        const rec = freed[next++];
-        await this.claims.collect(rec.id, () => this.#removeShards(rec.id, rec.drives));
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(COLLECT_PARALLEL, freed.length) }, worker));
+  collect(freed: ChunkRecord[]): Promise<void> {
+    return this.reclaimer.add(freed);
   }
 }
 

@@ -10,8 +10,8 @@
 //                          the CRC-32 of the header's first 12 bytes followed by the table. A range
 //                          of the payload is read and verified by reading only the header, the
 //                          table and the blocks it overlaps (readShardRange).
-import zlib from "node:zlib";
 import { join } from "node:path";
+import { badBlockIn, crc32 } from "./block_crc.ts";
 import { DIR_MODE, FILE_MODE } from "./private_modes.ts";
 import type { Drive } from "./drives.ts";
 
@@ -22,9 +22,6 @@ export const HEADER_SIZE = 16;
 const BLOCK_LOG2 = 14;
 /** The unit a range read fetches and verifies. */
 export const BLOCK_SIZE = 1 << BLOCK_LOG2;
-
-const crc32: (data: Uint8Array, value?: number) => number =
-  (zlib as unknown as { crc32: (d: Uint8Array, v?: number) => number }).crc32;
 
 function blockCount(length: number, blockSize = BLOCK_SIZE): number {
   return Math.ceil(length / blockSize);
@@ -128,20 +125,6 @@ function parseHeader(
   return { version, blockSize: 1 << log2, checksum: v.getUint32(12) };
 }
 
-/**
- * Verifies the blocks of `data`, which starts at block `first` of a version 2 payload whose
- * header and table are `head`; undefined when they all match.
- */
-function badBlock(head: Uint8Array, blockSize: number, first: number, data: Uint8Array) {
-  const table = new DataView(head.buffer, head.byteOffset + HEADER_SIZE);
-  for (let at = 0, b = first; at < data.byteLength; at += blockSize, b++) {
-    if (crc32(data.subarray(at, at + blockSize)) !== table.getUint32(4 * b)) {
-      return `checksum mismatch in block ${b}`;
-    }
-  }
-  return undefined;
-}
-
 /** Reads and verifies a whole shard: its header, length and every checksum must match. */
 export async function readShard(
   drive: Drive | undefined,
@@ -169,7 +152,8 @@ export async function readShard(
   const head = bytes.subarray(0, start);
   if (tableChecksum(head) !== h.checksum) return corrupt("block table checksum mismatch");
   const payload = bytes.subarray(start);
-  const bad = badBlock(head, h.blockSize, 0, payload);
+  const table = new DataView(head.buffer, head.byteOffset + HEADER_SIZE);
+  const bad = badBlockIn(table, 0, payload, h.blockSize);
   return bad ? corrupt(bad) : { state: "ok", payload };
 }
 
@@ -219,12 +203,7 @@ export async function readShardRange(
     /** Reads blocks [b, ...) of the payload into `buf` and verifies them. */
     const read = async (b: number, buf: Uint8Array): Promise<string | undefined> => {
       if (await readAt(file, start + b * bs, buf) !== buf.byteLength) return "file length";
-      for (let at = 0; at < buf.byteLength; at += bs, b++) {
-        if (crc32(buf.subarray(at, at + bs)) !== table.getUint32(4 * b)) {
-          return `checksum mismatch in block ${b}`;
-        }
-      }
-      return undefined;
+      return badBlockIn(table, b, buf, bs);
     };
     /** A block partly under the range: read whole, the covered part copied. */
     const partial = async (b: number): Promise<string | undefined> => {

@@ -22,6 +22,7 @@ import {
   put,
   putOk,
   query,
+  reclaimed,
   removeSetup,
   sha256,
   shardFiles,
@@ -148,6 +149,7 @@ Deno.test("dedup: identical content is stored once and counted by its references
       await expectBytes(server, "other", "copy/3", a);
       assertEquals(await del(server, "other", "copy/3"), 204);
       assertEquals(refcounts(setup).size, 0, "no chunk rows left");
+      await reclaimed(server);
       assertEquals(await shardFiles(setup.drives), [], "no shard files left");
       for (const p of paths) assert(!(await fileExists(p)), `${p} removed`);
       await checkConsistency(setup, "after the last delete");
@@ -185,6 +187,7 @@ Deno.test("dedup: identical content is stored once and counted by its references
       await putOk(server, BUCKET, "o/0", randomBytes(10));
       await putOk(server, BUCKET, "o/2", randomBytes(10));
       assertEquals(refcounts(setup).size, 0);
+      await reclaimed(server);
       assertEquals(await shardFiles(setup.drives), []);
       await checkConsistency(setup, "after inline overwrites");
     });
@@ -335,6 +338,7 @@ Deno.test("dedup: concurrent PUTs and DELETEs keep refcounts, rows and files exa
     }
     await Promise.all(keys.map((k) => del(server, BUCKET, k)));
     assertEquals(chunkRows(setup).length, 0);
+    await reclaimed(server);
     assertEquals(await shardFiles(setup.drives), []);
     await checkConsistency(setup, "after deleting everything");
   } finally {
@@ -435,6 +439,7 @@ Deno.test("dedup: SIGKILL during concurrent writes and deletes, then restart", a
     for (const key of [...listed, "after"]) assertEquals(await del(server, BUCKET, key), 204);
     await checkConsistency(setup, "after deleting everything");
     assertEquals(chunkRows(setup).length, 0);
+    await reclaimed(server);
     assertEquals(await shardFiles(setup.drives), []);
     assertEquals(query(setup, "SELECT count(*) AS n FROM version_chunks")[0].n, 0);
   } finally {
