@@ -108,6 +108,34 @@ Deno.test("md5 streams in parallel keep their own order and state", async () => 
   });
 });
 
+Deno.test("md5 streams aborted while others share their worker leave the others intact", async () => {
+  // One worker: the streams' batches wait together and are hashed in the SIMD lanes together.
+  await withPool(1, async (pool) => {
+    const bodies = Array.from({ length: 5 }, (_, i) => randomBytes(4 * MiB + i * 777));
+    const results = await Promise.allSettled(bodies.map(async (body, i) => {
+      const stream = pool.md5();
+      for (let at = 0; at < body.byteLength; at += 300_000) {
+        const wait = stream.update(body.subarray(at, at + 300_000));
+        if (i % 2 === 1 && at >= 2 * MiB) {
+          stream.abort();
+          return undefined;
+        }
+        if (wait) await wait;
+      }
+      return await stream.digest();
+    }));
+    results.forEach((r, i) => {
+      assertEquals(r.status, "fulfilled");
+      const digest = (r as PromiseFulfilledResult<Uint8Array | undefined>).value;
+      if (i % 2 === 1) assertEquals(digest, undefined);
+      else assertBytesEqual(digest!, md5(bodies[i]), `stream ${i}`);
+    });
+    // The worker still hashes new streams right.
+    const after = randomBytes(3 * MiB + 5);
+    assertBytesEqual(await streamMd5(pool, after.slice(), 7), md5(after));
+  });
+});
+
 Deno.test("shared memory: MD5 streams and chunk work read it in place, with the same results", async () => {
   // Text, then random bytes: chunks that compress and chunks that do not.
   const data = new Uint8Array(9 * MiB + 123);

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { createMd5, type Md5 } from "./md5.ts";
 import { autoProbe, compressChunk, type CompressionMode } from "./codec.ts";
 import { collectGarbage } from "../memory/gc.ts";
+import { LaneStream, Md5Lanes } from "./md5x4/lanes.ts";
 
 /** Request bytes are transferred, or shared (a SharedArrayBuffer view, read in place). */
 type Bytes = Uint8Array<ArrayBuffer> | Uint8Array<SharedArrayBuffer>;
@@ -53,6 +54,67 @@ interface Scope {
 }
 const scope = self as unknown as Scope;
 const streams = new Map<number, Md5>();
+
+type Md5Request = Extract<CpuRequest, { op: "md5" }>;
+
+/**
+ * With the SIMD lanes (md5x4/), MD5 requests wait for the next turn of the event loop, so that
+ * the batches of several streams that arrived meanwhile are hashed together, one per stream and
+ * pass; each stream's requests still go in order.
+ */
+const lanes = Md5Lanes.create();
+const laneStreams = new Map<number, LaneStream>();
+const waiting: Md5Request[] = [];
+/** Streams dropped while requests of theirs were waiting: those are answered unhashed. */
+const dropped = new Set<number>();
+let drainScheduled = false;
+
+function queueMd5(req: Md5Request): void {
+  waiting.push(req);
+  if (drainScheduled) return;
+  drainScheduled = true;
+  setTimeout(drainMd5, 0);
+}
+
+function drainMd5(): void {
+  drainScheduled = false;
+  while (waiting.length > 0) {
+    // The first waiting request of each stream, four streams at most, in arrival order.
+    const picked: Md5Request[] = [];
+    const rest: Md5Request[] = [];
+    for (const req of waiting) {
+      if (picked.length < 4 && !picked.some((p) => p.stream === req.stream)) picked.push(req);
+      else rest.push(req);
+    }
+    waiting.splice(0, waiting.length, ...rest);
+    const live = picked.filter((r) => !dropped.has(r.stream));
+    try {
+      lanes!.update(live.map((r) => ({ stream: laneStream(r.stream), bytes: r.bytes })));
+    } catch (err) {
+      for (const r of live) laneStreams.delete(r.stream);
+      for (const r of picked) {
+        scope.postMessage({ id: r.id, error: err instanceof Error ? err.message : String(err) });
+      }
+      continue;
+    }
+    for (const r of picked) {
+      const { bytes, transfer } = back(r.bytes);
+      const stream = laneStreams.get(r.stream);
+      const md5 = r.final && stream && !dropped.has(r.stream) ? lanes!.digest(stream) : undefined;
+      if (r.final || (dropped.has(r.stream) && !waiting.some((w) => w.stream === r.stream))) {
+        laneStreams.delete(r.stream);
+        dropped.delete(r.stream);
+      }
+      scope.postMessage({ id: r.id, bytes, md5 }, transfer.map((b) => b.buffer));
+    }
+  }
+}
+
+function laneStream(id: number): LaneStream {
+  let stream = laneStreams.get(id);
+  if (!stream) laneStreams.set(id, stream = new LaneStream());
+  return stream;
+}
 
 /**
  * The request's buffer for the reply: handed back by transfer, or left out when it is shared
@@ -110,6 +172,8 @@ scope.onmessage = (e) => {
   const req = e.data;
   if (req.op === "md5-drop") {
     streams.delete(req.stream);
+    if (waiting.some((w) => w.stream === req.stream)) dropped.add(req.stream);
+    else laneStreams.delete(req.stream);
     return;
   }
   if (req.op === "gc") {
@@ -117,6 +181,10 @@ scope.onmessage = (e) => {
     return;
   }
   if (req.op === "crash") throw new Error("CPU worker crash requested");
+  if (req.op === "md5" && lanes) {
+    queueMd5(req);
+    return;
+  }
   const id = req.id;
   handle(req).then(
     ({ reply, transfer }) => scope.postMessage(reply, transfer.map((b) => b.buffer)),

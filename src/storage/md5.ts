@@ -19,7 +19,8 @@ const SYMBOLS = {
 /** sizeof(MD5_CTX) is 92 bytes; room to spare. */
 const CONTEXT_BYTES = 128;
 
-type Library = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
+export type Md5Library = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
+type Library = Md5Library;
 let library: Library | null | undefined;
 
 /** libcrypto's MD5 functions, or null (looked up once per isolate). */
@@ -92,6 +93,11 @@ export function createMd5(): Md5 {
     },
     digest: () => new Uint8Array(hash.digest()),
   };
+}
+
+/** libcrypto's MD5 functions where the system has them and FFI is allowed, else null. */
+export function md5Library(): Md5Library | null {
+  return openLibrary();
 }
 
 /** Whether MD5s come from libcrypto here. */
