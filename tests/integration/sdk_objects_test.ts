@@ -13,7 +13,7 @@ import {
   assertRejectsCode,
   assertRejectsStatus,
 } from "./assert.ts";
-import { randomBytes, s3Client, withServer } from "./server.ts";
+import { randomBytes, reclaimed, s3Client, withServer } from "./server.ts";
 import { objectPath, signedFetch, xmlValue } from "./signer.ts";
 
 function md5(data: Uint8Array): { hex: string; base64: string } {
@@ -252,8 +252,10 @@ Deno.test("object operations with the AWS SDK", async (t) => {
       await s3.send(new PutObjectCommand({ Bucket, Key: "dir/large.bin", Body: next }));
       const got = await s3.send(new GetObjectCommand({ Bucket, Key: "dir/large.bin" }));
       assertBytesEqual(await got.Body!.transformToByteArray(), next);
+      await reclaimed(server);
       assertEquals(await countFiles(`${server.dataDir}/chunks`), shardsBefore);
       await s3.send(new PutObjectCommand({ Bucket, Key: "dir/large.bin", Body: small }));
+      await reclaimed(server); // the file goes just after the answer
       assertEquals(
         await countFiles(`${server.dataDir}/chunks`),
         shardsBefore - 1,

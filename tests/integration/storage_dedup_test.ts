@@ -2,7 +2,7 @@
 // always equal the references, the last reference removes the chunk and its shard files, and
 // concurrent (and crashed) writes and deletes leave refcounts, rows and files consistent.
 import { assert, assertEquals } from "./assert.ts";
-import { randomBytes, type TestServer } from "./server.ts";
+import { randomBytes, reclaimed, type TestServer } from "./server.ts";
 import {
   checkConsistency,
   CHUNK,
@@ -22,7 +22,6 @@ import {
   put,
   putOk,
   query,
-  reclaimed,
   removeSetup,
   sha256,
   shardFiles,

@@ -444,26 +444,6 @@ export async function checkConsistency(setup: StorageSetup, what: string): Promi
   }
 }
 
-/**
- * Waits until the server has removed the shard files of every chunk freed so far (its
- * `store_chunks_reclaim_pending` metric is 0).
- */
-export async function reclaimed(server: TestServer, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const res = await fetch(`${server.url}/metrics`, {
-      headers: { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) },
-    });
-    const line = (await res.text()).split("\n").find((l) =>
-      l.startsWith("store_chunks_reclaim_pending ")
-    );
-    if (line === undefined) throw new AssertionError("store_chunks_reclaim_pending is reported");
-    if (line === "store_chunks_reclaim_pending 0") return;
-    if (Date.now() > deadline) throw new AssertionError(`still ${line} after ${ms} ms`);
-    await sleep(20);
-  }
-}
-
 async function inconsistencies(setup: StorageSetup): Promise<string[]> {
   const problems: string[] = [];
   for (const r of refcountMismatches(setup)) {
