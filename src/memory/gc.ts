@@ -8,10 +8,19 @@
 /** V8 flags the server is started with (scripts/start.sh, scripts/store.service, tests, bench). */
 export const SERVER_V8_FLAGS = "--max-semi-space-size=4,--expose-gc";
 
-/** Runs a full collection; false where the process was started without --expose-gc. */
+/**
+ * Runs a full collection, V8's "last resort" kind (several passes, the heap compacted, its
+ * unused pages given back); false where the process was started without --expose-gc.
+ */
 export function collectGarbage(): boolean {
-  const gc = (globalThis as { gc?: () => void }).gc;
+  const gc = (globalThis as { gc?: (options?: GcOptions) => void }).gc;
   if (typeof gc !== "function") return false;
-  gc();
+  gc({ type: "major", execution: "sync", flavor: "last-resort" });
   return true;
+}
+
+interface GcOptions {
+  type: "major" | "minor";
+  execution: "sync" | "async";
+  flavor: "regular" | "last-resort";
 }

@@ -212,8 +212,13 @@ export class CpuPool {
 
   md5(): Md5Stream {
     if (this.#slots.length === 0) return new InlineMd5();
-    this.#demand();
-    return new OffloadedMd5(() => this.#lane(), () => this.#starting(), this.#shelf);
+    // Workers are wanted only once the stream binds to one (a body past its first batch): a
+    // small upload, hashed inline, neither starts them nor keeps them from their idle stop.
+    const bind = () => {
+      this.#demand();
+      return this.#lane();
+    };
+    return new OffloadedMd5(bind, () => this.#starting(), this.#shelf);
   }
 
   /**

@@ -325,6 +325,17 @@ Deno.test("an on-demand pool starts its workers for work and stops them when idl
   const pool = new CpuPool(2, { idleMs: 300, onIdleStop: () => stops++ });
   try {
     assertEquals(pool.running, 0);
+    // Small bodies (MD5 inline, chunks under the offload size) start no worker.
+    const small = randomBytes(100_000);
+    for (let i = 0; i < 20; i++) {
+      assertBytesEqual(await streamMd5(pool, small.slice(), i), md5(small));
+    }
+    assertEquals(
+      await pool.chunk(small).sha256(),
+      createHash("sha256").update(small).digest("hex"),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assertEquals(pool.running, 0, "small work started no worker");
     const data = text(4 * MiB);
     // No worker yet: the first work is done inline, and starts the workers.
     const expected = createHash("sha256").update(data).digest("hex");
