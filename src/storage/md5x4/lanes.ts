@@ -32,7 +32,7 @@ export class Md5Lanes {
   readonly #kernel: Kernel;
   readonly #ctx = new Uint8Array(CTX_BYTES);
   readonly #ctxView = new DataView(this.#ctx.buffer);
-  /** Bytes that went through the lanes, and through libcrypto (for the metrics and tests). */
+  /** Bytes taken by the lanes path and by the one-stream path (the tests check both run). */
   laneBytes = 0;
   scalarBytes = 0;
 
