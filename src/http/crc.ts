@@ -165,3 +165,31 @@ export function crcCombine(shape: CrcShape, crcA: bigint, crcB: bigint, lengthB:
   if (lengthB === 0) return crcA;
   return multModP(shape, shiftOperator(shape, lengthB), crcA) ^ crcB;
 }
+
+const crc32Shifts = new Map<number, Uint32Array>();
+
+/**
+ * crcCombine for CRC-32 with B's length fixed at `bytes`, fast: the shift past `bytes` zero
+ * bytes is linear in the CRC, so it is kept as four byte-indexed tables (built once per length).
+ * `crc32Combiner(len(B))(crc32(A), crc32(B))` is the CRC-32 of A followed by B.
+ */
+export function crc32Combiner(bytes: number): (crcA: number, crcB: number) => number {
+  let t = crc32Shifts.get(bytes);
+  if (!t) {
+    const op = shiftOperator(CRC32_SHAPE, bytes);
+    const bit = Array.from({ length: 32 }, (_, i) => multModP(CRC32_SHAPE, op, 1n << BigInt(i)));
+    t = new Uint32Array(4 * 256);
+    for (let k = 0; k < 4; k++) {
+      for (let b = 0; b < 256; b++) {
+        let v = 0n;
+        for (let i = 0; i < 8; i++) if (b & (1 << i)) v ^= bit[8 * k + i];
+        t[k * 256 + b] = Number(v);
+      }
+    }
+    crc32Shifts.set(bytes, t);
+  }
+  const s = t;
+  return (a, b) =>
+    (s[a & 255] ^ s[256 + ((a >>> 8) & 255)] ^ s[512 + ((a >>> 16) & 255)] ^ s[768 + (a >>> 24)] ^
+      b) >>> 0;
+}

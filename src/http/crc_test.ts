@@ -5,6 +5,7 @@ import {
   CRC32_SHAPE,
   crc32c,
   CRC32C_SHAPE,
+  crc32Combiner,
   crc64nvme,
   CRC64NVME_SHAPE,
   crcCombine,
@@ -59,4 +60,20 @@ Deno.test("crc: combining across a large (sparse) length stays exact", () => {
   whole.set(a);
   const got = crcCombine(CRC64NVME_SHAPE, crc64nvme(a), crc64nvme(zeros), zeros.byteLength);
   assert(got === crc64nvme(whole), "crc64nvme over 1 MiB");
+});
+
+Deno.test("crc: the CRC-32 combiner for a fixed length equals crcCombine and the concatenation", () => {
+  for (const length of [1, 512, 16384, 100_000]) {
+    const combine = crc32Combiner(length);
+    const b = new Uint8Array(length).map((_, i) => (i * 131 + 7) & 0xff);
+    for (const a of [new Uint8Array(0), new TextEncoder().encode("123456789")]) {
+      const [crcA, crcB] = [crc32(a), crc32(b)];
+      const joined = new Uint8Array(a.length + b.length);
+      joined.set(a);
+      joined.set(b, a.length);
+      assertEquals(combine(crcA, crcB), crc32(joined), `${a.length} + ${length} bytes`);
+      const general = crcCombine(CRC32_SHAPE, BigInt(crcA), BigInt(crcB), length);
+      assertEquals(combine(crcA, crcB), Number(general), "as crcCombine");
+    }
+  }
 });

@@ -1,7 +1,8 @@
 // The folded block check must accept exactly what the block-by-block check accepts, and name the
 // same bad block.
 import { assertEquals } from "../../tests/integration/assert.ts";
-import { badBlockIn, crc32 } from "./block_crc.ts";
+import { crc32 } from "../http/crc.ts";
+import { badBlockIn } from "./block_crc.ts";
 
 function tableOf(payload: Uint8Array, bs: number): DataView {
   const n = Math.ceil(payload.byteLength / bs);

@@ -11,7 +11,8 @@
 //                          of the payload is read and verified by reading only the header, the
 //                          table and the blocks it overlaps (readShardRange).
 import { join } from "node:path";
-import { badBlockIn, crc32 } from "./block_crc.ts";
+import { crc32 } from "../http/crc.ts";
+import { badBlockIn } from "./block_crc.ts";
 import { DIR_MODE, FILE_MODE } from "./private_modes.ts";
 import type { Drive } from "./drives.ts";
 
