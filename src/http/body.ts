@@ -6,7 +6,7 @@ import { STREAMING_UNSIGNED_TRAILER } from "../auth/sigv4.ts";
 import { type ChunkedOptions, decodeChunked } from "./chunked_body.ts";
 import { type Dialect, h } from "./dialect.ts";
 import { S3Error } from "./errors.ts";
-import { BodyStalledError, readWithProgress } from "./progress.ts";
+import { BodyStalledError, declaredLength, readWithProgress } from "./progress.ts";
 
 export interface BodyOptions {
   /** Hex SHA-256 the (raw) body must have. */
@@ -171,10 +171,9 @@ export function requestBody(
     streaming = { trailer: true };
   }
   if (!streaming) {
-    const declared = headers.get("content-length");
     return new RequestBody(stream, {
       sha256: signed?.payloadSha256,
-      length: declared !== null && /^\d{1,15}$/.test(declared) ? Number(declared) : undefined,
+      length: declaredLength(headers),
     });
   }
   const raw = headers.get(h(d, "decoded-content-length"));
