@@ -1,7 +1,19 @@
 // The WebAssembly SIMD kernel, assembled at load time: GF(2^8) multiply-accumulate with the
 // split-nibble technique (two 16-entry product tables per coefficient, looked up with
 // i8x16.swizzle on the low and high nibbles of each input byte), STEP bytes per loop iteration.
-import { I32, memarg, op, simd, simdOp, sleb, uleb, V128, wasmModule } from "./wasm_emit.ts";
+import {
+  I32,
+  i32Const as i32,
+  localGet as get,
+  localSet as set,
+  memarg,
+  op,
+  simd,
+  simdOp,
+  uleb,
+  V128,
+  wasmModule,
+} from "./wasm_emit.ts";
 
 /** 16-byte vectors per input per step of the position loop (len must be a multiple of 16x). */
 export const UNROLL = 8;
@@ -12,9 +24,6 @@ const TABLES = 0, IN_PTRS = 1, N_IN = 2, OUT_PTRS = 3, N_OUT = 4, LEN = 5;
 const POS = 6, J = 7, PP = 8, T = 9, OUT = 10, P = 11;
 const X = 12, MASK = 13, LOW = 14, HIGH = 15, ACC = 16; // ACC .. ACC + UNROLL - 1
 
-const get = (i: number) => [op.localGet, ...uleb(i)];
-const set = (i: number) => [op.localSet, ...uleb(i)];
-const i32 = (n: number) => [op.i32Const, ...sleb(n)];
 const splat = (byte: number) => simd(simdOp.v128Const, ...new Array(16).fill(byte));
 const loadV128 = (offset: number) => simd(simdOp.v128Load, ...memarg(4, offset));
 const storeV128 = (offset: number) => simd(simdOp.v128Store, ...memarg(4, offset));

@@ -31,10 +31,17 @@ export const simdOp = {
   v128Load: 0x00,
   v128Store: 0x0b,
   v128Const: 0x0c,
+  i8x16Shuffle: 0x0d,
   i8x16Swizzle: 0x0e,
+  v128Not: 0x4d,
   v128And: 0x4e,
+  v128Or: 0x50,
   v128Xor: 0x51,
+  v128Bitselect: 0x52,
   i16x8ShrU: 0x8d,
+  i32x4Shl: 0xab,
+  i32x4ShrU: 0xad,
+  i32x4Add: 0xae,
   i8x16RelaxedSwizzle: 0x100,
 } as const;
 
@@ -59,6 +66,12 @@ export function sleb(n: number): number[] {
     if (done) return out;
   }
 }
+
+/** local.get, local.set and local.tee of local `i`; i32.const `n`. */
+export const localGet = (i: number): number[] => [op.localGet, ...uleb(i)];
+export const localSet = (i: number): number[] => [op.localSet, ...uleb(i)];
+export const localTee = (i: number): number[] => [op.localTee, ...uleb(i)];
+export const i32Const = (n: number): number[] => [op.i32Const, ...sleb(n)];
 
 export function simd(sub: number, ...immediates: number[]): number[] {
   return [0xfd, ...uleb(sub), ...immediates];

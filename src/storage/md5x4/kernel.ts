@@ -3,21 +3,33 @@
 // dependent steps (a scalar implementation waits on each one), so four independent chains in
 // the lanes of one vector cost little more time than one. The module is assembled at load time
 // with the erasure kernel's emitter.
-import { I32, memarg, op, simd, sleb, uleb, V128, wasmModule } from "../erasure/wasm_emit.ts";
+import {
+  I32,
+  i32Const as i32,
+  localGet as get,
+  localSet as set,
+  localTee as tee,
+  memarg,
+  op,
+  simd,
+  simdOp,
+  V128,
+  wasmModule,
+} from "../erasure/wasm_emit.ts";
 
+/** Short names for the opcodes the kernel uses. */
 const SIMD = {
-  load: 0x00,
-  store: 0x0b,
-  const: 0x0c,
-  shuffle: 0x0d,
-  not: 0x4d,
-  andnot: 0x4f,
-  or: 0x50,
-  xor: 0x51,
-  bitselect: 0x52,
-  shl: 0xab,
-  shrU: 0xad,
-  add: 0xae,
+  load: simdOp.v128Load,
+  store: simdOp.v128Store,
+  const: simdOp.v128Const,
+  shuffle: simdOp.i8x16Shuffle,
+  not: simdOp.v128Not,
+  or: simdOp.v128Or,
+  xor: simdOp.v128Xor,
+  bitselect: simdOp.v128Bitselect,
+  shl: simdOp.i32x4Shl,
+  shrU: simdOp.i32x4ShrU,
+  add: simdOp.i32x4Add,
 } as const;
 
 /** Bytes of the state: four vectors (a, b, c, d), lane i of each for stream i. */
@@ -31,18 +43,12 @@ const X = SAVED + 4; // 16 message vectors
 const ROW = X + 16; // 4 rows being transposed
 const TMP = ROW + 4; // 4 temporaries
 
-const get = (i: number) => [op.localGet, ...uleb(i)];
-const set = (i: number) => [op.localSet, ...uleb(i)];
-const tee = (i: number) => [op.localTee, ...uleb(i)];
-const i32 = (n: number) => [op.i32Const, ...sleb(n)];
-const v = (sub: number, ...imm: number[]) => simd(sub, ...imm);
-
 function splat32(n: number): number[] {
   const bytes = [];
   for (let lane = 0; lane < 4; lane++) {
     for (let b = 0; b < 4; b++) bytes.push((n >>> (8 * b)) & 0xff);
   }
-  return v(SIMD.const, ...bytes);
+  return simd(SIMD.const, ...bytes);
 }
 
 /** Shuffle immediates taking 4-byte lanes: indices 0-3 from the first vector, 4-7 the second. */
@@ -52,17 +58,17 @@ const lanes = (...ix: number[]) => ix.flatMap((i) => [4 * i, 4 * i + 1, 4 * i + 
 // deno-fmt-ignore
 function transposeQuarter(q: number): number[] {
   const out: number[] = [];
-  for (let s = 0; s < 4; s++) out.push(...get(P + s), ...v(SIMD.load, ...memarg(0, 16 * q)), ...set(ROW + s));
+  for (let s = 0; s < 4; s++) out.push(...get(P + s), ...simd(SIMD.load, ...memarg(0, 16 * q)), ...set(ROW + s));
   // t0 = a0 b0 a1 b1, t1 = a2 b2 a3 b3, t2 = c0 d0 c1 d1, t3 = c2 d2 c3 d3
-  out.push(...get(ROW), ...get(ROW + 1), ...v(SIMD.shuffle, ...lanes(0, 4, 1, 5)), ...set(TMP));
-  out.push(...get(ROW), ...get(ROW + 1), ...v(SIMD.shuffle, ...lanes(2, 6, 3, 7)), ...set(TMP + 1));
-  out.push(...get(ROW + 2), ...get(ROW + 3), ...v(SIMD.shuffle, ...lanes(0, 4, 1, 5)), ...set(TMP + 2));
-  out.push(...get(ROW + 2), ...get(ROW + 3), ...v(SIMD.shuffle, ...lanes(2, 6, 3, 7)), ...set(TMP + 3));
+  out.push(...get(ROW), ...get(ROW + 1), ...simd(SIMD.shuffle, ...lanes(0, 4, 1, 5)), ...set(TMP));
+  out.push(...get(ROW), ...get(ROW + 1), ...simd(SIMD.shuffle, ...lanes(2, 6, 3, 7)), ...set(TMP + 1));
+  out.push(...get(ROW + 2), ...get(ROW + 3), ...simd(SIMD.shuffle, ...lanes(0, 4, 1, 5)), ...set(TMP + 2));
+  out.push(...get(ROW + 2), ...get(ROW + 3), ...simd(SIMD.shuffle, ...lanes(2, 6, 3, 7)), ...set(TMP + 3));
   // word 4q+j of each stream: (a_j b_j c_j d_j)
-  out.push(...get(TMP), ...get(TMP + 2), ...v(SIMD.shuffle, ...lanes(0, 1, 4, 5)), ...set(X + 4 * q));
-  out.push(...get(TMP), ...get(TMP + 2), ...v(SIMD.shuffle, ...lanes(2, 3, 6, 7)), ...set(X + 4 * q + 1));
-  out.push(...get(TMP + 1), ...get(TMP + 3), ...v(SIMD.shuffle, ...lanes(0, 1, 4, 5)), ...set(X + 4 * q + 2));
-  out.push(...get(TMP + 1), ...get(TMP + 3), ...v(SIMD.shuffle, ...lanes(2, 3, 6, 7)), ...set(X + 4 * q + 3));
+  out.push(...get(TMP), ...get(TMP + 2), ...simd(SIMD.shuffle, ...lanes(0, 1, 4, 5)), ...set(X + 4 * q));
+  out.push(...get(TMP), ...get(TMP + 2), ...simd(SIMD.shuffle, ...lanes(2, 3, 6, 7)), ...set(X + 4 * q + 1));
+  out.push(...get(TMP + 1), ...get(TMP + 3), ...simd(SIMD.shuffle, ...lanes(0, 1, 4, 5)), ...set(X + 4 * q + 2));
+  out.push(...get(TMP + 1), ...get(TMP + 3), ...simd(SIMD.shuffle, ...lanes(2, 3, 6, 7)), ...set(X + 4 * q + 3));
   return out;
 }
 
@@ -84,11 +90,11 @@ function wordIndex(i: number): number {
 // deno-fmt-ignore
 function roundFunction(i: number, b: number, c: number, d: number): number[] {
   switch (i >> 4) {
-    case 0: return [...get(c), ...get(d), ...get(b), ...v(SIMD.bitselect)]; // (b & c) | (~b & d)
-    case 1: return [...get(b), ...get(c), ...get(d), ...v(SIMD.bitselect)]; // (d & b) | (~d & c)
-    case 2: return [...get(c), ...get(d), ...v(SIMD.xor), ...get(b), ...v(SIMD.xor)]; // b last: one op on the chain
+    case 0: return [...get(c), ...get(d), ...get(b), ...simd(SIMD.bitselect)]; // (b & c) | (~b & d)
+    case 1: return [...get(b), ...get(c), ...get(d), ...simd(SIMD.bitselect)]; // (d & b) | (~d & c)
+    case 2: return [...get(c), ...get(d), ...simd(SIMD.xor), ...get(b), ...simd(SIMD.xor)]; // b last: one op on the chain
     default: // c ^ (b | ~d)
-      return [...get(c), ...get(b), ...get(d), ...v(SIMD.not), ...v(SIMD.or), ...v(SIMD.xor)];
+      return [...get(c), ...get(b), ...get(d), ...simd(SIMD.not), ...simd(SIMD.or), ...simd(SIMD.xor)];
   }
 }
 
@@ -101,12 +107,12 @@ function steps(): number[] {
     out.push(
       // a + X + K does not wait for the previous step, so it comes first: only the round
       // function, one add, the rotation and the add of b are on the chain (~30% faster).
-      ...get(a), ...get(X + wordIndex(i)), ...v(SIMD.add),
-      ...splat32(K[i]), ...v(SIMD.add),
-      ...roundFunction(i, b, c, d), ...v(SIMD.add), ...tee(TMP),
-      ...i32(s), ...v(SIMD.shl),
-      ...get(TMP), ...i32(32 - s), ...v(SIMD.shrU), ...v(SIMD.or),
-      ...get(b), ...v(SIMD.add), ...set(a),
+      ...get(a), ...get(X + wordIndex(i)), ...simd(SIMD.add),
+      ...splat32(K[i]), ...simd(SIMD.add),
+      ...roundFunction(i, b, c, d), ...simd(SIMD.add), ...tee(TMP),
+      ...i32(s), ...simd(SIMD.shl),
+      ...get(TMP), ...i32(32 - s), ...simd(SIMD.shrU), ...simd(SIMD.or),
+      ...get(b), ...simd(SIMD.add), ...set(a),
     );
     [a, b, c, d] = [d, a, b, c];
   }
@@ -116,17 +122,17 @@ function steps(): number[] {
 // deno-fmt-ignore
 function body(): number[] {
   const out: number[] = [];
-  for (let j = 0; j < 4; j++) out.push(...get(STATE), ...v(SIMD.load, ...memarg(4, 16 * j)), ...set(V + j));
+  for (let j = 0; j < 4; j++) out.push(...get(STATE), ...simd(SIMD.load, ...memarg(4, 16 * j)), ...set(V + j));
   out.push(op.block, op.void, op.loop, op.void);
   out.push(...get(BLOCKS), op.i32Eqz, op.brIf, 1);
   for (let q = 0; q < 4; q++) out.push(...transposeQuarter(q));
   for (let j = 0; j < 4; j++) out.push(...get(V + j), ...set(SAVED + j));
   out.push(...steps());
-  for (let j = 0; j < 4; j++) out.push(...get(V + j), ...get(SAVED + j), ...v(SIMD.add), ...set(V + j));
+  for (let j = 0; j < 4; j++) out.push(...get(V + j), ...get(SAVED + j), ...simd(SIMD.add), ...set(V + j));
   for (let s = 0; s < 4; s++) out.push(...get(P + s), ...i32(64), op.i32Add, ...set(P + s));
   out.push(...get(BLOCKS), ...i32(1), op.i32Sub, ...set(BLOCKS));
   out.push(op.br, 0, op.end, op.end);
-  for (let j = 0; j < 4; j++) out.push(...get(STATE), ...get(V + j), ...v(SIMD.store, ...memarg(4, 16 * j)));
+  for (let j = 0; j < 4; j++) out.push(...get(STATE), ...get(V + j), ...simd(SIMD.store, ...memarg(4, 16 * j)));
   return out;
 }
 
