@@ -3,14 +3,7 @@
 // stalled downloads and 2,000 concurrent range reads each stay within a stated RSS.
 import { assert, assertBytesEqual, assertEquals } from "./assert.ts";
 import { connect, send } from "./raw_conn.ts";
-import {
-  ADMIN_PASSWORD,
-  ADMIN_USER,
-  memoryOf,
-  randomBytes,
-  startServer,
-  type TestServer,
-} from "./server.ts";
+import { memoryOf, metric, randomBytes, startServer, type TestServer } from "./server.ts";
 import { objectPath, presign, signedFetch } from "./signer.ts";
 
 const MiB = 1024 * 1024;
@@ -29,17 +22,6 @@ function resetPeak(pid: number): Promise<void> {
 }
 
 /** Sends a GET for a presigned URL on a raw socket and reads nothing. */
-/** The server's open client connections, from its metrics. */
-async function openConnections(server: TestServer): Promise<number> {
-  const res = await fetch(`${server.url}/metrics`, {
-    headers: { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) },
-  });
-  const text = await res.text();
-  const line = text.split("\n").find((l) => l.startsWith("store_open_connections "));
-  assert(line !== undefined, "store_open_connections is reported");
-  return Number(line.split(" ")[1]);
-}
-
 /**
  * Whether the server ended the connection: reads (and drops) what the kernel still holds for it
  * until the end, within `withinMs`. A reader the server cut after it had sent some bytes leaves up
@@ -110,7 +92,7 @@ Deno.test({
       // budget only get their turn (and their timeout) as earlier ones are ended, so on a loaded
       // machine this takes a while; the server must get there without any reader's help.
       const cutBy = Date.now() + 120_000;
-      while ((await openConnections(server)) > 2 && Date.now() < cutBy) {
+      while ((await metric(server, "store_open_connections")) > 2 && Date.now() < cutBy) {
         await new Promise((r) => setTimeout(r, 250));
       }
       const ends = await Promise.all(stalled.map((c) => drainedUntilClosed(c, 60_000)));

@@ -4,22 +4,11 @@
 // fast and slow readers, whole and ranged, some abandoned half-way, must each get exactly their
 // bytes, and the reuse must actually happen.
 import { assert, assertBytesEqual, assertEquals } from "./assert.ts";
-import { ADMIN_PASSWORD, ADMIN_USER, randomBytes, sha256Hex, startServer } from "./server.ts";
+import { metric, randomBytes, sha256Hex, startServer } from "./server.ts";
 import { objectPath, signedFetch } from "./signer.ts";
 
 const MiB = 1024 * 1024;
 const BUCKET = "pieces";
-
-async function reusedPieces(url: string): Promise<number> {
-  const res = await fetch(`${url}/metrics`, {
-    headers: { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) },
-  });
-  const line = (await res.text()).split("\n").find((l) =>
-    l.startsWith("store_read_pieces_reused_total ")
-  );
-  assert(line !== undefined, "store_read_pieces_reused_total is reported");
-  return Number(line.split(" ")[1]);
-}
 
 /** The whole body, read as it comes or with a pause after each read (a slow client). */
 async function readAll(res: Response, pauseMs = 0): Promise<Uint8Array> {
@@ -55,7 +44,7 @@ Deno.test("concurrent GETs reusing read buffers each get exactly their own bytes
       assertEquals(res.status, 200);
       await res.body?.cancel();
     }
-    const before = await reusedPieces(server.url);
+    const before = await metric(server, "store_read_pieces_reused_total");
     const get = (i: number, headers?: Record<string, string>) =>
       signedFetch(server, { method: "GET", path: objectPath(BUCKET, `o${i}`), headers });
 
@@ -100,7 +89,7 @@ Deno.test("concurrent GETs reusing read buffers each get exactly their own bytes
       }
       await Promise.all(work);
     }
-    const reused = await reusedPieces(server.url);
+    const reused = await metric(server, "store_read_pieces_reused_total");
     assert(reused - before > 50, `read buffers were reused (${reused - before} pieces)`);
 
     // A small range gets a buffer of its size, not a 1 MiB one from the pool (its grant counts
@@ -114,7 +103,11 @@ Deno.test("concurrent GETs reusing read buffers each get exactly their own bytes
         `small range ${n}`,
       );
     }
-    assertEquals(await reusedPieces(server.url), reused, "small ranges take no pool buffer");
+    assertEquals(
+      await metric(server, "store_read_pieces_reused_total"),
+      reused,
+      "small ranges take no pool buffer",
+    );
   } finally {
     await server.stop();
   }

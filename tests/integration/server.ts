@@ -204,6 +204,16 @@ export async function memoryOf(pid: number): Promise<{ rss: number; peak: number
   return { rss: kb("VmRSS") * 1024, peak: kb("VmHWM") * 1024 };
 }
 
+/** A gauge or counter without labels from the server's /metrics (admin credentials). */
+export async function metric(server: TestServer, name: string): Promise<number> {
+  const res = await fetch(`${server.url}/metrics`, {
+    headers: { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) },
+  });
+  const line = (await res.text()).split("\n").find((l) => l.startsWith(`${name} `));
+  if (line === undefined) throw new Error(`${name} is not reported`);
+  return Number(line.slice(name.length + 1));
+}
+
 /**
  * Waits until the server has removed the shard files of every chunk freed so far (its
  * `store_chunks_reclaim_pending` metric is 0).
@@ -211,15 +221,9 @@ export async function memoryOf(pid: number): Promise<{ rss: number; peak: number
 export async function reclaimed(server: TestServer, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const res = await fetch(`${server.url}/metrics`, {
-      headers: { authorization: "Basic " + btoa(`${ADMIN_USER}:${ADMIN_PASSWORD}`) },
-    });
-    const line = (await res.text()).split("\n").find((l) =>
-      l.startsWith("store_chunks_reclaim_pending ")
-    );
-    if (line === undefined) throw new Error("store_chunks_reclaim_pending is reported");
-    if (line === "store_chunks_reclaim_pending 0") return;
-    if (Date.now() > deadline) throw new Error(`still ${line} after ${ms} ms`);
+    const pending = await metric(server, "store_chunks_reclaim_pending");
+    if (pending === 0) return;
+    if (Date.now() > deadline) throw new Error(`${pending} chunks still pending after ${ms} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
