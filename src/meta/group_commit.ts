@@ -1,7 +1,9 @@
 // Group commit: write transactions that arrive together share one SQLite transaction, so one
-// fsync (synchronous=FULL) makes a whole batch durable instead of one fsync per write. Each
-// operation runs inside its own savepoint, so one that throws rolls back alone; its caller gets
-// the error, the others commit. A caller's promise settles only after the COMMIT is durable.
+// flush of the WAL makes a whole batch durable instead of one per write. Each operation runs
+// inside its own savepoint, so one that throws rolls back alone; its caller gets the error, the
+// others commit. A caller's promise settles only after the COMMIT is durable: `durable` (the WAL
+// flush of wal_sync.ts) runs after COMMIT, off the event loop, while the next batch may already
+// be committing.
 import type { DatabaseSync } from "node:sqlite";
 
 interface Pending {
@@ -14,7 +16,11 @@ export class GroupCommit {
   #pending: Pending[] = [];
   #scheduled = false;
 
-  constructor(readonly db: DatabaseSync) {}
+  /** `durable` resolves once everything committed so far is on disk (none: COMMIT itself is). */
+  constructor(
+    readonly db: DatabaseSync,
+    readonly durable: () => Promise<void> = () => Promise.resolve(),
+  ) {}
 
   /** Runs `fn` in the next batch; resolves with its result once the batch is committed. */
   run<T>(fn: () => T): Promise<T> {
@@ -28,7 +34,10 @@ export class GroupCommit {
     });
   }
 
-  /** Commits everything queued so far (also called before the database closes). */
+  /**
+   * Commits everything queued so far (also called before the database closes); the callers'
+   * promises settle once the commit is durable.
+   */
   flush(): void {
     this.#scheduled = false;
     const batch = this.#pending.splice(0);
@@ -45,7 +54,11 @@ export class GroupCommit {
       for (const op of batch) op.reject(err);
       return;
     }
-    batch.forEach((op, i) => (outcomes[i].ok ? op.resolve : op.reject)(outcomes[i].value));
+    this.durable().then(
+      () => batch.forEach((op, i) => (outcomes[i].ok ? op.resolve : op.reject)(outcomes[i].value)),
+      // Committed but maybe not on disk: no caller is told its write is safe.
+      (err) => batch.forEach((op) => op.reject(err)),
+    );
   }
 
   #runOne(op: Pending): { ok: boolean; value: unknown } {
