@@ -8,6 +8,7 @@ import {
 } from "node:sqlite";
 import { GroupCommit } from "./group_commit.ts";
 import { WalSync } from "./wal_sync.ts";
+import { Checkpointer } from "./checkpointer.ts";
 import { log } from "../log.ts";
 import { listCurrent } from "./sqlite_list.ts";
 import { listVersions } from "./sqlite_versions.ts";
@@ -200,6 +201,8 @@ export class SqliteMetaStore implements MetaStore {
   readonly #batch: GroupCommit;
   /** Flushes the WAL after commits (none for an in-memory database). */
   readonly #wal?: WalSync;
+  /** Checkpoints off the event loop (none for an in-memory database). */
+  readonly #checkpointer?: Checkpointer;
   readonly #events: SqliteEvents;
   readonly #audit: SqliteAudit;
   readonly #errors: SqliteErrors;
@@ -230,7 +233,12 @@ export class SqliteMetaStore implements MetaStore {
     this.#db.exec("PRAGMA synchronous = NORMAL");
     this.#db.exec("PRAGMA busy_timeout = 5000");
     this.#db.exec("PRAGMA foreign_keys = ON");
-    if (path !== ":memory:") this.#wal = WalSync.forDatabase(path);
+    if (path !== ":memory:") {
+      this.#wal = WalSync.forDatabase(path);
+      this.#checkpointer = new Checkpointer(path);
+      // SQLite's own checkpoint (inside a COMMIT) only if the background one falls behind.
+      this.#db.exec("PRAGMA wal_autocheckpoint = 8000");
+    }
     this.#migrate();
     this.#batch = new GroupCommit(this.#db, () => this.#durable());
     // User writes run inside #change's savepoint: no transaction of their own.
@@ -323,6 +331,7 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   #durable(): Promise<void> {
+    this.#checkpointer?.committed();
     if (!this.#wal) return Promise.resolve();
     return this.#wal.durable().catch((err) => {
       log("error", "The metadata log could not be flushed to disk", {
@@ -1498,6 +1507,7 @@ export class SqliteMetaStore implements MetaStore {
   async close(): Promise<void> {
     this.#batch.flush();
     await this.#wal?.close();
+    await this.#checkpointer?.close();
     this.#stmts.clear();
     this.#db.close();
   }

@@ -327,6 +327,8 @@ export class CpuPool {
   /** Stops the workers when none has work; otherwise looks again after another idle period. */
   #stopIdle(): void {
     if (this.#slots.some((s) => s.pending.size > 0 || s.streams > 0)) return this.#demand();
+    // A worker still starting (a busy machine) is not idle: its period begins when it is ready.
+    if (this.#slots.some((s) => s.worker && !s.ready)) return;
     for (const slot of this.#slots) this.#drop(slot, "The CPU worker stopped when idle");
     // The kept buffers go too: they are what an idle server would hold most.
     this.#shelf.clear();
