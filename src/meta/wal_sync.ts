@@ -18,17 +18,11 @@ export interface Flushable {
   close(): void;
 }
 
-interface Waiting {
-  promise: Promise<void>;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
-
 export class WalSync {
   /** Handles not flushing now (opened as needed, at most `parallel`). */
   #idle: Flushable[] = [];
   #running = new Set<Promise<void>>();
-  #next?: Waiting;
+  #next?: PromiseWithResolvers<void>;
 
   /** `open` is called for each handle: the WAL file exists once something was committed. */
   constructor(readonly open: () => Flushable, readonly parallel = 4) {}
@@ -41,15 +35,7 @@ export class WalSync {
   /** Resolves once everything committed before the call is on disk. */
   durable(): Promise<void> {
     if (this.#running.size < this.parallel) return this.#start();
-    if (!this.#next) {
-      let resolve!: () => void;
-      let reject!: (err: unknown) => void;
-      const promise = new Promise<void>((res, rej) => {
-        resolve = res;
-        reject = rej;
-      });
-      this.#next = { promise, resolve, reject };
-    }
+    this.#next ??= Promise.withResolvers<void>();
     return this.#next.promise;
   }
 
