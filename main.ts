@@ -15,6 +15,7 @@ import { LdapService } from "./src/auth/ldap/service.ts";
 import { InFlight } from "./src/http/in_flight.ts";
 import { setBodyTimeout } from "./src/http/progress.ts";
 import { type ConnectionServer, serveConnections, type TlsKeyPair } from "./src/net/listener.ts";
+import { ignoreOrphanedSocketReadErrors } from "./src/net/node_socket_errors.ts";
 import { log, setLogLevel, setLogSink } from "./src/log.ts";
 import { AuditRecorder } from "./src/audit/recorder.ts";
 import { startAuditRetention } from "./src/audit/retention.ts";
@@ -166,6 +167,7 @@ async function main(): Promise<void> {
   };
   Deno.addSignalListener("SIGTERM", () => onSignal("SIGTERM"));
   Deno.addSignalListener("SIGINT", () => onSignal("SIGINT"));
+  ignoreOrphanedSocketReadErrors();
   let finished: Promise<void>;
   try {
     ({ stop, finished } = await start());
