@@ -5,8 +5,8 @@
 // of stopping every request for the length of each flush.
 //
 // Every batch starts its own flush at once, so a commit waits for one flush, not for the rest
-// of one under way and then its own; a disk that takes several at once (the kernel joins
-// concurrent flushes of one file into one journal commit) serves them together. At most
+// of one under way and then its own (flushes that overlap share what the disk does for them:
+// the pages written before both go out once). At most
 // `parallel` run at once, each through a file handle of its own (Deno runs the operations of one
 // handle one after another); a commit that finds them all busy waits for the next to start, which
 // covers every commit made meanwhile.
