@@ -27,7 +27,8 @@ export class Checkpointer {
   runs = 0;
   last?: { frames: number; copied: number };
   #worker?: Worker;
-  #reply?: (reply: CheckpointReply) => void;
+  /** Who waits for the worker's next replies, in the order asked (it answers in order). */
+  #replies: ((reply: CheckpointReply) => void)[] = [];
   #timer?: ReturnType<typeof setTimeout>;
   #commits = 0;
   #lastCommit = 0;
@@ -101,11 +102,11 @@ export class Checkpointer {
     this.#worker = undefined;
   }
 
-  /** One request at a time: the timer is armed again only after a reply. */
+  /** A close may be asked while a checkpoint runs: each reply goes to its own request. */
   #ask(req: CheckpointRequest): Promise<CheckpointReply> {
     const worker = this.#worker ??= this.#spawn();
     return new Promise((resolve) => {
-      this.#reply = resolve;
+      this.#replies.push(resolve);
       worker.postMessage(req);
     });
   }
@@ -114,19 +115,13 @@ export class Checkpointer {
     const worker = new Worker(new URL("./checkpoint_worker.ts", import.meta.url), {
       type: "module",
     });
-    worker.onmessage = (e: MessageEvent<CheckpointReply>) => this.#answer(e.data);
+    worker.onmessage = (e: MessageEvent<CheckpointReply>) => this.#replies.shift()?.(e.data);
     worker.onerror = (e) => {
       e.preventDefault();
       worker.terminate();
       if (this.#worker === worker) this.#worker = undefined;
-      this.#answer({ kind: "failed", error: e.message });
+      for (const resolve of this.#replies.splice(0)) resolve({ kind: "failed", error: e.message });
     };
     return worker;
-  }
-
-  #answer(reply: CheckpointReply): void {
-    const resolve = this.#reply;
-    this.#reply = undefined;
-    resolve?.(reply);
   }
 }

@@ -136,3 +136,21 @@ Deno.test("a few commits call for no checkpoint and start no worker", async () =
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("closing while a checkpoint runs waits for it, and each reply reaches its request", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/meta.db`;
+  const db = open(path);
+  const checkpointer = new Checkpointer(path, { everyMs: 0, minCommits: 1 });
+  try {
+    writeBatch(db, 0, 2_000);
+    checkpointer.committed();
+    await sleep(10); // the checkpoint is asked for; the worker is still starting
+    await checkpointer.close();
+    assertEquals([checkpointer.runs, checkpointer.working], [1, false]);
+  } finally {
+    await checkpointer.close();
+    db.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

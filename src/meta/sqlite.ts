@@ -240,7 +240,7 @@ export class SqliteMetaStore implements MetaStore {
       this.#db.exec("PRAGMA wal_autocheckpoint = 8000");
     }
     this.#migrate();
-    this.#batch = new GroupCommit(this.#db, () => this.#durable());
+    this.#batch = new GroupCommit(this.#db, () => this.#afterCommit());
     // User writes run inside #change's savepoint: no transaction of their own.
     this.#users = new SqliteUsers((sql) => this.#stmt(sql), (fn) => fn());
     this.#chunks = new SqliteChunks((sql) => this.#stmt(sql));
@@ -330,7 +330,8 @@ export class SqliteMetaStore implements MetaStore {
     });
   }
 
-  #durable(): Promise<void> {
+  /** After each batch's COMMIT: counts it for the checkpointer and flushes the WAL. */
+  #afterCommit(): Promise<void> {
     this.#checkpointer?.committed();
     if (!this.#wal) return Promise.resolve();
     return this.#wal.durable().catch((err) => {
