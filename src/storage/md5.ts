@@ -20,11 +20,13 @@ const SYMBOLS = {
 const CONTEXT_BYTES = 128;
 
 export type Md5Library = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
-type Library = Md5Library;
-let library: Library | null | undefined;
+let library: Md5Library | null | undefined;
 
-/** libcrypto's MD5 functions, or null (looked up once per isolate). */
-function openLibrary(): Library | null {
+/**
+ * libcrypto's MD5 functions where the system has them and FFI is allowed, else null (looked up
+ * once per isolate).
+ */
+export function md5Library(): Md5Library | null {
   if (library !== undefined) return library;
   library = null;
   if (Deno.build.os !== "linux") return library;
@@ -47,7 +49,7 @@ function openLibrary(): Library | null {
 }
 
 /** Whether the library hashes "abc" right. */
-function selfCheck(lib: Library): boolean {
+function selfCheck(lib: Md5Library): boolean {
   try {
     const digest = new NativeMd5(lib).update(new TextEncoder().encode("abc")).digest();
     return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("") === ABC_MD5;
@@ -61,7 +63,7 @@ const ABC_MD5 = "900150983cd24fb0d6963f7d28e17f72";
 class NativeMd5 implements Md5 {
   readonly #context = new Uint8Array(CONTEXT_BYTES);
 
-  constructor(readonly lib: Library) {
+  constructor(readonly lib: Md5Library) {
     if (lib.MD5_Init(this.#context) !== 1) throw new Error("MD5_Init failed");
   }
 
@@ -83,7 +85,7 @@ class NativeMd5 implements Md5 {
 }
 
 export function createMd5(): Md5 {
-  const lib = openLibrary();
+  const lib = md5Library();
   if (lib) return new NativeMd5(lib);
   const hash = createHash("md5");
   return {
@@ -95,12 +97,7 @@ export function createMd5(): Md5 {
   };
 }
 
-/** libcrypto's MD5 functions where the system has them and FFI is allowed, else null. */
-export function md5Library(): Md5Library | null {
-  return openLibrary();
-}
-
 /** Whether MD5s come from libcrypto here. */
 export function md5IsNative(): boolean {
-  return openLibrary() !== null;
+  return md5Library() !== null;
 }
