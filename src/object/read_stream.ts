@@ -109,6 +109,8 @@ class RangeReader {
   #pinned = false;
   /** Closes the client's connection: how a stalled response is ended. */
   readonly #closeConnection = connectionCloser();
+  /** Lets go of the chunks of the range: a delete that freed them may remove them then. */
+  readonly #unpin: () => void;
 
   constructor(
     readonly store: ChunkStore,
@@ -117,6 +119,7 @@ class RangeReader {
   ) {
     this.#pos = opts.offset;
     this.#end = opts.offset + opts.length;
+    this.#unpin = store.reads.pin(chunks.map((c) => c.chunk.id));
   }
 
   /** Decodes the first chunk, so a chunk that cannot be read becomes an error response. */
@@ -180,6 +183,7 @@ class RangeReader {
     this.#disarm();
     this.#giveBack();
     this.#finished?.release();
+    this.#unpin();
   }
 
   /**
@@ -301,7 +305,12 @@ export async function chunkStream(
   opts: { offset: number; length: number; key?: CryptoKey; limits: ReadLimits },
 ): Promise<ReadableStream<Uint8Array>> {
   const reader = new RangeReader(store, chunks, opts);
-  await reader.start();
+  try {
+    await reader.start();
+  } catch (err) {
+    reader.close();
+    throw err;
+  }
   return new ReadableStream<Uint8Array>({
     start: (controller) => reader.attach(controller),
     pull: (controller) => reader.pull(controller),

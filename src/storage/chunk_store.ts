@@ -28,6 +28,7 @@ import type { DriveMonitor } from "./drive_monitor.ts";
 import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
 import { ChunkClaims } from "./chunk_claims.ts";
 import { Reclaimer } from "./reclaimer.ts";
+import { ReadPins } from "./read_pins.ts";
 import {
   BLOCK_SIZE,
   readShard,
@@ -39,6 +40,7 @@ import {
   writeShard,
 } from "./shard_files.ts";
 import { toHex } from "../http/hex.ts";
+import { log } from "../log.ts";
 
 export interface ErasureLayout {
   dataShards: number;
@@ -117,11 +119,13 @@ export class ChunkStore {
 
   /** Removes freed chunks after their request answered (see reclaimer.ts). */
   readonly reclaimer: Reclaimer;
+  /** Chunks GETs in progress read: their removal waits for them (see read_pins.ts). */
+  readonly reads = new ReadPins();
 
   constructor(readonly meta: MetaStore, readonly options: ChunkStoreOptions) {
     this.claims = new ChunkClaims(meta);
     this.reclaimer = new Reclaimer({
-      remove: (rec) => this.claims.collect(rec.id, () => this.#removeShards(rec.id, rec.drives)),
+      remove: (rec) => this.claims.collect(rec.id, () => this.#removeUnread(rec.id, rec.drives)),
       parallel: COLLECT_PARALLEL,
       backlog: COLLECT_BACKLOG,
     });
@@ -176,7 +180,24 @@ export class ChunkStore {
   release(id: string): Promise<void> {
     const { dataShards: k, parityShards: m } = this.options.layout;
     const drives = placeShards(id, k + m, this.options.drives.list);
-    return this.claims.release(id, () => this.#removeShards(id, drives));
+    return this.claims.release(id, () => this.#removeUnread(id, drives));
+  }
+
+  /**
+   * Removes the shards of a chunk nothing refers to (called under its claim lock); while a GET
+   * still reads it, the removal waits for the last reader and is then tried again as a
+   * collection (a writer may have claimed or committed the chunk meanwhile).
+   */
+  #removeUnread(id: string, drives: number[]): Promise<void> {
+    const deferred = this.reads.deferWhileRead(id, () => {
+      this.claims.collect(id, () => this.#removeUnread(id, drives)).catch((err) =>
+        log("error", "Removing a freed chunk failed; the next start's sweep retries it", {
+          chunk: id,
+          error: String(err),
+        })
+      );
+    });
+    return deferred ? Promise.resolve() : this.#removeShards(id, drives);
   }
 
   /**

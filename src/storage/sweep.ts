@@ -32,7 +32,8 @@ export async function sweepDrives(store: ChunkStore, before: number): Promise<Sw
       for await (const entry of Deno.readDir(join(drive.shardDir, dir.name))) {
         const path = join(drive.shardDir, dir.name, entry.name);
         const id = entry.name.split(".")[0];
-        if (!(await olderThan(path, before))) continue;
+        // A chunk freed while a GET reads it is removed when the GET is done (read_pins.ts).
+        if (!(await olderThan(path, before)) || store.reads.reading(id)) continue;
         await store.claims.collect(id, async () => {
           await Deno.remove(path).catch(() => {});
           report.orphans++;
