@@ -700,7 +700,7 @@ export class SqliteMetaStore implements MetaStore {
       "UPDATE versions SET is_latest = 0 WHERE bucket = ? AND is_latest = 1 " +
         "AND key IN (SELECT value FROM json_each(?))",
     ).run(bucket, JSON.stringify(markers.map((m) => m.key)));
-    const firstVid = this.#chunks.nextVid();
+    const firstVid = this.#chunks.nextVid(markers.length);
     // Each key's next seq is read before any row is inserted (SQLite materializes a SELECT of
     // the table it inserts into); the keys are distinct, so none is counted twice.
     this.#stmt(

@@ -117,12 +117,13 @@ export class SqliteChunks {
     );
   }
 
-  /** The next free data id: versions and multipart parts share the id space of version_chunks. */
-  nextVid(): number {
-    const v = (this.stmt("SELECT coalesce(max(vid), 0) AS v FROM versions").get() as Row)
-      .v as number;
-    const p = (this.stmt("SELECT coalesce(max(data_id), 0) AS v FROM parts").get() as Row)
-      .v as number;
-    return Math.max(v, p) + 1;
+  /**
+   * The first of `count` new data ids, never handed out before: versions (vid) and multipart parts
+   * (data_id) share the id space of version_chunks. A stale ObjectVersion's vid finds no chunks
+   * rather than another version's.
+   */
+  nextVid(count = 1): number {
+    const row = this.stmt("UPDATE data_ids SET last = last + ? RETURNING last").get(count) as Row;
+    return (row.last as number) - count + 1;
   }
 }

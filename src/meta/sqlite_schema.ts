@@ -507,4 +507,14 @@ export const MIGRATIONS: string[] = [
   -- replicated deletion (src/cluster/objects.ts), so receivers delete under GOVERNANCE too.
   ALTER TABLE cluster_object_changes ADD COLUMN bypass_governance INTEGER NOT NULL DEFAULT 0;
   `,
+  `
+  -- The last data id handed out (versions.vid, parts.data_id), so that none is handed out twice:
+  -- max(vid) + 1 gave a write that replaced the newest version that version's id, and a GET that
+  -- had looked the old version up then read the new one's chunks under the old one's headers.
+  CREATE TABLE data_ids (last INTEGER NOT NULL);
+  INSERT INTO data_ids SELECT max(
+    coalesce((SELECT max(vid) FROM versions), 0),
+    coalesce((SELECT max(data_id) FROM parts), 0)
+  );
+  `,
 ];

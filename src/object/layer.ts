@@ -379,6 +379,15 @@ export class ObjectLayer {
       from: r.offset,
       to: r.offset + r.length,
     });
+    // The version was deleted or replaced since it was looked up, and its chunks went with it:
+    // an error the client retries, not a body shorter than the length already promised.
+    if (!covers(chunks, r.offset, r.offset + r.length)) {
+      throw new S3Error(
+        "ServiceUnavailable",
+        `${version.bucket}/${version.key} changed while it was being read. Please retry.`,
+        { headers: { "retry-after": "1" } },
+      );
+    }
     try {
       const body = await chunkStream(this.chunks, chunks, { ...r, key, limits: this.#read });
       return { version, body };
@@ -707,6 +716,16 @@ export class ObjectLayer {
 }
 
 /** A stored object that cannot be read back is a server fault, never wrong bytes. */
+/** Whether `chunks` (in order) hold every byte of [from, to) of the object. */
+function covers(chunks: VersionChunk[], from: number, to: number): boolean {
+  let at = from;
+  for (const { offset, size } of chunks) {
+    if (offset > at) return false;
+    at = Math.max(at, offset + size);
+  }
+  return at >= to;
+}
+
 function readFailure(err: unknown, version: ObjectVersion): unknown {
   // Shared metadata: no node holding the bytes answered (yet).
   if (err instanceof BytesUnavailableError) {

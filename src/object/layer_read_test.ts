@@ -1,0 +1,103 @@
+// ObjectLayer.openObject on a version that was deleted or replaced after it was looked up (a
+// GET's handler awaits between the two): a retryable error, never a body shorter than promised.
+import { assert, assertBytesEqual, assertEquals } from "../../tests/integration/assert.ts";
+import { S3Error } from "../http/errors.ts";
+import { SqliteMetaStore } from "../meta/sqlite.ts";
+import { ChunkStore } from "../storage/chunk_store.ts";
+import { openDrives } from "../storage/drives.ts";
+import { ObjectLayer } from "./layer.ts";
+
+const OWNER = "owner-id";
+const MiB = 1024 * 1024;
+
+async function withLayer(fn: (layer: ObjectLayer) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "layer-read-" });
+  const meta = new SqliteMetaStore(`${dir}/meta.db`);
+  try {
+    const drives = await openDrives([dir], {
+      register: (uuid, path) => meta.driveId(uuid, path),
+      knownAt: (path) => meta.driveAt(path),
+    }, () => {});
+    const chunks = new ChunkStore(meta, {
+      drives,
+      layout: { dataShards: 1, parityShards: 0 },
+      compression: "off",
+      dedup: true,
+    });
+    await meta.createBucket({
+      name: "b",
+      owner: OWNER,
+      createdAt: Date.now(),
+      region: "us-east-1",
+      versioning: "",
+      objectLock: false,
+    });
+    await fn(new ObjectLayer(meta, chunks, { inlineMax: 65536, chunkSize: MiB }));
+    await chunks.reclaimer.drained();
+  } finally {
+    await meta.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+function put(layer: ObjectLayer, key: string, bytes: Uint8Array) {
+  return layer.putObject({
+    bucket: "b",
+    key,
+    body: (async function* () {
+      yield bytes;
+    })(),
+    contentType: "application/octet-stream",
+    userMeta: {},
+    headers: {},
+    owner: OWNER,
+  });
+}
+
+async function bodyOf(stream: ReadableStream<Uint8Array> | Uint8Array): Promise<Uint8Array> {
+  if (stream instanceof Uint8Array) return stream;
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+async function refused(opening: Promise<unknown>, what: string): Promise<void> {
+  try {
+    await opening;
+  } catch (err) {
+    assert(err instanceof S3Error, `${what}: ${err}`);
+    assertEquals([err.code, err.status, err.headers["retry-after"]], [
+      "ServiceUnavailable",
+      503,
+      "1",
+    ]);
+    return;
+  }
+  throw new Error(`${what}: opened`);
+}
+
+Deno.test("opening a version deleted or replaced since it was looked up is refused, retryably", async () => {
+  await withLayer(async (layer) => {
+    const bytes = crypto.getRandomValues(new Uint8Array(65536)).slice();
+    const big = new Uint8Array(3 * MiB + 5);
+    for (let at = 0; at < big.length; at += bytes.length) {
+      big.set(bytes.subarray(0, big.length - at), at);
+    }
+
+    await put(layer, "k", big);
+    const looked = await layer.headObject("b", "k");
+    const whole = await layer.openObject(looked);
+    assertBytesEqual(await bodyOf(whole.body), big, "the version as it is");
+    const ranged = await layer.openObject(looked, { offset: MiB - 3, length: MiB + 6 });
+    assertBytesEqual(await bodyOf(ranged.body), big.subarray(MiB - 3, 2 * MiB + 3), "a range");
+
+    await layer.deleteObject("b", "k", { owner: OWNER });
+    await refused(layer.openObject(looked), "deleted");
+    await refused(layer.openObject(looked, { offset: 5, length: 10 }), "deleted, a range");
+
+    await put(layer, "k", big);
+    const before = await layer.headObject("b", "k");
+    await put(layer, "k", big.slice().reverse());
+    await refused(layer.openObject(before), "replaced");
+    const now = await layer.openObject(await layer.headObject("b", "k"));
+    assertBytesEqual(await bodyOf(now.body), big.slice().reverse(), "the version now");
+  });
+});
