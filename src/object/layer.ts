@@ -515,12 +515,14 @@ export class ObjectLayer {
       });
     }
     const chunks = await this.meta.versionChunks(src.data.vid);
+    const deleted = () =>
+      new S3Error("NoSuchKey", "The source object was deleted during the copy.");
+    // Removed since it was looked up: its chunk rows went with it.
+    if (!covers(chunks, 0, src.size)) throw deleted();
     for (const c of chunks) await this.chunks.claims.claim(c.chunk.id);
     try {
       for (const c of chunks) {
-        if (!(await this.meta.hasChunk(c.chunk.id))) {
-          throw new S3Error("NoSuchKey", "The source object was deleted during the copy.");
-        }
+        if (!(await this.meta.hasChunk(c.chunk.id))) throw deleted();
       }
       const version: ObjectVersion = {
         ...base,
@@ -613,7 +615,9 @@ export class ObjectLayer {
    */
   async *storedChunks(version: ObjectVersion): AsyncGenerator<StoredChunk> {
     if (version.data.kind !== "chunks") throw new Error("The version's bytes are not in chunks");
-    for (const { chunk, offset, size } of await this.meta.versionChunks(version.data.vid)) {
+    const chunks = await this.meta.versionChunks(version.data.vid);
+    if (!covers(chunks, 0, version.size)) throw new VersionGoneError(version);
+    for (const { chunk, offset, size } of chunks) {
       const { dataShards: _k, parityShards: _m, drives: _d, ...form } = chunk;
       let stored: Uint8Array;
       try {
@@ -656,6 +660,8 @@ export class ObjectLayer {
           release?.();
         }
       }
+      // A sender whose version went meanwhile may end its chunks early: nothing short commits.
+      if (!covers(written, 0, version.size)) throw new VersionGoneError(version);
       await this.#commit(
         { ...version, sse, data: { kind: "chunks", vid: 0 }, replication: "REPLICA" },
         written,
@@ -716,6 +722,16 @@ export class ObjectLayer {
 }
 
 /** A stored object that cannot be read back is a server fault, never wrong bytes. */
+/** The chunks of a version do not hold all its bytes: it was removed or replaced meanwhile. */
+export class VersionGoneError extends Error {
+  constructor(version: { bucket: string; key: string; versionId: string }) {
+    super(
+      `The chunks of ${version.bucket}/${version.key} (version ${version.versionId}) do not ` +
+        "hold all its bytes: it was removed or replaced meanwhile",
+    );
+  }
+}
+
 /** Whether `chunks` (in order) hold every byte of [from, to) of the object. */
 function covers(chunks: VersionChunk[], from: number, to: number): boolean {
   let at = from;

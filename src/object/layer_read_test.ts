@@ -1,11 +1,13 @@
-// ObjectLayer.openObject on a version that was deleted or replaced after it was looked up (a
-// GET's handler awaits between the two): a retryable error, never a body shorter than promised.
+// The layer's reads of a version that was deleted or replaced after it was looked up (a handler
+// awaits between the two): a GET gets a retryable error, never a body shorter than promised; a
+// copy sharing the source's chunks gets NoSuchKey, never an object without its bytes; the stored
+// chunks a node sends, and a replica received short, fail rather than commit a short version.
 import { assert, assertBytesEqual, assertEquals } from "../../tests/integration/assert.ts";
 import { S3Error } from "../http/errors.ts";
 import { SqliteMetaStore } from "../meta/sqlite.ts";
 import { ChunkStore } from "../storage/chunk_store.ts";
 import { openDrives } from "../storage/drives.ts";
-import { ObjectLayer } from "./layer.ts";
+import { ObjectLayer, VersionGoneError } from "./layer.ts";
 
 const OWNER = "owner-id";
 const MiB = 1024 * 1024;
@@ -99,5 +101,62 @@ Deno.test("opening a version deleted or replaced since it was looked up is refus
     await refused(layer.openObject(before), "replaced");
     const now = await layer.openObject(await layer.headObject("b", "k"));
     assertBytesEqual(await bodyOf(now.body), big.slice().reverse(), "the version now");
+  });
+});
+
+Deno.test("a copy, a replica sent and a replica received do not carry a version that went", async () => {
+  await withLayer(async (layer) => {
+    const big = new Uint8Array(65536 * 40 + 3);
+    for (let at = 0; at < big.length; at += 65536) {
+      crypto.getRandomValues(big.subarray(at, at + 65536));
+    }
+    await put(layer, "src", big);
+    const src = await layer.headObject("b", "src");
+    await layer.deleteObject("b", "src", { owner: OWNER });
+    try {
+      await layer.copyObject({
+        source: src,
+        bucket: "b",
+        key: "dst",
+        owner: OWNER,
+        shareChunks: true,
+      });
+      throw new Error("copied");
+    } catch (err) {
+      assert(err instanceof S3Error && err.code === "NoSuchKey", `copy: ${err}`);
+    }
+    await layer.headObject("b", "dst").then(
+      () => {
+        throw new Error("the copy was committed");
+      },
+      (err) => assert(err instanceof S3Error && err.code === "NoSuchKey", `${err}`),
+    );
+
+    try {
+      for await (const _ of layer.storedChunks(src)) {
+        throw new Error("a chunk of a version that went");
+      }
+      throw new Error("sent nothing, without an error");
+    } catch (err) {
+      assert(err instanceof VersionGoneError, `stored chunks: ${err}`);
+    }
+
+    const { data: _data, ...received } = src;
+    try {
+      await layer.putStoredReplica(
+        { ...received, key: "replica" },
+        "{}",
+        (async function* () {})(),
+      );
+      throw new Error("a short replica committed");
+    } catch (err) {
+      assert(err instanceof VersionGoneError, `replica: ${err}`);
+    }
+    await layer.headObject("b", "replica").then(
+      () => {
+        throw new Error("the replica was committed");
+      },
+      (err) => assert(err instanceof S3Error && err.code === "NoSuchKey", `${err}`),
+    );
   });
 });
