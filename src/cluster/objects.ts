@@ -345,12 +345,15 @@ export class ObjectReplicator extends NodeRounds {
         // The cursor moves only past changes the node answered, in order: a crash before
         // re-sends them, and the receiver applies a change again to the same effect.
         if (done > 0) {
-          await this.meta.setObjectReplicationCursor(node, group[done - 1].seq);
-          await this.#settle(
-            node,
-            group.slice(0, done),
-            outcomes.slice(0, done).map((o) => (o as PromiseFulfilledResult<Delivery>).value),
+          const settled = group.slice(0, done);
+          const deliveries = outcomes.slice(0, done).map((o) =>
+            (o as PromiseFulfilledResult<Delivery>).value
           );
+          // Refusals are FAILED before the cursor moves past them: another node's settle that
+          // finds every cursor past a change marks it COMPLETED, and a status is final once set.
+          await this.#markFailed(settled, deliveries);
+          await this.meta.setObjectReplicationCursor(node, group[done - 1].seq);
+          await this.#settle(node, settled, deliveries);
         }
         if (done < group.length) throw (outcomes[done] as PromiseRejectedResult).reason;
       }
@@ -358,10 +361,19 @@ export class ObjectReplicator extends NodeRounds {
     }
   }
 
+  /** The versions a node refused for good: FAILED (before its cursor moves past them). */
+  async #markFailed(changes: ObjectChange[], deliveries: Delivery[]): Promise<void> {
+    await Promise.all(changes.map((change, i) => {
+      if (change.op !== "put" || deliveries[i].outcome !== "failed") return;
+      const target = { bucket: change.bucket, key: change.key, versionId: change.versionId };
+      return this.meta.setReplicationStatus(target, "FAILED");
+    }));
+  }
+
   /**
-   * FAILED at once; COMPLETED once every node known has received the change. Each outcome of a
-   * version written or removed here is also an event in the outbox (Replication:*), with the
-   * statuses in one group commit on SQLite.
+   * COMPLETED once every node known has received the change (refusals were marked FAILED
+   * already). Each outcome of a version written or removed here is also an event in the outbox
+   * (Replication:*), with the statuses in one group commit on SQLite.
    */
   async #settle(node: string, changes: ObjectChange[], deliveries: Delivery[]): Promise<void> {
     const cursors = await Promise.all(
@@ -373,9 +385,8 @@ export class ObjectReplicator extends NodeRounds {
     await Promise.all([
       ...changes.map((change, i) => {
         const { outcome } = deliveries[i];
-        if (change.op !== "put" || outcome === "skipped") return;
+        if (change.op !== "put" || outcome === "skipped" || outcome === "failed") return;
         const target = { bucket: change.bucket, key: change.key, versionId: change.versionId };
-        if (outcome === "failed") return this.meta.setReplicationStatus(target, "FAILED");
         if (outcome === "excluded") return this.meta.setReplicationStatus(target, null);
         if (everywhere >= change.seq) return this.meta.setReplicationStatus(target, "COMPLETED");
       }),

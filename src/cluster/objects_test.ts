@@ -50,8 +50,10 @@ function receiver(answer: () => { status: number; body: unknown; unsigned?: bool
   return { url, got, stop: () => server.shutdown() };
 }
 
+type Answer = () => { status: number; body: unknown; unsigned?: boolean };
+
 async function withSender(
-  answer: () => { status: number; body: unknown; unsigned?: boolean },
+  answer: Answer,
   fn: (ctx: {
     layer: ObjectLayer;
     meta: SqliteMetaStore;
@@ -60,10 +62,17 @@ async function withSender(
     put: (key: string, body: Uint8Array, encryption?: Encryption) => Promise<void>;
     status: (key: string) => Promise<string | undefined>;
   }) => Promise<void>,
+  opts: {
+    /** A third node "n3", answering so. */
+    third?: Answer;
+    /** What the sender sees of the metadata store. */
+    senderMeta?: (meta: SqliteMetaStore) => SqliteMetaStore;
+  } = {},
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "cluster-objects-" });
   const meta = new SqliteMetaStore(`${dir}/meta.db`, { clusterNode: "a" });
   const peer = receiver(answer);
+  const third = opts.third ? receiver(opts.third) : undefined;
   let sender: ObjectReplicator | undefined;
   try {
     const drives = await openDrives([dir], {
@@ -90,10 +99,11 @@ async function withSender(
       { suspectMs: 60_000, deadMs: 120_000 },
     );
     membership.heardFrom({ id: "n2", url: peer.url });
+    if (third) membership.heardFrom({ id: "n3", url: third.url });
     const master = new MasterKey(crypto.getRandomValues(new Uint8Array(32)));
     const keys = new ReplicaKeys(meta, new SseKeys(master), new Kms(meta, master));
     sender = new ObjectReplicator(
-      meta,
+      opts.senderMeta?.(meta) ?? meta,
       layer,
       keys,
       membership,
@@ -125,6 +135,7 @@ async function withSender(
   } finally {
     await sender?.stop();
     await peer.stop();
+    await third?.stop();
     await meta.close();
     await Deno.remove(dir, { recursive: true });
   }
@@ -339,6 +350,40 @@ Deno.test("object sender: a permanent refusal is FAILED at once; the queue moves
       );
       assertEquals(await meta.objectReplicationCursor("n2"), 2);
     },
+  );
+});
+
+Deno.test("object sender: a version one node refused stays FAILED whatever order the nodes settle in", async () => {
+  // The refusing node's FAILED is written slowly: with the cursor moved first, the accepting
+  // node's settle saw every cursor past the change and marked it COMPLETED meanwhile (a status
+  // is final once set), so FAILED was lost.
+  const slowFailed = (meta: SqliteMetaStore) =>
+    new Proxy(meta, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target);
+        if (name !== "setReplicationStatus") {
+          return typeof value === "function" ? value.bind(target) : value;
+        }
+        return async (t: { bucket: string; key: string; versionId: string }, status: string) => {
+          if (status === "FAILED") await new Promise((r) => setTimeout(r, 300));
+          return await target.setReplicationStatus(t, status as "FAILED");
+        };
+      },
+    });
+  await withSender(
+    () => ({ status: 400, body: { error: { code: "invalid_message", message: "no" } } }),
+    async ({ put, status }) => {
+      await put("k1", new Uint8Array([1]));
+      await put("k2", new Uint8Array([2]));
+      await eventually(
+        "both settled",
+        async () => [await status("k1"), await status("k2")],
+        (s) => !s.includes("PENDING"),
+        10_000,
+      );
+      assertEquals([await status("k1"), await status("k2")], ["FAILED", "FAILED"]);
+    },
+    { third: () => ({ status: 200, body: { ok: true } }), senderMeta: slowFailed },
   );
 });
 

@@ -1,7 +1,9 @@
 // The layer's reads of a version that was deleted or replaced after it was looked up (a handler
 // awaits between the two): a GET gets a retryable error, never a body shorter than promised; a
 // copy sharing the source's chunks gets NoSuchKey, never an object without its bytes; the stored
-// chunks a node sends, and a replica received short, fail rather than commit a short version.
+// chunks a node sends, and a replica received short, fail rather than commit a short version; a
+// scrub or heal that read a chunk's record before it was freed neither reports it lost nor writes
+// its shards back.
 import { assert, assertBytesEqual, assertEquals } from "../../tests/integration/assert.ts";
 import { S3Error } from "../http/errors.ts";
 import { SqliteMetaStore } from "../meta/sqlite.ts";
@@ -12,7 +14,10 @@ import { ObjectLayer, VersionGoneError } from "./layer.ts";
 const OWNER = "owner-id";
 const MiB = 1024 * 1024;
 
-async function withLayer(fn: (layer: ObjectLayer) => Promise<void>): Promise<void> {
+async function withLayer(
+  fn: (layer: ObjectLayer, dir: string) => Promise<void>,
+  layout = { dataShards: 1, parityShards: 0 },
+): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "layer-read-" });
   const meta = new SqliteMetaStore(`${dir}/meta.db`);
   try {
@@ -22,7 +27,7 @@ async function withLayer(fn: (layer: ObjectLayer) => Promise<void>): Promise<voi
     }, () => {});
     const chunks = new ChunkStore(meta, {
       drives,
-      layout: { dataShards: 1, parityShards: 0 },
+      layout,
       compression: "off",
       dedup: true,
     });
@@ -34,7 +39,7 @@ async function withLayer(fn: (layer: ObjectLayer) => Promise<void>): Promise<voi
       versioning: "",
       objectLock: false,
     });
-    await fn(new ObjectLayer(meta, chunks, { inlineMax: 65536, chunkSize: MiB }));
+    await fn(new ObjectLayer(meta, chunks, { inlineMax: 65536, chunkSize: MiB }), dir);
     await chunks.reclaimer.drained();
   } finally {
     await meta.close();
@@ -159,4 +164,51 @@ Deno.test("a copy, a replica sent and a replica received do not carry a version 
       (err) => assert(err instanceof S3Error && err.code === "NoSuchKey", `${err}`),
     );
   });
+});
+
+/** Shard files under the drive at `dir`. */
+async function shardFiles(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  for await (const sub of Deno.readDir(`${dir}/chunks`)) {
+    for await (const f of Deno.readDir(`${dir}/chunks/${sub.name}`)) found.push(f.name);
+  }
+  return found;
+}
+
+Deno.test("verifying a chunk freed since its record was read: skipped, never lost, never healed back", async () => {
+  await withLayer(async (layer, dir) => {
+    const store = layer.chunks;
+    const bytes = crypto.getRandomValues(new Uint8Array(60_000));
+    const body = new Uint8Array(100_000);
+    body.set(bytes);
+    body.set(bytes.subarray(0, 40_000), 60_000);
+
+    // Freed and its files removed after the scrub listed it: not reported lost.
+    await put(layer, "k", body);
+    const first = await layer.headObject("b", "k");
+    assert(first.data.kind === "chunks");
+    const [{ chunk: listed }] = await layer.meta.versionChunks(first.data.vid);
+    await layer.deleteObject("b", "k", { owner: OWNER });
+    await store.reclaimer.drained();
+    assertEquals(await shardFiles(dir), []);
+    const gone = await store.verify(listed);
+    assertEquals([gone.gone, gone.lost, gone.bad], [true, false, []]);
+
+    // A shard missing, and the chunk freed before its files are removed: the check writes
+    // nothing back, and the chunk's files go when it ends.
+    await put(layer, "k", body.slice().reverse());
+    const second = await layer.headObject("b", "k");
+    assert(second.data.kind === "chunks");
+    const [{ chunk: rec }] = await layer.meta.versionChunks(second.data.vid);
+    const files = await shardFiles(dir);
+    assertEquals(files.length, 3);
+    await Deno.remove(`${dir}/chunks/${rec.id.slice(0, 2)}/${rec.id}.0`);
+    const [outcome] = await layer.meta.deleteObjects([
+      { bucket: "b", key: "k", versionId: second.versionId },
+    ]);
+    assert(outcome.ok);
+    const health = await store.verify(rec);
+    assertEquals([health.gone, health.healed], [true, []]);
+    assertEquals(await shardFiles(dir), [], "the freed chunk's shards, removed and not healed");
+  }, { dataShards: 2, parityShards: 1 });
 });

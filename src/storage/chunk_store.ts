@@ -67,6 +67,8 @@ export interface ChunkHealth {
   bad: number[];
   healed: number[];
   lost: boolean;
+  /** Freed since its record was read: not checked (see verify). */
+  gone?: boolean;
 }
 
 /** Freed chunks whose shards are removed at once. */
@@ -536,12 +538,21 @@ export class ChunkStore {
 
   /** Verifies every shard of a chunk and heals the bad ones (the scrub's unit of work). */
   async verify(rec: ChunkRecord): Promise<ChunkHealth> {
+    // Claimed while checked: a chunk freed since its record was read (a scrub's page, a queued
+    // heal) is skipped, not reported lost, and one freed meanwhile is collected when the claim
+    // ends, not under the check, so its shards are never written back after their removal.
+    await this.claims.claim(rec.id);
     try {
+      if (!(await this.meta.hasChunk(rec.id))) {
+        return { id: rec.id, bad: [], healed: [], lost: false, gone: true };
+      }
       const { health } = await this.#readStored(rec, { heal: "now", all: true });
       return health;
     } catch (err) {
       if (!(err instanceof ChunkLostError)) throw err;
       return { id: rec.id, bad: [], healed: [], lost: true };
+    } finally {
+      await this.claims.release(rec.id, () => this.#removeUnread(rec.id, rec.drives));
     }
   }
 

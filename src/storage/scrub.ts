@@ -30,6 +30,10 @@ export async function scrub(
       // Another node's chunk (shared metadata): that node scrubs it.
       if (store.resolver && !store.isLocal(rec)) continue;
       const health = await throttle.run(() => store.verify(rec));
+      if (health.gone) {
+        advance(report);
+        continue;
+      }
       const n = rec.dataShards + rec.parityShards;
       report.chunks++;
       report.shardsChecked += n;
