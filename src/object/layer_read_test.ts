@@ -6,32 +6,18 @@
 // its shards back.
 import { assert, assertBytesEqual, assertEquals } from "../../tests/integration/assert.ts";
 import { S3Error } from "../http/errors.ts";
-import { SqliteMetaStore } from "../meta/sqlite.ts";
-import { ChunkStore } from "../storage/chunk_store.ts";
-import { openDrives } from "../storage/drives.ts";
-import { ObjectLayer, VersionGoneError } from "./layer.ts";
+import { type ObjectLayer, VersionGoneError } from "./layer.ts";
+import { withTestLayer } from "./test_layer.ts";
 
 const OWNER = "owner-id";
 const MiB = 1024 * 1024;
 
-async function withLayer(
+function withLayer(
   fn: (layer: ObjectLayer, dir: string) => Promise<void>,
   layout = { dataShards: 1, parityShards: 0 },
 ): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "layer-read-" });
-  const meta = new SqliteMetaStore(`${dir}/meta.db`);
-  try {
-    const drives = await openDrives([dir], {
-      register: (uuid, path) => meta.driveId(uuid, path),
-      knownAt: (path) => meta.driveAt(path),
-    }, () => {});
-    const chunks = new ChunkStore(meta, {
-      drives,
-      layout,
-      compression: "off",
-      dedup: true,
-    });
-    await meta.createBucket({
+  return withTestLayer(async (layer, dir) => {
+    await layer.meta.createBucket({
       name: "b",
       owner: OWNER,
       createdAt: Date.now(),
@@ -39,12 +25,8 @@ async function withLayer(
       versioning: "",
       objectLock: false,
     });
-    await fn(new ObjectLayer(meta, chunks, { inlineMax: 65536, chunkSize: MiB }), dir);
-    await chunks.reclaimer.drained();
-  } finally {
-    await meta.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+    await fn(layer, dir);
+  }, { layout, dedup: true, prefix: "layer-read-" });
 }
 
 function put(layer: ObjectLayer, key: string, bytes: Uint8Array) {

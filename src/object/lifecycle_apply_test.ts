@@ -1,35 +1,16 @@
 // The lifecycle passes against a real object layer (SQLite, one temp drive) with tiny listing
 // pages, so every walk crosses page boundaries, and a clock set by the test.
 import { assertEquals } from "../../tests/integration/assert.ts";
-import { SqliteMetaStore } from "../meta/sqlite.ts";
-import { ChunkStore } from "../storage/chunk_store.ts";
-import { openDrives } from "../storage/drives.ts";
-import { ObjectLayer } from "./layer.ts";
+import type { ObjectLayer } from "./layer.ts";
+import { withTestLayer } from "./test_layer.ts";
 import { applyLifecycle, type LifecycleAction } from "./lifecycle_apply.ts";
 import { parseLifecycleConfiguration } from "../api/lifecycle_xml.ts";
 import { newUploadId } from "./multipart.ts";
 
 const OWNER = "owner-id";
 
-async function withLayer(fn: (layer: ObjectLayer) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "lifecycle-apply-" });
-  const meta = new SqliteMetaStore(`${dir}/meta.db`);
-  try {
-    const drives = await openDrives([dir], {
-      register: (uuid, path) => meta.driveId(uuid, path),
-      knownAt: (path) => meta.driveAt(path),
-    }, () => {});
-    const chunks = new ChunkStore(meta, {
-      drives,
-      layout: { dataShards: 1, parityShards: 0 },
-      compression: "off",
-      dedup: false,
-    });
-    await fn(new ObjectLayer(meta, chunks, { inlineMax: 65536, chunkSize: 1024 * 1024 }));
-  } finally {
-    await meta.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+function withLayer(fn: (layer: ObjectLayer) => Promise<void>): Promise<void> {
+  return withTestLayer(fn, { prefix: "lifecycle-apply-" });
 }
 
 async function bucket(layer: ObjectLayer, name: string, versioned: boolean) {
