@@ -586,7 +586,7 @@ export class SqliteMetaStore implements MetaStore {
       return { freed: [] };
     }
     const removed = toVersion(row);
-    item.guard?.(removed);
+    item.guard?.(removed, row.is_latest === 1);
     this.#stmt("DELETE FROM versions WHERE bucket = ? AND key = ? AND version_id = ?")
       .run(bucket, key, versionId);
     if (row.is_latest === 1) {
@@ -650,7 +650,7 @@ export class SqliteMetaStore implements MetaStore {
       }
       const removed = toVersion(row);
       try {
-        item.guard?.(removed);
+        item.guard?.(removed, row.is_latest === 1);
       } catch (error) {
         return { ok: false, error };
       }

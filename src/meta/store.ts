@@ -402,7 +402,8 @@ export type BatchDelete =
     deletedAt?: number;
     /** The requester may bypass governance retention: queued with the removal, so it travels. */
     bypassGovernance?: boolean;
-    guard?: (version: ObjectVersion) => void;
+    /** `current`: the version is the key's current one. */
+    guard?: (version: ObjectVersion, current: boolean) => void;
     outbox?: (removed: ObjectVersion) => OutboxEvent | undefined;
   };
 

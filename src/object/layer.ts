@@ -136,6 +136,19 @@ export interface DeleteTarget {
   key: string;
   versionId?: string;
   bypassGovernance?: boolean;
+  /**
+   * Removes the version only while it is still as the caller saw it (lifecycle, which decided
+   * from an earlier read): the same write, and current or not as `current` says; otherwise the
+   * outcome is a VersionChangedError. Not for a delete marker (no version is removed).
+   */
+  unchanged?: { lastModified: number; etag: string; current: boolean };
+}
+
+/** The version a removal named is no longer the one its caller decided on (see DeleteTarget). */
+export class VersionChangedError extends Error {
+  constructor(key: string) {
+    super(`${key} changed since it was looked at; left as it is`);
+  }
 }
 
 /** What a delete reports: the version removed or the marker created. */
@@ -404,9 +417,20 @@ export class ObjectLayer {
   async deleteObject(
     bucket: string,
     key: string,
-    opts: { versionId?: string; owner: string; bypassGovernance?: boolean; origin?: EventOrigin },
+    opts: {
+      versionId?: string;
+      owner: string;
+      bypassGovernance?: boolean;
+      origin?: EventOrigin;
+      unchanged?: DeleteTarget["unchanged"];
+    },
   ): Promise<DeleteResult> {
-    const target = { key, versionId: opts.versionId, bypassGovernance: opts.bypassGovernance };
+    const target = {
+      key,
+      versionId: opts.versionId,
+      bypassGovernance: opts.bypassGovernance,
+      unchanged: opts.unchanged,
+    };
     const [outcome] = await this.deleteObjects(bucket, [target], opts);
     if (outcome instanceof S3Error) throw outcome;
     return outcome;
@@ -437,8 +461,15 @@ export class ObjectLayer {
         key: t.key,
         versionId: t.versionId ?? "null",
         ...(t.bypassGovernance ? { bypassGovernance: true } : {}),
-        guard: (v: ObjectVersion) =>
-          assertDeletable(v, { bypassGovernance: t.bypassGovernance ?? false, now: Date.now() }),
+        guard: (v: ObjectVersion, current: boolean) => {
+          const seen = t.unchanged;
+          if (
+            seen &&
+            (v.lastModified !== seen.lastModified || v.etag !== seen.etag ||
+              current !== seen.current)
+          ) throw new VersionChangedError(t.key);
+          assertDeletable(v, { bypassGovernance: t.bypassGovernance ?? false, now: Date.now() });
+        },
         outbox: origin && ((v: ObjectVersion) => event(v, false)),
       };
     });

@@ -4,7 +4,7 @@
 import { S3Error } from "../http/errors.ts";
 import { log } from "../log.ts";
 import type { BucketRecord, ListEntry, VersionEntry } from "../meta/store.ts";
-import type { ObjectLayer } from "./layer.ts";
+import { type ObjectLayer, VersionChangedError } from "./layer.ts";
 import type { EventOrigin } from "../events/outbox.ts";
 import {
   coveringPrefixes,
@@ -118,6 +118,7 @@ async function attempt(pass: Pass, what: string, key: string, fn: () => Promise<
     if (err instanceof S3Error && (err.code === "NoSuchUpload" || err.code === "NoSuchVersion")) {
       return; // Gone meanwhile.
     }
+    if (err instanceof VersionChangedError) return; // Written or made current again meanwhile.
     pass.counts.errors++;
     log("warn", "Lifecycle action failed", {
       source: "lifecycle",
@@ -170,6 +171,9 @@ async function expireObject(pass: Pass, entry: ListEntry, due: LifecycleRule[]):
     const result = await pass.layer.deleteObject(name, entry.key, {
       owner: pass.bucket.owner,
       origin: lifecycleOrigin(pass),
+      // A PUT that replaced it since (not due yet) must stay: checked in the removal's
+      // transaction. (A versioned bucket gets a delete marker, which removes nothing.)
+      unchanged: { lastModified: current.lastModified, etag: current.etag, current: true },
     });
     pass.counts.expired++;
     emit(pass, {
@@ -271,6 +275,9 @@ function noncurrentVersion(
         versionId: v.versionId,
         owner: pass.bucket.owner,
         origin: lifecycleOrigin(pass),
+        // Made current again meanwhile (a newer version deleted): kept, checked in the removal's
+        // transaction.
+        unchanged: { lastModified: v.lastModified, etag: v.etag, current: false },
       });
       pass.counts.noncurrentExpired++;
       emit(pass, { event: "LifecycleExpiration:Delete", key: v.key, versionId: v.versionId });

@@ -2,6 +2,7 @@
 // pages, so every walk crosses page boundaries, and a clock set by the test.
 import { assertEquals } from "../../tests/integration/assert.ts";
 import type { ObjectLayer } from "./layer.ts";
+import type { MetaStore } from "../meta/store.ts";
 import { withTestLayer } from "./test_layer.ts";
 import { applyLifecycle, type LifecycleAction } from "./lifecycle_apply.ts";
 import { parseLifecycleConfiguration } from "../api/lifecycle_xml.ts";
@@ -9,8 +10,35 @@ import { newUploadId } from "./multipart.ts";
 
 const OWNER = "owner-id";
 
-function withLayer(fn: (layer: ObjectLayer) => Promise<void>): Promise<void> {
-  return withTestLayer(fn, { prefix: "lifecycle-apply-" });
+function withLayer(
+  fn: (layer: ObjectLayer) => Promise<void>,
+  wrapMeta?: (meta: MetaStore) => MetaStore,
+): Promise<void> {
+  return withTestLayer(fn, { prefix: "lifecycle-apply-", wrapMeta });
+}
+
+/**
+ * A metadata store that resolves `queued` once `method` has been called while armed: the write
+ * is then queued in the group commit, not yet committed, and what runs next races it.
+ */
+function reporting(method: string) {
+  let armed = false;
+  let resolve!: () => void;
+  const queued = new Promise<void>((r) => resolve = r);
+  const wrap = (meta: MetaStore) =>
+    new Proxy(meta, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target);
+        if (typeof value !== "function") return value;
+        if (name !== method) return value.bind(target);
+        return (...args: unknown[]) => {
+          const result = value.apply(target, args);
+          if (armed) resolve();
+          return result;
+        };
+      },
+    });
+  return { wrap, queued, arm: () => armed = true };
 }
 
 async function bucket(layer: ObjectLayer, name: string, versioned: boolean) {
@@ -245,4 +273,74 @@ Deno.test("lifecycle pass: noncurrent versions with a Tag filter", async () => {
     assertEquals(left.versions.some((v) => v.versionId === old), false);
     assertEquals(left.versions.some((v) => v.versionId === kept), true);
   });
+});
+
+Deno.test("lifecycle: an Expiration racing a PUT of the key leaves the new, not yet due object", async () => {
+  const race = reporting("putObjectVersion");
+  await withLayer(async (layer) => {
+    await bucket(layer, "b", false);
+    await put(layer, "b", "k", "old");
+    await new Promise((r) => setTimeout(r, 700));
+    // The new PUT's commit is queued (not yet committed) when the lifecycle pass reads the key.
+    race.arm();
+    const fresh = put(layer, "b", "k", "new");
+    await race.queued;
+    const config = rules(
+      `<Rule><ID>r</ID><Filter><Prefix></Prefix></Filter><Status>Enabled</Status>` +
+        `<Expiration><Days>1</Days></Expiration></Rule>`,
+    );
+    const [, counts] = await Promise.all([
+      fresh,
+      applyLifecycle(layer, await layer.requireBucket("b"), config, {
+        now: Date.now(),
+        dayMs: 300,
+      }),
+    ]);
+    assertEquals(counts.expired, 0, "expired the object that replaced the due one");
+    const now = await layer.headObject("b", "k");
+    assertEquals(now.size, 3);
+    assertEquals(await versionsOf(layer, "b"), ["k:version"]);
+  }, race.wrap);
+});
+
+Deno.test("lifecycle: a NoncurrentVersionExpiration racing a rollback keeps the version made current", async () => {
+  // The rollback (a DELETE of the newest version) is queued right after the pass saw that the
+  // old version is not current, before the pass's own removal.
+  let rollback: (() => Promise<unknown>) | undefined;
+  let started: Promise<unknown> | undefined;
+  const wrap = (meta: MetaStore) =>
+    new Proxy(meta, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target);
+        if (typeof value !== "function") return value;
+        if (name !== "getObjectVersion") return value.bind(target);
+        return async (...args: unknown[]) => {
+          const seen = await value.apply(target, args);
+          if (rollback && args[2] === undefined) {
+            started = rollback();
+            rollback = undefined;
+          }
+          return seen;
+        };
+      },
+    });
+  await withLayer(async (layer) => {
+    await bucket(layer, "b", true);
+    const first = await put(layer, "b", "k", "one");
+    const second = await put(layer, "b", "k", "two");
+    await new Promise((r) => setTimeout(r, 700));
+    rollback = () => layer.deleteObject("b", "k", { versionId: second, owner: OWNER });
+    const config = rules(
+      `<Rule><ID>r</ID><Filter><Prefix></Prefix></Filter><Status>Enabled</Status>` +
+        `<NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays>` +
+        `</NoncurrentVersionExpiration></Rule>`,
+    );
+    const counts = await applyLifecycle(layer, await layer.requireBucket("b"), config, {
+      now: Date.now(),
+      dayMs: 300,
+    });
+    await started;
+    assertEquals(counts.noncurrentExpired, 0, "expired the version the rollback made current");
+    assertEquals((await layer.headObject("b", "k")).versionId, first);
+  }, wrap);
 });

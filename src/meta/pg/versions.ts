@@ -212,7 +212,7 @@ export class PgVersions {
       return undefined;
     }
     const removed = toVersion(row);
-    item.guard?.(removed);
+    item.guard?.(removed, row.is_latest === true);
     await q`DELETE FROM versions
       WHERE bucket = ${bucket} AND key = ${key} AND version_id = ${versionId}`;
     if (row.is_latest) {
