@@ -33,7 +33,7 @@ import { SqliteClusterMembers } from "./sqlite_cluster_members.ts";
 import { changedItems, type UserChange, type UserState } from "./user_stamps.ts";
 import { SqliteObjectQueue } from "./sqlite_object_queue.ts";
 import { removalWins } from "./removal_time.ts";
-import { mappingId, MissingBucketError, NO_EXPIRY } from "./store.ts";
+import { type ChosenPart, mappingId, MissingBucketError, NO_EXPIRY } from "./store.ts";
 import type {
   AuditQuery,
   BatchDelete,
@@ -1281,7 +1281,7 @@ export class SqliteMetaStore implements MetaStore {
 
   completeUpload(
     upload: UploadRecord,
-    parts: number[],
+    parts: ChosenPart[],
     version: ObjectVersion,
     opts: WriteRecords = {},
   ): Promise<PutResult | undefined> {

@@ -4,9 +4,11 @@ import type { SQLInputValue, StatementSync } from "node:sqlite";
 import { prefixSuccessor } from "./keys.ts";
 import type { SqliteChunks } from "./sqlite_chunks.ts";
 import {
+  type ChosenPart,
   type ChunkRecord,
   COMPLETED_UPLOAD_RETENTION_MS,
   type CompletedUpload,
+  PartChangedError,
   type PartRecord,
   type UploadListPage,
   type UploadListQuery,
@@ -118,17 +120,22 @@ export class SqliteUploads {
     ).all(uploadId, after, max) as Row[]).map(toPart);
   }
 
-  /** The chunks of the chosen parts, in order, at their offsets in the final object. */
-  partChunks(uploadId: string, partNumbers: number[]): VersionChunk[] | undefined {
+  /**
+   * The chunks of the chosen parts, in order, at their offsets in the final object; undefined
+   * when the upload or a part is gone. A part with another ETag (uploaded again since it was
+   * chosen) throws PartChangedError.
+   */
+  partChunks(uploadId: string, parts: ChosenPart[]): VersionChunk[] | undefined {
     if (!this.exists(uploadId)) return undefined;
     const out: VersionChunk[] = [];
     let base = 0;
-    for (const n of partNumbers) {
+    for (const { partNumber, etag } of parts) {
       const row = this.stmt(
-        "SELECT data_id, size FROM parts WHERE upload_id = ? AND part_number = ?",
+        "SELECT data_id, size, etag FROM parts WHERE upload_id = ? AND part_number = ?",
       )
-        .get(uploadId, n) as Row | undefined;
+        .get(uploadId, partNumber) as Row | undefined;
       if (!row) return undefined;
+      if (row.etag !== etag) throw new PartChangedError(partNumber);
       for (const c of this.chunks.versionChunks(row.data_id as number)) {
         out.push({ chunk: c.chunk, offset: base + c.offset, size: c.size });
       }

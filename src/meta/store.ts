@@ -381,6 +381,12 @@ export interface PutResult {
  */
 export type CurrentGuard = (current: ObjectVersion | undefined) => void;
 
+/** A part a completion takes, as the client named it and the server found it then. */
+export interface ChosenPart {
+  partNumber: number;
+  etag: string;
+}
+
 /**
  * One change of a DeleteObjects batch: a delete marker to add (versioned bucket, no version id)
  * or a version to remove (the next newest becomes current). `guard` sees the version inside
@@ -970,11 +976,12 @@ export interface MetaStore
   /**
    * Makes `version` from the chosen parts (their chunks in order) and ends the upload: every
    * part's references are dropped and the completion recorded (getCompletedUpload) in the same
-   * transaction. Undefined when the upload is gone.
+   * transaction. Undefined when the upload or a part is gone; PartChangedError (nothing
+   * written) when a part no longer has the ETag it was chosen with (uploaded again meanwhile).
    */
   completeUpload(
     upload: UploadRecord,
-    parts: number[],
+    parts: ChosenPart[],
     version: ObjectVersion,
     opts?: WriteRecords,
   ): Promise<PutResult | undefined>;
@@ -1015,6 +1022,13 @@ export class DuplicateError extends Error {
 }
 
 /** A write named a bucket that does not exist (any more). */
+/** A part a completion chose was uploaded again since (another ETag): nothing was written. */
+export class PartChangedError extends Error {
+  constructor(readonly partNumber: number) {
+    super(`Part ${partNumber} was uploaded again while the upload was being completed`);
+  }
+}
+
 export class MissingBucketError extends Error {
   constructor(bucket: string) {
     super(`Bucket ${bucket} does not exist`);

@@ -2,7 +2,12 @@
 // completing an upload moves chunk references to the new version: no bytes are copied.
 import { createHash } from "node:crypto";
 import { S3Error } from "../http/errors.ts";
-import type { ObjectVersion, PartRecord, UploadRecord } from "../meta/store.ts";
+import {
+  type ObjectVersion,
+  PartChangedError,
+  type PartRecord,
+  type UploadRecord,
+} from "../meta/store.ts";
 import type { BodyCheck, Encryption, ObjectLayer } from "./layer.ts";
 import { versionIdFor } from "./versioning.ts";
 import { releaseAll, writeBody } from "./write_pipeline.ts";
@@ -98,6 +103,15 @@ function normalizeEtag(etag: string): string {
   return `"${bare}"`;
 }
 
+function invalidPart(partNumber: number, etag?: string): S3Error {
+  return new S3Error(
+    "InvalidPart",
+    "One or more of the specified parts could not be found. The part may not have been " +
+      "uploaded, or the specified entity tag may not match the part's entity tag.",
+    { details: { PartNumber: String(partNumber), ...(etag === undefined ? {} : { ETag: etag }) } },
+  );
+}
+
 /** Checks the requested part list against the stored parts, as the protocol does. */
 function choose(
   requested: { partNumber: number; etag: string }[],
@@ -111,14 +125,7 @@ function choose(
     }
     previous = r.partNumber;
     const part = stored.get(r.partNumber);
-    if (!part || part.etag !== normalizeEtag(r.etag)) {
-      throw new S3Error(
-        "InvalidPart",
-        "One or more of the specified parts could not be found. The part may not have been " +
-          "uploaded, or the specified entity tag may not match the part's entity tag.",
-        { details: { PartNumber: String(r.partNumber), ETag: r.etag } },
-      );
-    }
+    if (!part || part.etag !== normalizeEtag(r.etag)) throw invalidPart(r.partNumber, r.etag);
     chosen.push(part);
   }
   chosen.slice(0, -1).forEach((p) => {
@@ -181,12 +188,20 @@ export async function completeUpload(
       owner: bucket.owner,
     });
   const jobs = await layer.jobsOf(version, "ObjectCreated:CompleteMultipartUpload", opts.origin);
-  const result = await layer.meta.completeUpload(
-    upload,
-    chosen.map((p) => p.partNumber),
-    version,
-    { guard: commitGuard(condition, upload.key), outbox, jobs },
-  );
+  let result;
+  try {
+    result = await layer.meta.completeUpload(
+      upload,
+      chosen.map((p) => ({ partNumber: p.partNumber, etag: p.etag })),
+      version,
+      { guard: commitGuard(condition, upload.key), outbox, jobs },
+    );
+  } catch (err) {
+    // Uploaded again since the parts were chosen: the size, ETag and checksum computed here
+    // would not describe the bytes.
+    if (err instanceof PartChangedError) throw invalidPart(err.partNumber);
+    throw err;
+  }
   if (!result) throw noSuchUpload(upload.uploadId);
   if (outbox) layer.committed.fire();
   await layer.chunks.collect(result.freed);

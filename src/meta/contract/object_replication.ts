@@ -39,7 +39,11 @@ export function objectReplicationCases(test: Test, open: Opener): void {
     await meta.deleteObjects([{ bucket: "b", key: "r", versionId: "v2", replica: true }]);
     await meta.createUpload(upload("u", "up1"));
     await meta.putPart("up1", { partNumber: 1, size: 1, etag: '"p"', lastModified: 1 }, []);
-    await meta.completeUpload(upload("u", "up1"), [1], version("u", { versionId: "v3" }));
+    await meta.completeUpload(
+      upload("u", "up1"),
+      [{ partNumber: 1, etag: '"p"' }],
+      version("u", { versionId: "v3" }),
+    );
     const changes = await meta.objectChanges(0, 10);
     assertEquals(ops(changes), ["put k v1", "put k m1", "delete k v1", "put u v3"]);
     assertEquals(changes.map((c) => c.seq), [1, 2, 3, 4].map((n) => changes[0].seq + n - 1));

@@ -1,7 +1,7 @@
 // Contract cases: multipart uploads, their parts and chunks, completion and abort, listings of
 // uploads and the stale-upload queries.
 import { assert, assertEquals } from "../../../tests/integration/assert.ts";
-import { MissingBucketError } from "../store.ts";
+import { MissingBucketError, PartChangedError } from "../store.ts";
 import type { MetaStore } from "../store.ts";
 import {
   assertSame,
@@ -99,7 +99,7 @@ export const UPLOAD_CASES: ContractCase[] = [
       await store.putPart("u1", part(3, 10), refs("p3"));
       const v = version("k", { ...CHUNKED, size: 30, etag: '"m-2"', parts: [20, 10] });
       const checksum = { algorithm: "CRC32", type: "COMPOSITE" as const, value: "AA==-2" };
-      const result = await store.completeUpload(u, [1, 3], { ...v, checksum }, {
+      const result = await store.completeUpload(u, [part(1, 20), part(3, 10)], { ...v, checksum }, {
         outbox: event("k"),
       });
       // Part 2 was not chosen: its chunk is freed.
@@ -128,7 +128,7 @@ export const UPLOAD_CASES: ContractCase[] = [
       assertEquals(await store.getCompletedUpload("u2"), undefined);
       assertEquals((await store.readEvents(0, 10)).map((e) => e.key), ["k"]);
       // Completing again: the upload is gone.
-      assertEquals(await store.completeUpload(u, [1, 3], v), undefined);
+      assertEquals(await store.completeUpload(u, [part(1), part(3)], v), undefined);
       assertEquals(await store.abortUpload("u1"), undefined);
     },
   },
@@ -140,8 +140,8 @@ export const UPLOAD_CASES: ContractCase[] = [
       await store.createUpload(u);
       await store.putPart("u1", part(1), refs("c1"));
       const v = version("k", { ...CHUNKED, size: 10, etag: '"m"' });
-      assertEquals(await store.completeUpload(u, [1, 2], v), undefined);
-      await rejects(store.completeUpload(u, [1], v, {
+      assertEquals(await store.completeUpload(u, [part(1), part(2)], v), undefined);
+      await rejects(store.completeUpload(u, [part(1)], v, {
         guard: (cur) => {
           assertEquals(cur?.etag, '"x"');
           throw new Error("precondition");
@@ -151,7 +151,13 @@ export const UPLOAD_CASES: ContractCase[] = [
       assert(await store.getUploadById("u1"));
       assertEquals((await store.listParts("u1", 0, 10)).length, 1);
       assertEquals(await store.getCompletedUpload("u1"), undefined);
-      const ok = await store.completeUpload(u, [1], v);
+      // A part uploaded again since it was chosen (another ETag): refused, nothing written.
+      const again = { ...part(1), etag: '"p1-again"' };
+      await store.putPart("u1", again, refs("c1b"));
+      await rejects(store.completeUpload(u, [part(1)], v), PartChangedError);
+      assertEquals((await store.getObjectVersion("b", "k"))?.etag, '"x"');
+      assert(await store.getUploadById("u1"));
+      const ok = await store.completeUpload(u, [again], v);
       assertEquals(ok?.displaced.map((d) => d.etag), ['"x"']);
     },
   },

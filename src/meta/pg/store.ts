@@ -22,6 +22,7 @@ import {
   type BucketListQuery,
   type BucketRecord,
   type BucketState,
+  type ChosenPart,
   type ChunkRecord,
   type CompletedUpload,
   type ErrorQuery,
@@ -754,7 +755,7 @@ export class PgMetaStore implements MetaStore {
 
   completeUpload(
     upload: UploadRecord,
-    parts: number[],
+    parts: ChosenPart[],
     version: ObjectVersion,
     opts: WriteRecords = {},
   ): Promise<PutResult | undefined> {

@@ -209,7 +209,11 @@ Deno.test("PgMetaStore on a real PostgreSQL", async (t) => {
       );
       assertEquals(again?.freed.map((c) => c.id), ["p3"]);
       assertEquals((await meta.listParts("u1", 0, 10)).map((p) => p.etag), ['"1"', '"2b"']);
-      const done = await meta.completeUpload(upload, [1, 2], version("big", { size: 30 }));
+      const done = await meta.completeUpload(
+        upload,
+        [{ partNumber: 1, etag: '"1"' }, { partNumber: 2, etag: '"2b"' }],
+        version("big", { size: 30 }),
+      );
       assertEquals(done?.freed, []);
       const got = await meta.getObjectVersion("b", "big");
       assert(got?.data.kind === "chunks");

@@ -3,9 +3,11 @@
 import type { Row } from "postgres";
 import { prefixSuccessor } from "../keys.ts";
 import {
+  type ChosenPart,
   type ChunkRecord,
   COMPLETED_UPLOAD_RETENTION_MS,
   type CompletedUpload,
+  PartChangedError,
   type PartRecord,
   type UploadListPage,
   type UploadListQuery,
@@ -100,21 +102,28 @@ export class PgUploads {
   }
 
   /** The chunks of the chosen parts, in order, at their offsets in the final object. */
+  /**
+   * The chunks of the chosen parts, in order, at their offsets in the final object; undefined
+   * when the upload or a part is gone. A part with another ETag (uploaded again since it was
+   * chosen) throws PartChangedError.
+   */
   async partChunks(
     q: Q,
     uploadId: string,
-    partNumbers: number[],
+    parts: ChosenPart[],
   ): Promise<VersionChunk[] | undefined> {
     if (!(await this.lock(q, uploadId))) return undefined;
+    const numbers = parts.map((p) => p.partNumber);
     const rows = await q`
-      SELECT part_number, data_id, size FROM parts
-      WHERE upload_id = ${uploadId} AND part_number = ANY(${partNumbers}::integer[])`;
+      SELECT part_number, data_id, size, etag FROM parts
+      WHERE upload_id = ${uploadId} AND part_number = ANY(${numbers}::integer[])`;
     const byNumber = new Map(rows.map((r) => [r.part_number as number, r]));
     const out: VersionChunk[] = [];
     let base = 0;
-    for (const n of partNumbers) {
-      const row = byNumber.get(n);
+    for (const { partNumber, etag } of parts) {
+      const row = byNumber.get(partNumber);
       if (!row) return undefined;
+      if (row.etag !== etag) throw new PartChangedError(partNumber);
       for (const c of await this.chunks.versionChunks(q, row.data_id)) {
         out.push({ chunk: c.chunk, offset: base + c.offset, size: c.size });
       }
