@@ -65,7 +65,7 @@ export const createMultipartUpload: Handler = async (ctx) => {
     lock: JSON.stringify((await newVersionLock(ctx)) ?? {}),
     tags,
   };
-  await ctx.layer.meta.createUpload(upload);
+  await ctx.layer.createUpload(upload);
   const result = xmlResult(
     xmlDocument(
       "InitiateMultipartUploadResult",

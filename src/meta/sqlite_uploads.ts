@@ -8,6 +8,7 @@ import {
   type ChunkRecord,
   COMPLETED_UPLOAD_RETENTION_MS,
   type CompletedUpload,
+  MissingBucketError,
   PartChangedError,
   type PartRecord,
   type UploadListPage,
@@ -50,7 +51,11 @@ function toPart(row: Row): PartRecord {
 export class SqliteUploads {
   constructor(readonly stmt: (sql: string) => StatementSync, readonly chunks: SqliteChunks) {}
 
+  /** Records a new upload; MissingBucketError when its bucket is gone (deleted meanwhile). */
   create(u: UploadRecord): void {
+    if (!this.stmt("SELECT 1 FROM buckets WHERE name = ?").get(u.bucket)) {
+      throw new MissingBucketError(u.bucket);
+    }
     this.stmt(
       "INSERT INTO uploads (bucket, key, upload_id, initiated, owner, content_type, user_meta, " +
         "headers, acl, sse, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -13,6 +13,7 @@ import type {
   ObjectVersion,
   Retention,
   TagSet,
+  UploadRecord,
   VersionChunk,
 } from "../meta/store.ts";
 import { ChunkLostError, type ChunkStore } from "../storage/chunk_store.ts";
@@ -352,6 +353,16 @@ export class ObjectLayer {
     origin: EventOrigin | undefined,
   ): Promise<NewJob[] | undefined> {
     return origin && this.jobsFor ? await this.jobsFor(version, event, origin) : undefined;
+  }
+
+  /** Records a new multipart upload; NoSuchBucket when its bucket was deleted meanwhile. */
+  async createUpload(upload: UploadRecord): Promise<void> {
+    try {
+      await this.meta.createUpload(upload);
+    } catch (err) {
+      if (err instanceof MissingBucketError) throw noSuchBucket(upload.bucket);
+      throw err;
+    }
   }
 
   /** The version to read, or NoSuchKey / NoSuchVersion. */

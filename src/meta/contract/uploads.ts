@@ -67,6 +67,9 @@ export const UPLOAD_CASES: ContractCase[] = [
       assertSame(await store.getUploadById("u2"), upload("k2", "u2"));
       assertEquals(await store.getUpload("b", "other", "u1"), undefined);
       assertEquals(await store.getUploadById("nope"), undefined);
+      // The bucket deleted meanwhile: no upload is recorded in it.
+      await rejects(store.createUpload(upload("k3", "u3", { bucket: "gone" })), MissingBucketError);
+      assertEquals(await store.getUploadById("u3"), undefined);
     },
   },
   {

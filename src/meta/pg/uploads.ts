@@ -7,6 +7,7 @@ import {
   type ChunkRecord,
   COMPLETED_UPLOAD_RETENTION_MS,
   type CompletedUpload,
+  MissingBucketError,
   PartChangedError,
   type PartRecord,
   type UploadListPage,
@@ -49,7 +50,11 @@ function toPart(row: Row): PartRecord {
 export class PgUploads {
   constructor(readonly chunks: PgChunks) {}
 
+  /** Records a new upload; MissingBucketError when its bucket is gone (deleted meanwhile). */
   async create(q: Q, u: UploadRecord): Promise<void> {
+    // The bucket row share-locked: a DeleteBucket (which aborts the bucket's uploads) waits.
+    const bucket = await q`SELECT 1 FROM buckets WHERE name = ${u.bucket} FOR SHARE`;
+    if (bucket.length === 0) throw new MissingBucketError(u.bucket);
     const tags = u.tags && Object.keys(u.tags).length > 0 ? JSON.stringify(u.tags) : null;
     await q`
       INSERT INTO uploads (bucket, key, upload_id, initiated, owner, content_type, user_meta,
