@@ -33,7 +33,29 @@ import { SqliteClusterMembers } from "./sqlite_cluster_members.ts";
 import { changedItems, type UserChange, type UserState } from "./user_stamps.ts";
 import { SqliteObjectQueue } from "./sqlite_object_queue.ts";
 import { removalWins } from "./removal_time.ts";
-import { type ChosenPart, mappingId, MissingBucketError, NO_EXPIRY } from "./store.ts";
+import {
+  type ChosenPart,
+  mappingId,
+  MissingBucketError,
+  NO_EXPIRY,
+  type VersionTarget,
+} from "./store.ts";
+
+/** The version of a VersionTarget, and (when it names them) still the write it names. */
+const SAME_WRITE = "bucket = ? AND key = ? AND version_id = ? AND " +
+  "(? IS NULL OR (last_modified = ? AND etag = ?))";
+
+function sameWrite(t: VersionTarget): (string | number | null)[] {
+  const written = t.lastModified !== undefined && t.etag !== undefined;
+  return [
+    t.bucket,
+    t.key,
+    t.versionId,
+    written ? 1 : null,
+    written ? t.lastModified! : null,
+    written ? t.etag! : null,
+  ];
+}
 import type {
   AuditQuery,
   BatchDelete,
@@ -979,14 +1001,14 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   setObjectAcl(
-    target: { bucket: string; key: string; versionId: string },
+    target: VersionTarget,
     acl: string,
     outbox?: OutboxEvent,
   ): Promise<boolean> {
     return this.#change(() => {
       const result = this.#stmt(
-        "UPDATE versions SET acl = ? WHERE bucket = ? AND key = ? AND version_id = ?",
-      ).run(acl, target.bucket, target.key, target.versionId);
+        `UPDATE versions SET acl = ? WHERE ${SAME_WRITE}`,
+      ).run(acl, ...sameWrite(target));
       if (result.changes === 1 && outbox) this.#events.append(outbox);
       if (result.changes === 1) this.#stampChange(target, ["acl"], "acl");
       return result.changes === 1;
@@ -994,15 +1016,14 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   setObjectTags(
-    target: { bucket: string; key: string; versionId: string },
+    target: VersionTarget,
     tags: TagSet,
     outbox?: OutboxEvent,
   ): Promise<boolean> {
     return this.#change(() => {
       const result = this.#stmt(
-        "UPDATE versions SET tags = ? " +
-          "WHERE bucket = ? AND key = ? AND version_id = ? AND delete_marker = 0",
-      ).run(tagsColumn(tags), target.bucket, target.key, target.versionId);
+        `UPDATE versions SET tags = ? WHERE ${SAME_WRITE} AND delete_marker = 0`,
+      ).run(tagsColumn(tags), ...sameWrite(target));
       if (result.changes === 1 && outbox) this.#events.append(outbox);
       if (result.changes === 1) this.#stampChange(target, ["tags"], "tags");
       return result.changes === 1;

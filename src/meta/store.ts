@@ -381,6 +381,19 @@ export interface PutResult {
  */
 export type CurrentGuard = (current: ObjectVersion | undefined) => void;
 
+/**
+ * One version to change. With `lastModified` and `etag` (the version as the request saw it),
+ * only while it is still that write: an overwrite of an unversioned key keeps the version id
+ * ("null"), and a change decided on the old object must not land on the new one.
+ */
+export interface VersionTarget {
+  bucket: string;
+  key: string;
+  versionId: string;
+  lastModified?: number;
+  etag?: string;
+}
+
 /** A part a completion takes, as the client named it and the server found it then. */
 export interface ChosenPart {
   partNumber: number;
@@ -896,9 +909,9 @@ export interface MetaStore
     after: string,
     limit: number,
   ): Promise<{ bucket: string; value: string }[]>;
-  /** Sets the ACL of one version; false when the version does not exist. */
+  /** Sets the ACL of one version; false when the version does not exist (see VersionTarget). */
   setObjectAcl(
-    target: { bucket: string; key: string; versionId: string },
+    target: VersionTarget,
     acl: string,
     outbox?: OutboxEvent,
   ): Promise<boolean>;
@@ -909,7 +922,7 @@ export interface MetaStore
    * change for the other nodes in the same transaction.
    */
   setObjectTags(
-    target: { bucket: string; key: string; versionId: string },
+    target: VersionTarget,
     tags: TagSet,
     outbox?: OutboxEvent,
   ): Promise<boolean>;

@@ -447,6 +447,17 @@ export const OBJECT_CASES: ContractCase[] = [
       );
       assertEquals((await store.getObjectVersion("b", "k", "m"))?.tags, undefined);
       assertEquals(await store.setObjectTags({ ...target, versionId: "m" }, { c: "3" }), false);
+      // Named with the write it was decided on: only while the version is still that write
+      // (an unversioned key overwritten keeps its id "null").
+      await store.putObjectVersion(version("u", { versionId: "null", etag: '"old"' }));
+      const old = await store.getObjectVersion("b", "u");
+      await store.putObjectVersion(version("u", { versionId: "null", etag: '"new"' }));
+      assertEquals(await store.setObjectAcl(old!, '{"owner":"stale"}'), false);
+      assertEquals(await store.setObjectTags(old!, { stale: "yes" }), false);
+      const now = await store.getObjectVersion("b", "u");
+      assertEquals([now?.acl, now?.tags], [undefined, undefined]);
+      assertEquals(await store.setObjectAcl(now!, '{"owner":"o"}'), true);
+      assertEquals(await store.setObjectTags(now!, { fresh: "1" }), true);
     },
   },
   {

@@ -61,6 +61,7 @@ import {
   type VersionChunk,
   type VersionListPage,
   type VersionListQuery,
+  type VersionTarget,
   type WriteRecords,
 } from "../store.ts";
 import type { Row } from "postgres";
@@ -74,6 +75,13 @@ import { PgSts } from "./sts.ts";
 import { PgUsers, toUser } from "./users.ts";
 import { openPool, type Q, type Sql } from "./connect.ts";
 import type { Tx } from "./sql.ts";
+
+/** The write a VersionTarget names, both parts or neither (null: any write of that version). */
+function written(t: VersionTarget): { lastModified: number | null; etag: string | null } {
+  return t.lastModified !== undefined && t.etag !== undefined
+    ? { lastModified: t.lastModified, etag: t.etag }
+    : { lastModified: null, etag: null };
+}
 import { listCurrent, listVersions } from "./list.ts";
 import { migrate, MIGRATIONS } from "./schema.ts";
 import { read, transaction } from "./tx.ts";
@@ -637,7 +645,7 @@ export class PgMetaStore implements MetaStore {
   }
 
   setObjectAcl(
-    target: { bucket: string; key: string; versionId: string },
+    target: VersionTarget,
     acl: string,
     outbox?: OutboxEvent,
   ): Promise<boolean> {
@@ -646,6 +654,8 @@ export class PgMetaStore implements MetaStore {
         UPDATE versions SET acl = ${acl}
         WHERE bucket = ${target.bucket} AND key = ${target.key}
           AND version_id = ${target.versionId}
+          AND (${written(target).lastModified}::bigint IS NULL
+            OR (last_modified = ${written(target).lastModified} AND etag = ${written(target).etag}))
         RETURNING 1`;
       if (rows.length === 1 && outbox) await this.#appendEvent(tx, outbox);
       if (rows.length === 1) await this.#stampChange(tx, target, ["acl"], "acl");
@@ -654,7 +664,7 @@ export class PgMetaStore implements MetaStore {
   }
 
   setObjectTags(
-    target: { bucket: string; key: string; versionId: string },
+    target: VersionTarget,
     tags: TagSet,
     outbox?: OutboxEvent,
   ): Promise<boolean> {
@@ -663,6 +673,8 @@ export class PgMetaStore implements MetaStore {
         UPDATE versions SET tags = ${tagsColumn(tags)}
         WHERE bucket = ${target.bucket} AND key = ${target.key}
           AND version_id = ${target.versionId} AND NOT delete_marker
+          AND (${written(target).lastModified}::bigint IS NULL
+            OR (last_modified = ${written(target).lastModified} AND etag = ${written(target).etag}))
         RETURNING 1`;
       if (rows.length === 1 && outbox) await this.#appendEvent(tx, outbox);
       if (rows.length === 1) await this.#stampChange(tx, target, ["tags"], "tags");
