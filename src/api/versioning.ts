@@ -4,6 +4,7 @@ import { el, leafText, parseXml, text, xmlDocument } from "../http/xml.ts";
 import { encoderFor, maxKeysParam } from "./list.ts";
 import { h } from "../http/dialect.ts";
 import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import { LockedVersioningError } from "../meta/store.ts";
 
 const MFA_UNSUPPORTED = "MFA delete is not supported by this server: it has no MFA devices to " +
   "check a code against. Object Lock (retention, legal holds) protects versions from deletion.";
@@ -22,6 +23,13 @@ export const getBucketVersioning: Handler = async (ctx) => {
   const inner = bucket.versioning ? text("Status", bucket.versioning) : "";
   return xmlResult(xmlDocument("VersioningConfiguration", ctx.dialect.xmlns, inner));
 };
+
+function lockedVersioning(): S3Error {
+  return new S3Error(
+    "InvalidBucketState",
+    "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.",
+  );
+}
 
 export const putBucketVersioning: Handler = async (ctx) => {
   refuseMfa(ctx);
@@ -43,13 +51,14 @@ export const putBucketVersioning: Handler = async (ctx) => {
   if (mfa !== undefined && mfa !== "Disabled") {
     throw new S3Error("MalformedXML", "MfaDelete must be Enabled or Disabled.");
   }
-  if (status === "Suspended" && bucket.objectLock) {
-    throw new S3Error(
-      "InvalidBucketState",
-      "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed.",
-    );
+  if (status === "Suspended" && bucket.objectLock) throw lockedVersioning();
+  try {
+    await ctx.layer.meta.setBucketVersioning(bucket.name, status);
+  } catch (err) {
+    // Object Lock configured since the check above.
+    if (err instanceof LockedVersioningError) throw lockedVersioning();
+    throw err;
   }
-  await ctx.layer.meta.setBucketVersioning(bucket.name, status);
   return { status: 200 };
 };
 

@@ -35,9 +35,11 @@ import { SqliteObjectQueue } from "./sqlite_object_queue.ts";
 import { removalWins } from "./removal_time.ts";
 import {
   type ChosenPart,
+  LockedVersioningError,
   mappingId,
   MissingBucketError,
   NO_EXPIRY,
+  VersioningChangedError,
   type VersionTarget,
 } from "./store.ts";
 
@@ -467,9 +469,13 @@ export class SqliteMetaStore implements MetaStore {
   /** The body of putObjectVersion, for use inside a transaction. */
   #putVersion(v: ObjectVersion, chunks: VersionChunk[], guard?: CurrentGuard): PutResult {
     {
-      if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(v.bucket)) {
-        throw new MissingBucketError(v.bucket);
-      }
+      const bucket = this.#stmt("SELECT versioning FROM buckets WHERE name = ?").get(v.bucket) as
+        | Row
+        | undefined;
+      if (!bucket) throw new MissingBucketError(v.bucket);
+      if (
+        v.versionId === "null" && bucket.versioning === "Enabled" && v.replication !== "REPLICA"
+      ) throw new VersioningChangedError(v.bucket);
       if (guard) {
         const current = this.#stmt(
           `SELECT ${VERSION_COLUMNS} FROM versions WHERE bucket = ? AND key = ? AND is_latest = 1`,
@@ -869,11 +875,12 @@ export class SqliteMetaStore implements MetaStore {
 
   setBucketVersioning(bucket: string, status: "Enabled" | "Suspended"): Promise<void> {
     return this.#change(() => {
-      const result = this.#stmt("UPDATE buckets SET versioning = ? WHERE name = ?").run(
-        status,
-        bucket,
-      );
-      if (result.changes !== 1) throw new MissingBucketError(bucket);
+      const row = this.#stmt("SELECT object_lock FROM buckets WHERE name = ?").get(bucket) as
+        | Row
+        | undefined;
+      if (!row) throw new MissingBucketError(bucket);
+      if (status === "Suspended" && row.object_lock === 1) throw new LockedVersioningError(bucket);
+      this.#stmt("UPDATE buckets SET versioning = ? WHERE name = ?").run(status, bucket);
       this.#bucketChanged(bucket, "versioning");
     });
   }

@@ -107,12 +107,15 @@ Deno.test("usage counters follow every kind of write, equal to a full count", as
   await removeVersion(store, "b", "b", "null");
   await check("deletes");
   assertEquals(await store.usage(), { objects: 2, bytes: 107, chunks: 0, shardBytes: 0 });
-  await store.putObjectVersion(version("c", { ...chunked, size: 20 }), refs("c3", "c4"));
+  await store.putObjectVersion(
+    version("c", { ...chunked, versionId: "vc", size: 20 }),
+    refs("c3", "c4"),
+  );
   await store.close();
 
   store = new SqliteMetaStore(path);
   await check("reopened");
-  await store.putObjectVersion(version("d", { size: 3 }));
+  await store.putObjectVersion(version("d", { versionId: "vd", size: 3 }));
   await check("a write after reopening");
   await store.close();
   await Deno.remove(dir, { recursive: true });

@@ -1035,6 +1035,24 @@ export class DuplicateError extends Error {
 }
 
 /** A write named a bucket that does not exist (any more). */
+/**
+ * A write whose version id was chosen by the bucket's versioning state before it changed: a
+ * "null" version while versioning is now Enabled would replace the version versioning keeps.
+ * Nothing was written; the write is to be made again.
+ */
+export class VersioningChangedError extends Error {
+  constructor(bucket: string) {
+    super(`The versioning state of bucket ${bucket} changed during the write`);
+  }
+}
+
+/** Versioning cannot be suspended on a bucket with Object Lock: nothing was changed. */
+export class LockedVersioningError extends Error {
+  constructor(bucket: string) {
+    super(`Bucket ${bucket} has Object Lock: its versioning cannot be suspended`);
+  }
+}
+
 /** A part a completion chose was uploaded again since (another ETag): nothing was written. */
 export class PartChangedError extends Error {
   constructor(readonly partNumber: number) {

@@ -1,7 +1,7 @@
 // The object layer: the only code that combines metadata and stored bytes.
 import { BytesUnavailableError } from "../meta/shared_holdings.ts";
 import { S3Error } from "../http/errors.ts";
-import { MissingBucketError } from "../meta/store.ts";
+import { MissingBucketError, VersioningChangedError } from "../meta/store.ts";
 import type {
   BatchDelete,
   BucketRecord,
@@ -187,6 +187,18 @@ export class DeleteMarkerError extends S3Error {
   }
 }
 
+/**
+ * A write that raced a change of its bucket's versioning state (its version id was chosen by the
+ * state before): nothing was written; the client's retry takes the new state.
+ */
+export function versioningChanged(bucket: string): S3Error {
+  return new S3Error(
+    "ServiceUnavailable",
+    `The versioning state of bucket ${bucket} changed during the write. Please retry.`,
+    { headers: { "retry-after": "1" } },
+  );
+}
+
 function noSuchBucket(bucket: string): S3Error {
   return new S3Error("NoSuchBucket", "The specified bucket does not exist.", {
     details: { BucketName: bucket },
@@ -342,6 +354,7 @@ export class ObjectLayer {
       await this.chunks.collect(freed);
     } catch (err) {
       if (err instanceof MissingBucketError) throw noSuchBucket(version.bucket);
+      if (err instanceof VersioningChangedError) throw versioningChanged(version.bucket);
       throw err;
     }
   }
@@ -491,6 +504,7 @@ export class ObjectLayer {
       const item = items[i];
       if (!o.ok) {
         if (o.error instanceof MissingBucketError) return noSuchBucket(bucket);
+        if (o.error instanceof VersioningChangedError) return versioningChanged(bucket);
         if (o.error instanceof S3Error) return o.error;
         failure ??= o.error;
         return new S3Error("InternalError", "The delete failed.");

@@ -7,8 +7,9 @@ import {
   PartChangedError,
   type PartRecord,
   type UploadRecord,
+  VersioningChangedError,
 } from "../meta/store.ts";
-import type { BodyCheck, Encryption, ObjectLayer } from "./layer.ts";
+import { type BodyCheck, type Encryption, type ObjectLayer, versioningChanged } from "./layer.ts";
 import { versionIdFor } from "./versioning.ts";
 import { releaseAll, writeBody } from "./write_pipeline.ts";
 import {
@@ -200,6 +201,7 @@ export async function completeUpload(
     // Uploaded again since the parts were chosen: the size, ETag and checksum computed here
     // would not describe the bytes.
     if (err instanceof PartChangedError) throw invalidPart(err.partNumber);
+    if (err instanceof VersioningChangedError) throw versioningChanged(upload.bucket);
     throw err;
   }
   if (!result) throw noSuchUpload(upload.uploadId);

@@ -1,7 +1,7 @@
 // Contract cases: buckets and their configurations, object versions, deletes, chunks, locks,
 // ACLs, tags, usage, drives and the outbox events written with changes.
 import { assert, assertEquals } from "../../../tests/integration/assert.ts";
-import { MissingBucketError } from "../store.ts";
+import { LockedVersioningError, MissingBucketError, VersioningChangedError } from "../store.ts";
 import type { ObjectVersion } from "../store.ts";
 import {
   assertSame,
@@ -449,15 +449,39 @@ export const OBJECT_CASES: ContractCase[] = [
       assertEquals(await store.setObjectTags({ ...target, versionId: "m" }, { c: "3" }), false);
       // Named with the write it was decided on: only while the version is still that write
       // (an unversioned key overwritten keeps its id "null").
-      await store.putObjectVersion(version("u", { versionId: "null", etag: '"old"' }));
-      const old = await store.getObjectVersion("b", "u");
-      await store.putObjectVersion(version("u", { versionId: "null", etag: '"new"' }));
+      await store.createBucket(bucket("plain"));
+      const plain = (etag: string) => ({ ...version("u", { etag }), bucket: "plain" });
+      await store.putObjectVersion(plain('"old"'));
+      const old = await store.getObjectVersion("plain", "u");
+      await store.putObjectVersion(plain('"new"'));
       assertEquals(await store.setObjectAcl(old!, '{"owner":"stale"}'), false);
       assertEquals(await store.setObjectTags(old!, { stale: "yes" }), false);
-      const now = await store.getObjectVersion("b", "u");
+      const now = await store.getObjectVersion("plain", "u");
       assertEquals([now?.acl, now?.tags], [undefined, undefined]);
       assertEquals(await store.setObjectAcl(now!, '{"owner":"o"}'), true);
       assertEquals(await store.setObjectTags(now!, { fresh: "1" }), true);
+    },
+  },
+  {
+    name: "versioning races: no null version into an Enabled bucket; no Suspended with Object Lock",
+    fn: async (store) => {
+      await withBucket(store, ["k"]);
+      // A write whose "null" id was chosen before versioning was enabled: refused, nothing
+      // replaced (the null version stays, as versioning keeps it).
+      await store.setBucketVersioning("b", "Enabled");
+      await rejects(
+        store.putObjectVersion(version("k", { etag: '"late"' })),
+        VersioningChangedError,
+      );
+      assertEquals((await store.getObjectVersion("b", "k", "null"))?.etag, '"x"');
+      // A replica carries its own id: taken.
+      await store.putObjectVersion(version("r", { replication: "REPLICA" }));
+      assert(await store.getObjectVersion("b", "r", "null"));
+      // Object Lock set since a PutBucketVersioning looked: Suspended is refused there.
+      await store.setBucketObjectLock("b");
+      await rejects(store.setBucketVersioning("b", "Suspended"), LockedVersioningError);
+      assertEquals((await store.getBucket("b"))?.versioning, "Enabled");
+      await rejects(store.setBucketVersioning("gone", "Enabled"), MissingBucketError);
     },
   },
   {
@@ -485,7 +509,7 @@ export const OBJECT_CASES: ContractCase[] = [
         parityShards: 1,
         drives: [1, 2, 3],
       });
-      await store.putObjectVersion(version("c", { ...CHUNKED, size: 30 }), [
+      await store.putObjectVersion(version("c", { ...CHUNKED, versionId: "vc", size: 30 }), [
         { chunk: coded, offset: 0, size: 30 },
       ]);
       assertSame(await store.usage(), { objects: 3, bytes: 137, chunks: 1, shardBytes: 39 });

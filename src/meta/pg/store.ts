@@ -34,6 +34,7 @@ import {
   type LdapMapping,
   type ListPage,
   type ListQuery,
+  LockedVersioningError,
   mappingId,
   type MetaStore,
   MissingBucketError,
@@ -469,9 +470,10 @@ export class PgMetaStore implements MetaStore {
 
   setBucketVersioning(bucket: string, status: "Enabled" | "Suspended"): Promise<void> {
     return this.#change(async (tx) => {
-      const rows = await tx`
-        UPDATE buckets SET versioning = ${status} WHERE name = ${bucket} RETURNING 1`;
-      if (rows.length !== 1) throw new MissingBucketError(bucket);
+      const [row] = await tx`SELECT object_lock FROM buckets WHERE name = ${bucket} FOR UPDATE`;
+      if (!row) throw new MissingBucketError(bucket);
+      if (status === "Suspended" && row.object_lock) throw new LockedVersioningError(bucket);
+      await tx`UPDATE buckets SET versioning = ${status} WHERE name = ${bucket}`;
       await this.#bucketChanged(tx, bucket, "versioning");
     });
   }

@@ -11,6 +11,7 @@ import {
   type ObjectVersion,
   type TagSet,
   type VersionChunk,
+  VersioningChangedError,
 } from "../store.ts";
 import type { PgChunks, RefChanges } from "./chunks.ts";
 import type { Q } from "./connect.ts";
@@ -102,9 +103,14 @@ export class PgVersions {
   ): Promise<ObjectVersion[]> {
     // One round trip: the bucket row share-locked, then the key's lock (as lockKeys takes it).
     const bucket = await q`
-      SELECT pg_advisory_xact_lock(hashtextextended(${v.bucket} || '/' || ${v.key}, 0))
+      SELECT pg_advisory_xact_lock(hashtextextended(${v.bucket} || '/' || ${v.key}, 0)),
+        versioning
       FROM buckets WHERE name = ${v.bucket} FOR SHARE`;
     if (bucket.length === 0) throw new MissingBucketError(v.bucket);
+    // A "null" version chosen before versioning was enabled would replace the kept version.
+    if (
+      v.versionId === "null" && bucket[0].versioning === "Enabled" && v.replication !== "REPLICA"
+    ) throw new VersioningChangedError(v.bucket);
     if (guard) guard(await this.get(q, v.bucket, v.key));
     const displaced: ObjectVersion[] = [];
     const replica = v.replication === "REPLICA";
