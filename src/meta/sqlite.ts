@@ -459,7 +459,7 @@ export class SqliteMetaStore implements MetaStore {
     opts: WriteRecords = {},
   ): Promise<PutResult> {
     return this.#change(() => {
-      const result = this.#putVersion(v, chunks, opts.guard);
+      const result = this.#putVersion(v, chunks, opts.guard, opts.bucketCreatedAt);
       if (opts.outbox) this.#events.append(opts.outbox);
       for (const job of opts.jobs ?? []) this.#jobs.insert(job);
       return result;
@@ -467,12 +467,19 @@ export class SqliteMetaStore implements MetaStore {
   }
 
   /** The body of putObjectVersion, for use inside a transaction. */
-  #putVersion(v: ObjectVersion, chunks: VersionChunk[], guard?: CurrentGuard): PutResult {
+  #putVersion(
+    v: ObjectVersion,
+    chunks: VersionChunk[],
+    guard?: CurrentGuard,
+    bucketCreatedAt?: number,
+  ): PutResult {
     {
-      const bucket = this.#stmt("SELECT versioning FROM buckets WHERE name = ?").get(v.bucket) as
-        | Row
-        | undefined;
-      if (!bucket) throw new MissingBucketError(v.bucket);
+      const bucket = this.#stmt("SELECT versioning, created_at FROM buckets WHERE name = ?").get(
+        v.bucket,
+      ) as Row | undefined;
+      if (!bucket || (bucketCreatedAt !== undefined && bucket.created_at !== bucketCreatedAt)) {
+        throw new MissingBucketError(v.bucket);
+      }
       if (
         v.versionId === "null" && bucket.versioning === "Enabled" && v.replication !== "REPLICA"
       ) throw new VersioningChangedError(v.bucket);
@@ -1317,7 +1324,7 @@ export class SqliteMetaStore implements MetaStore {
       () => {
         const chunks = this.#uploads.partChunks(upload.uploadId, parts);
         if (!chunks) return undefined;
-        const result = this.#putVersion(version, chunks, opts.guard);
+        const result = this.#putVersion(version, chunks, opts.guard, opts.bucketCreatedAt);
         if (opts.outbox) this.#events.append(opts.outbox);
         for (const job of opts.jobs ?? []) this.#jobs.insert(job);
         const dropped = this.#uploads.remove(upload.uploadId);

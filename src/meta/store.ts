@@ -587,6 +587,12 @@ export interface WriteRecords {
   guard?: CurrentGuard;
   outbox?: OutboxEvent;
   jobs?: NewJob[];
+  /**
+   * When the bucket the write was decided on was created: a bucket of that name deleted and
+   * made again since (perhaps by another owner) is not that bucket, and the write fails with
+   * MissingBucketError.
+   */
+  bucketCreatedAt?: number;
 }
 
 /** Last-writer-wins order of replicated changes: milliseconds, then node id. */

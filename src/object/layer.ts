@@ -312,6 +312,8 @@ export class ObjectLayer {
         guard: commitGuard(input.condition, input.key),
         outbox,
         jobs: await this.jobsOf(version, eventName, input.origin),
+        // The bucket it was authorized on: not one of that name made since by someone else.
+        bucketCreatedAt: bucket.createdAt,
       });
       return version;
     } finally {
@@ -592,7 +594,7 @@ export class ObjectLayer {
       const outbox = input.origin &&
         objectEvent("ObjectCreated:Copy", version, { origin: input.origin, owner: bucket.owner });
       const jobs = await this.jobsOf(version, "ObjectCreated:Copy", input.origin);
-      await this.#commit(version, chunks, { outbox, jobs });
+      await this.#commit(version, chunks, { outbox, jobs, bucketCreatedAt: bucket.createdAt });
       return version;
     } finally {
       await releaseAll(this.chunks, chunks);

@@ -195,7 +195,12 @@ export async function completeUpload(
       upload,
       chosen.map((p) => ({ partNumber: p.partNumber, etag: p.etag })),
       version,
-      { guard: commitGuard(condition, upload.key), outbox, jobs },
+      {
+        guard: commitGuard(condition, upload.key),
+        outbox,
+        jobs,
+        bucketCreatedAt: bucket.createdAt,
+      },
     );
   } catch (err) {
     // Uploaded again since the parts were chosen: the size, ETag and checksum computed here

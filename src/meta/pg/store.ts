@@ -276,7 +276,14 @@ export class PgMetaStore implements MetaStore {
   ): Promise<PutResult> {
     return this.#change(async (tx) => {
       const refs = new RefChanges();
-      const displaced = await this.#versions.put(tx, v, chunks, refs, opts.guard);
+      const displaced = await this.#versions.put(
+        tx,
+        v,
+        chunks,
+        refs,
+        opts.guard,
+        opts.bucketCreatedAt,
+      );
       const freed = await this.#chunks.apply(tx, refs);
       if (opts.outbox) await this.#appendEvent(tx, opts.outbox);
       for (const job of opts.jobs ?? []) await this.#jobs.insert(tx, job);
@@ -778,7 +785,14 @@ export class PgMetaStore implements MetaStore {
         const chunks = await this.#uploads.partChunks(tx, upload.uploadId, parts);
         if (!chunks) return undefined;
         const refs = new RefChanges();
-        const displaced = await this.#versions.put(tx, version, chunks, refs, opts.guard);
+        const displaced = await this.#versions.put(
+          tx,
+          version,
+          chunks,
+          refs,
+          opts.guard,
+          opts.bucketCreatedAt,
+        );
         await this.#uploads.remove(tx, upload.uploadId, refs);
         await this.#uploads.recordCompleted(tx, {
           uploadId: upload.uploadId,

@@ -15,6 +15,7 @@ import {
 } from "../store.ts";
 import type { PgChunks, RefChanges } from "./chunks.ts";
 import type { Q } from "./connect.ts";
+import { num } from "./sql.ts";
 import type { PgObjectQueue } from "./object_queue.ts";
 import { keepNewerParts, parseStamps } from "../version_stamps.ts";
 import { removalWins } from "../removal_time.ts";
@@ -100,13 +101,18 @@ export class PgVersions {
     chunks: VersionChunk[],
     refs: RefChanges,
     guard?: CurrentGuard,
+    bucketCreatedAt?: number,
   ): Promise<ObjectVersion[]> {
     // One round trip: the bucket row share-locked, then the key's lock (as lockKeys takes it).
     const bucket = await q`
       SELECT pg_advisory_xact_lock(hashtextextended(${v.bucket} || '/' || ${v.key}, 0)),
-        versioning
+        versioning, created_at
       FROM buckets WHERE name = ${v.bucket} FOR SHARE`;
-    if (bucket.length === 0) throw new MissingBucketError(v.bucket);
+    // Gone, or deleted and made again since the write was decided on.
+    if (
+      bucket.length === 0 ||
+      (bucketCreatedAt !== undefined && num(bucket[0].created_at) !== bucketCreatedAt)
+    ) throw new MissingBucketError(v.bucket);
     // A "null" version chosen before versioning was enabled would replace the kept version.
     if (
       v.versionId === "null" && bucket[0].versioning === "Enabled" && v.replication !== "REPLICA"

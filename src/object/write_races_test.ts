@@ -1,6 +1,6 @@
-// A PUT whose body is still streaming when its bucket's versioning is enabled: its version id was
-// chosen as "null" by the state before, and committing it would replace the null version that
-// versioning keeps. It is refused, retryably, and nothing is replaced.
+// Writes whose decisions, made when they started, no longer hold when they commit: a PUT still
+// streaming when its bucket's versioning is enabled (its "null" id would replace the null version
+// versioning keeps), and one whose bucket was deleted and made again by another owner meanwhile.
 import { assert, assertEquals } from "../../tests/integration/assert.ts";
 import { S3Error } from "../http/errors.ts";
 import { withTestLayer } from "./test_layer.ts";
@@ -61,4 +61,50 @@ Deno.test("a PUT streaming across 'versioning Enabled' is refused and keeps the 
     assertEquals((await layer.headObject("b", "k")).versionId, retried.versionId);
     assertEquals((await layer.headObject("b", "k", "null")).etag, before.etag);
   }, { prefix: "versioning-race-" });
+});
+
+Deno.test("a PUT streaming across a delete and re-creation of its bucket answers NoSuchBucket", async () => {
+  await withTestLayer(async (layer) => {
+    const make = (owner: string, createdAt: number) =>
+      layer.meta.createBucket({
+        name: "b",
+        owner,
+        createdAt,
+        region: "us-east-1",
+        versioning: "",
+        objectLock: false,
+      });
+    await make("alice", Date.now() - 1000);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => release = r);
+    const streaming = layer.putObject({
+      bucket: "b",
+      key: "k",
+      body: (async function* () {
+        yield new TextEncoder().encode("alice's ");
+        await gate;
+        yield new TextEncoder().encode("object");
+      })(),
+      contentType: "text/plain",
+      userMeta: {},
+      headers: {},
+      owner: "alice",
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    await layer.meta.deleteBucket("b");
+    await make("mallory", Date.now());
+    release();
+    try {
+      await streaming;
+      throw new Error("written into the bucket made again");
+    } catch (err) {
+      assert(err instanceof S3Error && err.code === "NoSuchBucket", `${err}`);
+    }
+    await layer.headObject("b", "k").then(
+      () => {
+        throw new Error("the object is in the new bucket");
+      },
+      (err) => assert(err instanceof S3Error && err.code === "NoSuchKey", `${err}`),
+    );
+  }, { prefix: "write-races-" });
 });
