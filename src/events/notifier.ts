@@ -74,6 +74,13 @@ export class Notifier {
   readonly #allowCache = new Map<string, { at: number; refusal?: string }>();
   #pruneTimer?: ReturnType<typeof setInterval>;
   readonly #closing = new AbortController();
+  /**
+   * The configure/forget running for each bucket: they run one at a time per bucket, so the
+   * cached configuration and the webhook consumers follow the stored one. Two at once could
+   * end in either order (a commit is answered when its flush ends, and flushes overlap), and
+   * leave the cache on the older configuration, or a consumer of a deleted bucket running.
+   */
+  readonly #changing = new Map<string, Promise<void>>();
 
   constructor(readonly opts: NotifierOptions) {}
 
@@ -147,7 +154,11 @@ export class Notifier {
    * Stores a bucket's configuration (none removes it), starts and stops its webhook consumers
    * and records the test event every destination of the new configuration receives.
    */
-  async configure(bucket: string, config: NotifyConfig, origin: EventOrigin): Promise<void> {
+  configure(bucket: string, config: NotifyConfig, origin: EventOrigin): Promise<void> {
+    return this.#oneAtATime(bucket, () => this.#configure(bucket, config, origin));
+  }
+
+  async #configure(bucket: string, config: NotifyConfig, origin: EventOrigin): Promise<void> {
     const { head } = await this.opts.meta.eventBounds();
     if (config.rules.length === 0) {
       await this.opts.meta.deleteBucketConfig(bucket, "notification");
@@ -174,9 +185,24 @@ export class Notifier {
   }
 
   /** Forgets a deleted bucket: its cached configuration and its webhook consumers. */
-  async forget(bucket: string): Promise<void> {
-    this.#configs.delete(bucket);
-    await this.#stopBucketWebhooks(bucket, new Set());
+  forget(bucket: string): Promise<void> {
+    return this.#oneAtATime(bucket, async () => {
+      this.#configs.delete(bucket);
+      await this.#stopBucketWebhooks(bucket, new Set());
+    });
+  }
+
+  /** Runs `fn` after the bucket's configure/forget before it (see #changing). */
+  async #oneAtATime(bucket: string, fn: () => Promise<void>): Promise<void> {
+    const before = this.#changing.get(bucket) ?? Promise.resolve();
+    const run = before.then(fn);
+    const done = run.catch(() => {});
+    this.#changing.set(bucket, done);
+    try {
+      await run;
+    } finally {
+      if (this.#changing.get(bucket) === done) this.#changing.delete(bucket);
+    }
   }
 
   async #stopBucketWebhooks(bucket: string, keep: Set<string>): Promise<void> {
