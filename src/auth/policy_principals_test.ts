@@ -21,6 +21,15 @@ function user(id: string, name: string) {
   };
 }
 
+const BUCKET = {
+  name: "b",
+  owner: "o",
+  createdAt: 0,
+  region: "r",
+  versioning: "",
+  objectLock: false,
+} as const;
+
 function policyText(names: string[]): string {
   return JSON.stringify({
     Statement: [{
@@ -35,14 +44,7 @@ function policyText(names: string[]): string {
 Deno.test("policy principals: an unpinned policy is pinned at first use and stays pinned", async () => {
   const meta = new SqliteMetaStore(":memory:");
   try {
-    await meta.createBucket({
-      name: "b",
-      owner: "o",
-      createdAt: 0,
-      region: "r",
-      versioning: "",
-      objectLock: false,
-    });
+    await meta.createBucket(BUCKET);
     await meta.createUser(user("id-1", "alice"));
     const text = policyText(["alice", "ghost"]);
     await meta.putBucketConfig("b", "policy", text); // as an earlier version stored it
@@ -83,14 +85,7 @@ Deno.test("policy principals: a parse that read the pins before they were made a
     },
   });
   try {
-    await store.createBucket({
-      name: "b",
-      owner: "o",
-      createdAt: 0,
-      region: "r",
-      versioning: "",
-      objectLock: false,
-    });
+    await store.createBucket(BUCKET);
     await store.createUser(user("id-1", "alice"));
     const text = policyText(["alice"]);
     await pinPrincipals(store, "b", text, parseBucketPolicy(text, "b"));

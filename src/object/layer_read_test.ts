@@ -7,7 +7,7 @@
 import { assert, assertBytesEqual, assertEquals } from "../../tests/integration/assert.ts";
 import { S3Error } from "../http/errors.ts";
 import { type ObjectLayer, VersionGoneError } from "./layer.ts";
-import { withTestLayer } from "./test_layer.ts";
+import { createTestBucket, withTestLayer } from "./test_layer.ts";
 
 const OWNER = "owner-id";
 const MiB = 1024 * 1024;
@@ -17,14 +17,7 @@ function withLayer(
   layout = { dataShards: 1, parityShards: 0 },
 ): Promise<void> {
   return withTestLayer(async (layer, dir) => {
-    await layer.meta.createBucket({
-      name: "b",
-      owner: OWNER,
-      createdAt: Date.now(),
-      region: "us-east-1",
-      versioning: "",
-      objectLock: false,
-    });
+    await createTestBucket(layer.meta, "b", { owner: OWNER });
     await fn(layer, dir);
   }, { layout, dedup: true, prefix: "layer-read-" });
 }

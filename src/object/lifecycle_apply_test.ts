@@ -3,7 +3,7 @@
 import { assertEquals } from "../../tests/integration/assert.ts";
 import type { ObjectLayer } from "./layer.ts";
 import type { MetaStore } from "../meta/store.ts";
-import { withTestLayer } from "./test_layer.ts";
+import { reporting, withTestLayer } from "./test_layer.ts";
 import { applyLifecycle, type LifecycleAction } from "./lifecycle_apply.ts";
 import { parseLifecycleConfiguration } from "../api/lifecycle_xml.ts";
 import { newUploadId } from "./multipart.ts";
@@ -15,30 +15,6 @@ function withLayer(
   wrapMeta?: (meta: MetaStore) => MetaStore,
 ): Promise<void> {
   return withTestLayer(fn, { prefix: "lifecycle-apply-", wrapMeta });
-}
-
-/**
- * A metadata store that resolves `queued` once `method` has been called while armed: the write
- * is then queued in the group commit, not yet committed, and what runs next races it.
- */
-function reporting(method: string) {
-  let armed = false;
-  let resolve!: () => void;
-  const queued = new Promise<void>((r) => resolve = r);
-  const wrap = (meta: MetaStore) =>
-    new Proxy(meta, {
-      get(target, name) {
-        const value = Reflect.get(target, name, target);
-        if (typeof value !== "function") return value;
-        if (name !== method) return value.bind(target);
-        return (...args: unknown[]) => {
-          const result = value.apply(target, args);
-          if (armed) resolve();
-          return result;
-        };
-      },
-    });
-  return { wrap, queued, arm: () => armed = true };
 }
 
 async function bucket(layer: ObjectLayer, name: string, versioned: boolean) {
@@ -284,7 +260,7 @@ Deno.test("lifecycle: an Expiration racing a PUT of the key leaves the new, not 
     // The new PUT's commit is queued (not yet committed) when the lifecycle pass reads the key.
     race.arm();
     const fresh = put(layer, "b", "k", "new");
-    await race.queued;
+    await race.called;
     const config = rules(
       `<Rule><ID>r</ID><Filter><Prefix></Prefix></Filter><Status>Enabled</Status>` +
         `<Expiration><Days>1</Days></Expiration></Rule>`,

@@ -4,39 +4,17 @@
 // old part's size and ETag.
 import { assert, assertEquals } from "../../tests/integration/assert.ts";
 import { S3Error } from "../http/errors.ts";
-import type { MetaStore, UploadRecord } from "../meta/store.ts";
+import type { UploadRecord } from "../meta/store.ts";
 import { completeUpload, MIN_PART_SIZE, newUploadId, uploadPart } from "./multipart.ts";
 import { single } from "./layer.ts";
-import { withTestLayer } from "./test_layer.ts";
+import { createTestBucket, reporting, withTestLayer } from "./test_layer.ts";
 
 const OWNER = "owner-id";
 
 Deno.test("a completion racing a new upload of a listed part answers InvalidPart and writes nothing", async () => {
-  let armed = false;
-  let queued!: () => void;
-  const partQueued = new Promise<void>((r) => queued = r);
-  const wrapMeta = (meta: MetaStore) =>
-    new Proxy(meta, {
-      get(target, name) {
-        const value = Reflect.get(target, name, target);
-        if (typeof value !== "function") return value;
-        if (name !== "putPart") return value.bind(target);
-        return (...args: unknown[]) => {
-          const result = value.apply(target, args);
-          if (armed) queued();
-          return result;
-        };
-      },
-    });
+  const race = reporting("putPart");
   await withTestLayer(async (layer) => {
-    await layer.meta.createBucket({
-      name: "b",
-      owner: OWNER,
-      createdAt: Date.now(),
-      region: "us-east-1",
-      versioning: "",
-      objectLock: false,
-    });
+    await createTestBucket(layer.meta, "b", { owner: OWNER });
     const upload: UploadRecord = {
       bucket: "b",
       key: "mp",
@@ -55,9 +33,9 @@ Deno.test("a completion racing a new upload of a listed part answers InvalidPart
     });
     const two = await uploadPart(layer, upload, { partNumber: 2, body: single(fill(1000, 0x42)) });
     // Part 2 sent again with other bytes; its write is queued when the completion comes.
-    armed = true;
+    race.arm();
     const again = uploadPart(layer, upload, { partNumber: 2, body: single(fill(400, 0x43)) });
-    await partQueued;
+    await race.called;
     const completing = completeUpload(layer, upload, [
       { partNumber: 1, etag: one.etag },
       { partNumber: 2, etag: two.etag },
@@ -78,5 +56,5 @@ Deno.test("a completion racing a new upload of a listed part answers InvalidPart
     const { body } = await layer.openObject(await layer.headObject("b", "mp"));
     const bytes = new Uint8Array(await new Response(body as ReadableStream).arrayBuffer());
     assertEquals([bytes.length, bytes[MIN_PART_SIZE]], [MIN_PART_SIZE + 400, 0x43]);
-  }, { wrapMeta, prefix: "multipart-race-" });
+  }, { wrapMeta: race.wrap, prefix: "multipart-race-" });
 });

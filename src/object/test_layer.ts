@@ -1,5 +1,5 @@
 // For tests: an object layer over a SQLite metadata file and one drive in a temp directory,
-// removed afterwards.
+// removed afterwards; a bucket in it; a metadata store that reports when a call was made.
 import { SqliteMetaStore } from "../meta/sqlite.ts";
 import type { MetaStore } from "../meta/store.ts";
 import { ChunkStore, type ErasureLayout } from "../storage/chunk_store.ts";
@@ -36,4 +36,45 @@ export async function withTestLayer(
     await meta.close();
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/** Creates bucket `name` (unversioned unless `versioning` says, owned by `owner`). */
+export async function createTestBucket(
+  meta: MetaStore,
+  name: string,
+  opts: { owner?: string; versioning?: "" | "Enabled"; createdAt?: number } = {},
+): Promise<void> {
+  await meta.createBucket({
+    name,
+    owner: opts.owner ?? "owner-id",
+    createdAt: opts.createdAt ?? Date.now(),
+    region: "us-east-1",
+    versioning: opts.versioning ?? "",
+    objectLock: false,
+  });
+}
+
+/**
+ * A metadata store wrapper (`wrap`) that resolves `called` once `method` has been called after
+ * `arm()`: a write is then queued in the group commit but not yet committed, and what the test
+ * runs next races it.
+ */
+export function reporting(method: string) {
+  let armed = false;
+  let resolve!: () => void;
+  const called = new Promise<void>((r) => resolve = r);
+  const wrap = (meta: MetaStore) =>
+    new Proxy(meta, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target);
+        if (typeof value !== "function") return value;
+        if (name !== method) return value.bind(target);
+        return (...args: unknown[]) => {
+          const result = value.apply(target, args);
+          if (armed) resolve();
+          return result;
+        };
+      },
+    });
+  return { wrap, called, arm: () => armed = true };
 }

@@ -3,20 +3,13 @@
 // versioning keeps), and one whose bucket was deleted and made again by another owner meanwhile.
 import { assert, assertEquals } from "../../tests/integration/assert.ts";
 import { S3Error } from "../http/errors.ts";
-import { withTestLayer } from "./test_layer.ts";
+import { createTestBucket, withTestLayer } from "./test_layer.ts";
 
 const OWNER = "owner-id";
 
 Deno.test("a PUT streaming across 'versioning Enabled' is refused and keeps the null version", async () => {
   await withTestLayer(async (layer) => {
-    await layer.meta.createBucket({
-      name: "b",
-      owner: OWNER,
-      createdAt: Date.now(),
-      region: "us-east-1",
-      versioning: "",
-      objectLock: false,
-    });
+    await createTestBucket(layer.meta, "b", { owner: OWNER });
     const put = (body: AsyncIterable<Uint8Array>) =>
       layer.putObject({
         bucket: "b",
@@ -66,14 +59,7 @@ Deno.test("a PUT streaming across 'versioning Enabled' is refused and keeps the 
 Deno.test("a PUT streaming across a delete and re-creation of its bucket answers NoSuchBucket", async () => {
   await withTestLayer(async (layer) => {
     const make = (owner: string, createdAt: number) =>
-      layer.meta.createBucket({
-        name: "b",
-        owner,
-        createdAt,
-        region: "us-east-1",
-        versioning: "",
-        objectLock: false,
-      });
+      createTestBucket(layer.meta, "b", { owner, createdAt });
     await make("alice", Date.now() - 1000);
     let release!: () => void;
     const gate = new Promise<void>((r) => release = r);
