@@ -149,7 +149,10 @@ function newMarkers(items: BatchDelete[]): MarkerItem[] | undefined {
   for (const item of items) {
     if (!("marker" in item)) return undefined;
     const m = item.marker;
-    if (m.bucket !== bucket || m.versionId === "null" || m.replication || keys.has(m.key)) {
+    if (
+      m.bucket !== bucket || m.versionId === "null" || m.replication || keys.has(m.key) ||
+      item.guard
+    ) {
       return undefined;
     }
     keys.add(m.key);
@@ -773,7 +776,7 @@ export class SqliteMetaStore implements MetaStore {
       let change: ChangeDetail | undefined;
       if ("marker" in item) {
         const v = item.marker;
-        outcome = { ok: true, freed: this.#putVersion(v, []).freed };
+        outcome = { ok: true, freed: this.#putVersion(v, [], item.guard).freed };
         if (item.outbox) this.#events.append(item.outbox);
         change = { key: v.key, versionId: v.versionId ?? "", bytes: v.size };
       } else {

@@ -407,7 +407,8 @@ export interface ChosenPart {
  * with the removal (none when nothing was removed).
  */
 export type BatchDelete =
-  | { marker: ObjectVersion; outbox?: OutboxEvent }
+  /** `guard` sees the key's current version before the marker goes on it (and may refuse). */
+  | { marker: ObjectVersion; outbox?: OutboxEvent; guard?: CurrentGuard }
   | {
     bucket: string;
     key: string;

@@ -140,7 +140,8 @@ export interface DeleteTarget {
   /**
    * Removes the version only while it is still as the caller saw it (lifecycle, which decided
    * from an earlier read): the same write, and current or not as `current` says; otherwise the
-   * outcome is a VersionChangedError. Not for a delete marker (no version is removed).
+   * outcome is a VersionChangedError. A delete marker (versioned bucket, no version id) goes on
+   * only while that write is the current version.
    */
   unchanged?: { lastModified: number; etag: string; current: boolean };
 }
@@ -480,7 +481,15 @@ export class ObjectLayer {
     const items: BatchDelete[] = targets.map((t) => {
       if (t.versionId === undefined && record.versioning !== "") {
         const marker = deleteMarker(record, t.key, opts.owner);
-        return { marker, outbox: event(marker, true) };
+        const seen = t.unchanged;
+        // The marker goes on the write the caller decided on, not on one committed since.
+        const guard = seen &&
+          ((current: ObjectVersion | undefined) => {
+            if (current?.lastModified !== seen.lastModified || current.etag !== seen.etag) {
+              throw new VersionChangedError(t.key);
+            }
+          });
+        return { marker, outbox: event(marker, true), ...(guard ? { guard } : {}) };
       }
       return {
         bucket,
@@ -762,7 +771,7 @@ export class ObjectLayer {
       versionId,
       replica: true,
       ...(opts.deletedAt === undefined ? {} : { deletedAt: opts.deletedAt }),
-      guard: (v) => {
+      guard: (v: ObjectVersion) => {
         if (opts.deletedAt !== undefined && !removalWins(opts.deletedAt, v.lastModified)) {
           throw new S3Error("PreconditionFailed", "The version was written after its removal.");
         }

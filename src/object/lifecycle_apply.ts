@@ -171,8 +171,8 @@ async function expireObject(pass: Pass, entry: ListEntry, due: LifecycleRule[]):
     const result = await pass.layer.deleteObject(name, entry.key, {
       owner: pass.bucket.owner,
       origin: lifecycleOrigin(pass),
-      // A PUT that replaced it since (not due yet) must stay: checked in the removal's
-      // transaction. (A versioned bucket gets a delete marker, which removes nothing.)
+      // A PUT that replaced it since (not due yet) must stay, and not be covered by the marker
+      // of a versioned bucket: checked in the removal's transaction.
       unchanged: { lastModified: current.lastModified, etag: current.etag, current: true },
     });
     pass.counts.expired++;

@@ -251,33 +251,37 @@ Deno.test("lifecycle pass: noncurrent versions with a Tag filter", async () => {
   });
 });
 
-Deno.test("lifecycle: an Expiration racing a PUT of the key leaves the new, not yet due object", async () => {
-  const race = reporting("putObjectVersion");
-  await withLayer(async (layer) => {
-    await bucket(layer, "b", false);
-    await put(layer, "b", "k", "old");
-    await new Promise((r) => setTimeout(r, 700));
-    // The new PUT's commit is queued (not yet committed) when the lifecycle pass reads the key.
-    race.arm();
-    const fresh = put(layer, "b", "k", "new");
-    await race.called;
-    const config = rules(
-      `<Rule><ID>r</ID><Filter><Prefix></Prefix></Filter><Status>Enabled</Status>` +
-        `<Expiration><Days>1</Days></Expiration></Rule>`,
-    );
-    const [, counts] = await Promise.all([
-      fresh,
-      applyLifecycle(layer, await layer.requireBucket("b"), config, {
-        now: Date.now(),
-        dayMs: 300,
-      }),
-    ]);
-    assertEquals(counts.expired, 0, "expired the object that replaced the due one");
-    const now = await layer.headObject("b", "k");
-    assertEquals(now.size, 3);
-    assertEquals(await versionsOf(layer, "b"), ["k:version"]);
-  }, race.wrap);
-});
+for (const versioned of [false, true]) {
+  Deno.test(`lifecycle: an Expiration racing a PUT of the key leaves the new object (versioned: ${versioned})`, async () => {
+    const race = reporting("putObjectVersion");
+    await withLayer(async (layer) => {
+      await bucket(layer, "b", versioned);
+      await put(layer, "b", "k", "old");
+      await new Promise((r) => setTimeout(r, 700));
+      // The new PUT's commit is queued (not yet committed) when the lifecycle pass reads the key.
+      race.arm();
+      const fresh = put(layer, "b", "k", "new");
+      await race.called;
+      const config = rules(
+        `<Rule><ID>r</ID><Filter><Prefix></Prefix></Filter><Status>Enabled</Status>` +
+          `<Expiration><Days>1</Days></Expiration></Rule>`,
+      );
+      const [, counts] = await Promise.all([
+        fresh,
+        applyLifecycle(layer, await layer.requireBucket("b"), config, {
+          now: Date.now(),
+          dayMs: 300,
+        }),
+      ]);
+      assertEquals(counts.expired, 0, "expired (or covered) the object that replaced the due one");
+      assertEquals((await layer.headObject("b", "k")).size, 3);
+      assertEquals(
+        await versionsOf(layer, "b"),
+        versioned ? ["k:version", "k:version"] : ["k:version"],
+      );
+    }, race.wrap);
+  });
+}
 
 Deno.test("lifecycle: a NoncurrentVersionExpiration racing a rollback keeps the version made current", async () => {
   // The rollback (a DELETE of the newest version) is queued right after the pass saw that the

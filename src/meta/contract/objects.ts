@@ -325,6 +325,23 @@ export const OBJECT_CASES: ContractCase[] = [
       const last = await removeVersion(store, "b", "c", "c1");
       assertEquals(ids(last.freed), ["x1"]);
       assertEquals(await store.getObjectVersion("b", "c"), undefined);
+      // A marker's guard sees the current version first and may refuse: nothing added then.
+      const current = (await store.getObjectVersion("b", "a"))!;
+      const [refused, added] = await store.deleteObjects([
+        {
+          marker: version("a", { versionId: "m-no", deleteMarker: true, data: { kind: "none" } }),
+          guard: (cur: ObjectVersion | undefined) => {
+            if (cur?.versionId === current.versionId) throw new Error("still current");
+          },
+        },
+        {
+          marker: version("c", { versionId: "m-c", deleteMarker: true, data: { kind: "none" } }),
+          guard: (cur: ObjectVersion | undefined) => assertEquals(cur, undefined),
+        },
+      ]);
+      assertEquals([refused.ok, added.ok], [false, true]);
+      assertEquals((await store.getObjectVersion("b", "a"))?.versionId, current.versionId);
+      assertEquals((await store.getObjectVersion("b", "c", "m-c"))?.deleteMarker, true);
     },
   },
   {

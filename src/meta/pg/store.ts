@@ -359,7 +359,7 @@ export class PgMetaStore implements MetaStore {
       }).savepoint(async (sp): Promise<BatchDone> => {
         if ("marker" in item) {
           const v = item.marker;
-          await this.#versions.put(sp, v, [], mine);
+          await this.#versions.put(sp, v, [], mine, item.guard);
           const change = { key: v.key, versionId: v.versionId ?? "", bytes: v.size };
           return { ok: true, dropped: mine.droppedIds(), event: item.outbox, change };
         }
