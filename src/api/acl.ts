@@ -17,7 +17,14 @@ import { acceptedWithAclsDisabled, hasPublicGrant } from "../auth/public_access.
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import type { ObjectVersion } from "../meta/store.ts";
-import { bucketOf, type Handler, originOf, type RequestContext, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  type Handler,
+  originOf,
+  putBucketConfig,
+  type RequestContext,
+  xmlResult,
+} from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
 
 const MAX_ACL_BODY = 64 * 1024;
@@ -108,7 +115,7 @@ export const putBucketAcl: Handler = async (ctx) => {
   const body = await ctx.body.text(MAX_ACL_BODY);
   const acl = await requestedAcl(ctx, { owner: await ownerOf(ctx, bucket.owner), body });
   if (!acl) throw new S3Error("MissingSecurityHeader", "An ACL header or body is required.");
-  await ctx.layer.meta.putBucketConfig(bucket.name, "acl", aclToJson(acl));
+  await putBucketConfig(ctx, "acl", aclToJson(acl));
   return { status: 200 };
 };
 

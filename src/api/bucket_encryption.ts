@@ -4,7 +4,13 @@ import { xmlDocument } from "../http/xml.ts";
 import { keyIdOf } from "../kms/kms.ts";
 import { defaultEncryption } from "../object/sse_default.ts";
 import { encryptionConfigurationXml, parseEncryptionConfiguration } from "./encryption_xml.ts";
-import { bucketOf, type Handler, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  deleteBucketConfig,
+  type Handler,
+  putBucketConfig,
+  xmlResult,
+} from "./context.ts";
 import { readVerifiedBody } from "./verified_body.ts";
 
 const MAX_BODY = 64 * 1024;
@@ -36,12 +42,12 @@ export const putBucketEncryption: Handler = async (ctx) => {
   if (config.kmsKeyId !== undefined && !(await ctx.kms.exists(keyIdOf(config.kmsKeyId)))) {
     throw new S3Error("KMS.NotFoundException", `Invalid keyId ${config.kmsKeyId}`);
   }
-  await ctx.layer.meta.putBucketConfig(bucket.name, "encryption", JSON.stringify(config));
+  await putBucketConfig(ctx, "encryption", JSON.stringify(config));
   return { status: 200 };
 };
 
 export const deleteBucketEncryption: Handler = async (ctx) => {
   const bucket = await bucketOf(ctx);
-  await ctx.layer.meta.deleteBucketConfig(bucket.name, "encryption");
+  await deleteBucketConfig(ctx, "encryption");
   return { status: 204 };
 };

@@ -3,7 +3,13 @@
 import { S3Error } from "../http/errors.ts";
 import { xmlDocument } from "../http/xml.ts";
 import { type LoggingConfig, loggingStatusXml, parseLoggingStatus } from "../bucketlog/config.ts";
-import { bucketOf, type Handler, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  deleteBucketConfig,
+  type Handler,
+  putBucketConfig,
+  xmlResult,
+} from "./context.ts";
 import { readVerifiedBody } from "./verified_body.ts";
 
 const MAX_BODY = 64 * 1024;
@@ -21,7 +27,7 @@ export const putBucketLogging: Handler = async (ctx) => {
   const bytes = await readVerifiedBody(ctx, MAX_BODY, { optional: true });
   const config = parseLoggingStatus(new TextDecoder().decode(bytes));
   if (config === undefined) {
-    await ctx.layer.meta.deleteBucketConfig(bucket.name, "logging");
+    await deleteBucketConfig(ctx, "logging");
   } else {
     const target = await ctx.layer.meta.getBucket(config.targetBucket);
     if (!target) {
@@ -38,7 +44,7 @@ export const putBucketLogging: Handler = async (ctx) => {
         { details: { TargetBucket: config.targetBucket } },
       );
     }
-    await ctx.layer.meta.putBucketConfig(bucket.name, "logging", JSON.stringify(config));
+    await putBucketConfig(ctx, "logging", JSON.stringify(config));
   }
   ctx.bucketLog.forget(bucket.name);
   return { status: 200 };

@@ -7,7 +7,13 @@ import {
   type ReplicationConfig,
   replicationConfigurationXml,
 } from "../cluster/rules.ts";
-import { bucketOf, type Handler, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  deleteBucketConfig,
+  type Handler,
+  putBucketConfig,
+  xmlResult,
+} from "./context.ts";
 import { readVerifiedBody } from "./verified_body.ts";
 
 const MAX_BODY = 256 * 1024;
@@ -47,12 +53,12 @@ export const putBucketReplication: Handler = async (ctx) => {
       throw new S3Error("InvalidRequest", `Destination bucket must exist: ${name}`);
     }
   }
-  await ctx.layer.meta.putBucketConfig(bucket.name, "replication", JSON.stringify(config));
+  await putBucketConfig(ctx, "replication", JSON.stringify(config));
   return { status: 200 };
 };
 
 export const deleteBucketReplication: Handler = async (ctx) => {
   const bucket = await bucketOf(ctx);
-  await ctx.layer.meta.deleteBucketConfig(bucket.name, "replication");
+  await deleteBucketConfig(ctx, "replication");
   return { status: 204 };
 };

@@ -7,7 +7,14 @@ import { S3Error } from "../http/errors.ts";
 import { children, el, leafText, parseXml, text, xmlDocument } from "../http/xml.ts";
 import { validateBucketName } from "./bucket_name.ts";
 import { requestedAcl } from "./acl.ts";
-import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  type Handler,
+  isoDate,
+  putBucketConfig,
+  type RequestContext,
+  xmlResult,
+} from "./context.ts";
 import { aclWithOwnershipError, checkedOwnership } from "./public_access.ts";
 
 const MAX_CONFIG_BODY = 64 * 1024;
@@ -149,8 +156,8 @@ export const createBucket: Handler = async (ctx) => {
       { details: { BucketName: ctx.bucket } },
     );
   }
-  if (acl) await ctx.layer.meta.putBucketConfig(ctx.bucket, "acl", aclToJson(acl));
-  if (ownership) await ctx.layer.meta.putBucketConfig(ctx.bucket, "ownership", ownership);
+  if (acl) await putBucketConfig(ctx, "acl", aclToJson(acl));
+  if (ownership) await putBucketConfig(ctx, "ownership", ownership);
   return { status: 200, headers: { location: `/${ctx.bucket}` } };
 };
 

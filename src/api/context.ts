@@ -5,7 +5,7 @@ import type { Principal } from "../auth/principal.ts";
 import type { SseKeys } from "../object/sse.ts";
 import type { Kms } from "../kms/kms.ts";
 import type { BucketLogger } from "../bucketlog/logger.ts";
-import type { BucketRecord } from "../meta/store.ts";
+import type { BucketConfigKind, BucketRecord } from "../meta/store.ts";
 import type { Config } from "../config.ts";
 import type { RequestBody } from "../http/body.ts";
 import type { Dialect } from "../http/dialect.ts";
@@ -57,6 +57,26 @@ export type Handler = (ctx: RequestContext) => Promise<HandlerResult>;
 /** The request's bucket, read once per request; NoSuchBucket when it does not exist. */
 export async function bucketOf(ctx: RequestContext): Promise<BucketRecord> {
   return ctx.bucketRecord ?? await ctx.layer.requireBucket(ctx.bucket);
+}
+
+/**
+ * Stores a document of the request's bucket: the one the request was decided on, not a bucket of
+ * that name made since (NoSuchBucket then).
+ */
+export async function putBucketConfig(
+  ctx: RequestContext,
+  kind: BucketConfigKind,
+  value: string,
+): Promise<void> {
+  await ctx.layer.setBucketConfig(await bucketOf(ctx), kind, value);
+}
+
+/** Removes a document of the request's bucket (see putBucketConfig). */
+export async function deleteBucketConfig(
+  ctx: RequestContext,
+  kind: BucketConfigKind,
+): Promise<void> {
+  await ctx.layer.removeBucketConfig(await bucketOf(ctx), kind);
 }
 
 export function xmlResult(body: string, status = 200): HandlerResult {

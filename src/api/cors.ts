@@ -5,7 +5,13 @@ import { storedCorsRules } from "../cors/stored.ts";
 import { corsXml, MAX_CORS_BYTES, parseCorsConfiguration } from "../cors/xml.ts";
 import { S3Error } from "../http/errors.ts";
 import type { MetaStore } from "../meta/store.ts";
-import { bucketOf, type Handler, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  deleteBucketConfig,
+  type Handler,
+  putBucketConfig,
+  xmlResult,
+} from "./context.ts";
 import { readVerifiedBody } from "./verified_body.ts";
 
 export const getBucketCors: Handler = async (ctx) => {
@@ -24,13 +30,13 @@ export const putBucketCors: Handler = async (ctx) => {
   const bucket = await bucketOf(ctx);
   const bytes = await readVerifiedBody(ctx, MAX_CORS_BYTES);
   const rules = parseCorsConfiguration(new TextDecoder().decode(bytes));
-  await ctx.layer.meta.putBucketConfig(bucket.name, "cors", JSON.stringify(rules));
+  await putBucketConfig(ctx, "cors", JSON.stringify(rules));
   return { status: 200 };
 };
 
 export const deleteBucketCors: Handler = async (ctx) => {
   const bucket = await bucketOf(ctx);
-  await ctx.layer.meta.deleteBucketConfig(bucket.name, "cors");
+  await deleteBucketConfig(ctx, "cors");
   return { status: 204 };
 };
 

@@ -11,7 +11,13 @@ import {
 } from "../object/lifecycle_rules.ts";
 import { parseLifecycleConfiguration } from "./lifecycle_xml.ts";
 import { readVerifiedBody } from "./verified_body.ts";
-import { bucketOf, type Handler, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  deleteBucketConfig,
+  type Handler,
+  putBucketConfig,
+  xmlResult,
+} from "./context.ts";
 
 /** 1000 rules of a few hundred bytes each fit well within this. */
 const MAX_BODY = 2 * 1024 * 1024;
@@ -37,13 +43,13 @@ export const putBucketLifecycleConfiguration: Handler = async (ctx) => {
   // The protocol requires an integrity check on this body: Content-MD5 or a checksum header.
   const bytes = await readVerifiedBody(ctx, MAX_BODY);
   const rules = parseLifecycleConfiguration(new TextDecoder().decode(bytes));
-  await ctx.layer.meta.putBucketConfig(ctx.bucket, "lifecycle", storedLifecycle(rules));
+  await putBucketConfig(ctx, "lifecycle", storedLifecycle(rules));
   return { status: 200 };
 };
 
 export const deleteBucketLifecycle: Handler = async (ctx) => {
   await bucketOf(ctx);
-  await ctx.layer.meta.deleteBucketConfig(ctx.bucket, "lifecycle");
+  await deleteBucketConfig(ctx, "lifecycle");
   return { status: 204 };
 };
 

@@ -6,6 +6,7 @@ import { webhookRefusal } from "../events/webhook_allow.ts";
 import { notificationXml, parseNotificationConfiguration } from "./notification_xml.ts";
 import { readVerifiedBody } from "./verified_body.ts";
 import { bucketOf, type Handler, originOf, xmlResult } from "./context.ts";
+import { MissingBucketError } from "../meta/store.ts";
 
 /** 100 configurations of a few hundred bytes each fit well within this. */
 const MAX_BODY = 256 * 1024;
@@ -36,6 +37,18 @@ export const putBucketNotificationConfiguration: Handler = async (ctx) => {
       });
     }
   }
-  await notifier.configure(ctx.bucket, config, originOf(ctx));
+  try {
+    await notifier.configure(ctx.bucket, config, originOf(ctx), {
+      createdAt: (await bucketOf(ctx)).createdAt,
+    });
+  } catch (err) {
+    // Deleted (and perhaps made again by someone else) while the request was read.
+    if (err instanceof MissingBucketError) {
+      throw new S3Error("NoSuchBucket", "The specified bucket does not exist.", {
+        details: { BucketName: ctx.bucket },
+      });
+    }
+    throw err;
+  }
   return { status: 200 };
 };

@@ -7,7 +7,14 @@ import { el, text, xmlDocument } from "../http/xml.ts";
 import type { BucketRecord, ObjectVersion, Retention } from "../meta/store.ts";
 import type { VersionLock } from "../object/layer.ts";
 import { checkRetentionChange, defaultRetention, type LockConfig } from "../object/object_lock.ts";
-import { bucketOf, type Handler, isoDate, type RequestContext, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  type Handler,
+  isoDate,
+  putBucketConfig,
+  type RequestContext,
+  xmlResult,
+} from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
 import { parseLegalHold, parseLockConfig, parseRetention } from "./object_lock_xml.ts";
 
@@ -56,7 +63,7 @@ export const putObjectLockConfiguration: Handler = async (ctx) => {
       "Versioning must be 'Enabled' on the bucket to apply a Object Lock configuration",
     );
   }
-  await ctx.layer.meta.putBucketConfig(bucket.name, "object-lock", JSON.stringify(config));
+  await putBucketConfig(ctx, "object-lock", JSON.stringify(config));
   if (!bucket.objectLock) await ctx.layer.meta.setBucketObjectLock(bucket.name);
   return { status: 200 };
 };

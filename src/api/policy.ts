@@ -4,7 +4,13 @@ import { pinPrincipals } from "../auth/policy_principals.ts";
 import { effectiveAcl, hasPublicGrant } from "../auth/public_access.ts";
 import { S3Error } from "../http/errors.ts";
 import { text, xmlDocument } from "../http/xml.ts";
-import { bucketOf, type Handler, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  deleteBucketConfig,
+  type Handler,
+  putBucketConfig,
+  xmlResult,
+} from "./context.ts";
 
 /** The protocol's limit on the size of a bucket policy document. */
 const MAX_POLICY_BYTES = 20 * 1024;
@@ -39,15 +45,15 @@ export const putBucketPolicy: Handler = async (ctx) => {
     throw new S3Error("AccessDenied", "Access Denied");
   }
   await pinPrincipals(ctx.layer.meta, ctx.bucket, policyText, policy);
-  await ctx.layer.meta.putBucketConfig(ctx.bucket, "policy", policyText);
+  await putBucketConfig(ctx, "policy", policyText);
   ctx.access.forget(ctx.bucket);
   return { status: 204 };
 };
 
 export const deleteBucketPolicy: Handler = async (ctx) => {
   await bucketOf(ctx);
-  await ctx.layer.meta.deleteBucketConfig(ctx.bucket, "policy");
-  await ctx.layer.meta.deleteBucketConfig(ctx.bucket, "policy-principals");
+  await deleteBucketConfig(ctx, "policy");
+  await deleteBucketConfig(ctx, "policy-principals");
   return { status: 204 };
 };
 

@@ -10,7 +10,14 @@ import {
 } from "../auth/public_access.ts";
 import { S3Error } from "../http/errors.ts";
 import { children, el, leafText, parseXml, text, xmlDocument, type XmlNode } from "../http/xml.ts";
-import { bucketOf, type Handler, type RequestContext, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  deleteBucketConfig,
+  type Handler,
+  putBucketConfig,
+  type RequestContext,
+  xmlResult,
+} from "./context.ts";
 import { readVerifiedBody } from "./verified_body.ts";
 
 const MAX_BODY = 16 * 1024;
@@ -64,13 +71,13 @@ export const getPublicAccessBlock: Handler = async (ctx) => {
 export const putPublicAccessBlock: Handler = async (ctx) => {
   await bucketOf(ctx);
   const block = parsePublicAccessBlock(await readDocument(ctx));
-  await ctx.layer.meta.putBucketConfig(ctx.bucket, "public-access-block", storedBlock(block));
+  await putBucketConfig(ctx, "public-access-block", storedBlock(block));
   return { status: 200 };
 };
 
 export const deletePublicAccessBlock: Handler = async (ctx) => {
   await bucketOf(ctx);
-  await ctx.layer.meta.deleteBucketConfig(ctx.bucket, "public-access-block");
+  await deleteBucketConfig(ctx, "public-access-block");
   return { status: 204 };
 };
 
@@ -134,12 +141,12 @@ export const putBucketOwnershipControls: Handler = async (ctx) => {
     );
     if (others) throw aclWithOwnershipError();
   }
-  await ctx.layer.meta.putBucketConfig(ctx.bucket, "ownership", ownership);
+  await putBucketConfig(ctx, "ownership", ownership);
   return { status: 200 };
 };
 
 export const deleteBucketOwnershipControls: Handler = async (ctx) => {
   await bucketOf(ctx);
-  await ctx.layer.meta.deleteBucketConfig(ctx.bucket, "ownership");
+  await deleteBucketConfig(ctx, "ownership");
   return { status: 204 };
 };

@@ -3,7 +3,15 @@ import { OPERATION_RULES } from "../auth/actions.ts";
 import { h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import type { ObjectVersion, TagSet } from "../meta/store.ts";
-import { bucketOf, type Handler, originOf, type RequestContext, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  deleteBucketConfig,
+  type Handler,
+  originOf,
+  putBucketConfig,
+  type RequestContext,
+  xmlResult,
+} from "./context.ts";
 import { readableVersion, versionIdParam } from "./object_access.ts";
 import { parseTagging, taggingXml, type TagTarget } from "./tags.ts";
 import { readVerifiedBody } from "./verified_body.ts";
@@ -80,15 +88,15 @@ export const putBucketTagging: Handler = async (ctx) => {
   const bucket = await bucketOf(ctx);
   const tags = await readTagging(ctx, "bucket");
   if (Object.keys(tags).length === 0) {
-    await ctx.layer.meta.deleteBucketConfig(bucket.name, "tagging");
+    await deleteBucketConfig(ctx, "tagging");
   } else {
-    await ctx.layer.meta.putBucketConfig(bucket.name, "tagging", JSON.stringify(tags));
+    await putBucketConfig(ctx, "tagging", JSON.stringify(tags));
   }
   return { status: 204 };
 };
 
 export const deleteBucketTagging: Handler = async (ctx) => {
   const bucket = await bucketOf(ctx);
-  await ctx.layer.meta.deleteBucketConfig(bucket.name, "tagging");
+  await deleteBucketConfig(ctx, "tagging");
   return { status: 204 };
 };

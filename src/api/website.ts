@@ -7,7 +7,13 @@ import {
   type WebsiteConfig,
   websiteConfigurationXml,
 } from "../website/config.ts";
-import { bucketOf, type Handler, xmlResult } from "./context.ts";
+import {
+  bucketOf,
+  deleteBucketConfig,
+  type Handler,
+  putBucketConfig,
+  xmlResult,
+} from "./context.ts";
 import { readVerifiedBody } from "./verified_body.ts";
 
 /** 50 routing rules of a few hundred bytes each fit well within this. */
@@ -34,12 +40,12 @@ export const putBucketWebsite: Handler = async (ctx) => {
   const bucket = await bucketOf(ctx);
   const bytes = await readVerifiedBody(ctx, MAX_BODY, { optional: true });
   const config = parseWebsiteConfiguration(new TextDecoder().decode(bytes));
-  await ctx.layer.meta.putBucketConfig(bucket.name, "website", JSON.stringify(config));
+  await putBucketConfig(ctx, "website", JSON.stringify(config));
   return { status: 200 };
 };
 
 export const deleteBucketWebsite: Handler = async (ctx) => {
   const bucket = await bucketOf(ctx);
-  await ctx.layer.meta.deleteBucketConfig(bucket.name, "website");
+  await deleteBucketConfig(ctx, "website");
   return { status: 204 };
 };

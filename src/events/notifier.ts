@@ -154,16 +154,31 @@ export class Notifier {
    * Stores a bucket's configuration (none removes it), starts and stops its webhook consumers
    * and records the test event every destination of the new configuration receives.
    */
-  configure(bucket: string, config: NotifyConfig, origin: EventOrigin): Promise<void> {
-    return this.#oneAtATime(bucket, () => this.#configure(bucket, config, origin));
+  configure(
+    bucket: string,
+    config: NotifyConfig,
+    origin: EventOrigin,
+    asDecided: { createdAt?: number } = {},
+  ): Promise<void> {
+    return this.#oneAtATime(bucket, () => this.#configure(bucket, config, origin, asDecided));
   }
 
-  async #configure(bucket: string, config: NotifyConfig, origin: EventOrigin): Promise<void> {
+  async #configure(
+    bucket: string,
+    config: NotifyConfig,
+    origin: EventOrigin,
+    asDecided: { createdAt?: number },
+  ): Promise<void> {
     const { head } = await this.opts.meta.eventBounds();
     if (config.rules.length === 0) {
-      await this.opts.meta.deleteBucketConfig(bucket, "notification");
+      await this.opts.meta.deleteBucketConfig(bucket, "notification", asDecided);
     } else {
-      await this.opts.meta.putBucketConfig(bucket, "notification", JSON.stringify(config));
+      await this.opts.meta.putBucketConfig(
+        bucket,
+        "notification",
+        JSON.stringify(config),
+        asDecided,
+      );
     }
     this.#configs.set(bucket, config.rules.length > 0 ? config : null);
     const keep = new Set<string>();

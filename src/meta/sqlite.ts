@@ -905,11 +905,14 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(row ? (row.value as string) : undefined);
   }
 
-  putBucketConfig(bucket: string, kind: BucketConfigKind, value: string): Promise<void> {
+  putBucketConfig(
+    bucket: string,
+    kind: BucketConfigKind,
+    value: string,
+    opts: { createdAt?: number } = {},
+  ): Promise<void> {
     return this.#change(() => {
-      if (!this.#stmt("SELECT 1 FROM buckets WHERE name = ?").get(bucket)) {
-        throw new MissingBucketError(bucket);
-      }
+      this.#requireBucketAsDecided(bucket, opts.createdAt);
       this.#stmt(
         "INSERT INTO bucket_configs (bucket, kind, value) VALUES (?, ?, ?) " +
           "ON CONFLICT(bucket, kind) DO UPDATE SET value = excluded.value",
@@ -918,12 +921,27 @@ export class SqliteMetaStore implements MetaStore {
     });
   }
 
-  deleteBucketConfig(bucket: string, kind: BucketConfigKind): Promise<void> {
+  deleteBucketConfig(
+    bucket: string,
+    kind: BucketConfigKind,
+    opts: { createdAt?: number } = {},
+  ): Promise<void> {
     return this.#change(() => {
+      if (opts.createdAt !== undefined) this.#requireBucketAsDecided(bucket, opts.createdAt);
       const result = this.#stmt("DELETE FROM bucket_configs WHERE bucket = ? AND kind = ?")
         .run(bucket, kind);
       if (result.changes > 0) this.#bucketChanged(bucket, `config:${kind}`);
     });
+  }
+
+  /** MissingBucketError unless the bucket exists, created at `createdAt` when that is given. */
+  #requireBucketAsDecided(bucket: string, createdAt?: number): void {
+    const row = this.#stmt("SELECT created_at FROM buckets WHERE name = ?").get(bucket) as
+      | Row
+      | undefined;
+    if (!row || (createdAt !== undefined && row.created_at !== createdAt)) {
+      throw new MissingBucketError(bucket);
+    }
   }
 
   bucketChanges(after: number, limit: number): Promise<BucketChange[]> {

@@ -908,8 +908,22 @@ export interface MetaStore
   listObjects(bucket: string, query: ListQuery): Promise<ListPage>;
 
   getBucketConfig(bucket: string, kind: BucketConfigKind): Promise<string | undefined>;
-  putBucketConfig(bucket: string, kind: BucketConfigKind, value: string): Promise<void>;
-  deleteBucketConfig(bucket: string, kind: BucketConfigKind): Promise<void>;
+  /**
+   * Stores (or removes) a bucket document. `createdAt`: when the bucket the change was decided on
+   * was created; a bucket of that name deleted and made again since (perhaps by another owner) is
+   * not that bucket: MissingBucketError, nothing changed.
+   */
+  putBucketConfig(
+    bucket: string,
+    kind: BucketConfigKind,
+    value: string,
+    opts?: { createdAt?: number },
+  ): Promise<void>;
+  deleteBucketConfig(
+    bucket: string,
+    kind: BucketConfigKind,
+    opts?: { createdAt?: number },
+  ): Promise<void>;
   /** Buckets with a document of this kind, in name order after `after` (background workers). */
   listBucketConfigs(
     kind: BucketConfigKind,

@@ -4,6 +4,7 @@ import { S3Error } from "../http/errors.ts";
 import { MissingBucketError, VersioningChangedError } from "../meta/store.ts";
 import type {
   BatchDelete,
+  BucketConfigKind,
   BucketRecord,
   ChecksumRecord,
   ChunkRecord,
@@ -369,6 +370,33 @@ export class ObjectLayer {
     origin: EventOrigin | undefined,
   ): Promise<NewJob[] | undefined> {
     return origin && this.jobsFor ? await this.jobsFor(version, event, origin) : undefined;
+  }
+
+  /**
+   * Stores a document of `bucket` as the request found it: a bucket of that name deleted and made
+   * again since (perhaps by another owner) answers NoSuchBucket and gets nothing.
+   */
+  async setBucketConfig(
+    bucket: BucketRecord,
+    kind: BucketConfigKind,
+    value: string,
+  ): Promise<void> {
+    try {
+      await this.meta.putBucketConfig(bucket.name, kind, value, { createdAt: bucket.createdAt });
+    } catch (err) {
+      if (err instanceof MissingBucketError) throw noSuchBucket(bucket.name);
+      throw err;
+    }
+  }
+
+  /** Removes a document of `bucket` as the request found it (see setBucketConfig). */
+  async removeBucketConfig(bucket: BucketRecord, kind: BucketConfigKind): Promise<void> {
+    try {
+      await this.meta.deleteBucketConfig(bucket.name, kind, { createdAt: bucket.createdAt });
+    } catch (err) {
+      if (err instanceof MissingBucketError) throw noSuchBucket(bucket.name);
+      throw err;
+    }
   }
 
   /** Records a new multipart upload; NoSuchBucket when its bucket was deleted meanwhile. */

@@ -94,3 +94,28 @@ Deno.test("a PUT streaming across a delete and re-creation of its bucket answers
     );
   }, { prefix: "write-races-" });
 });
+
+Deno.test("a bucket document decided on a bucket deleted and made again by another owner is refused", async () => {
+  await withTestLayer(async (layer) => {
+    await createTestBucket(layer.meta, "b", { owner: "alice", createdAt: Date.now() - 1000 });
+    const alices = await layer.requireBucket("b");
+    await layer.meta.deleteBucket("b");
+    await createTestBucket(layer.meta, "b", { owner: "mallory" });
+    for (
+      const change of [
+        () => layer.setBucketConfig(alices, "policy", '{"Statement":[]}'),
+        () => layer.removeBucketConfig(alices, "cors"),
+      ]
+    ) {
+      await change().then(
+        () => {
+          throw new Error("changed the bucket made again");
+        },
+        (err) => assert(err instanceof S3Error && err.code === "NoSuchBucket", `${err}`),
+      );
+    }
+    assertEquals(await layer.meta.getBucketConfig("b", "policy"), undefined);
+    await layer.setBucketConfig(await layer.requireBucket("b"), "policy", "{}");
+    assertEquals(await layer.meta.getBucketConfig("b", "policy"), "{}");
+  }, { prefix: "write-races-" });
+});

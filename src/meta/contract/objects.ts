@@ -67,6 +67,21 @@ export const OBJECT_CASES: ContractCase[] = [
   {
     name: "bucket configurations: put, replace, get, list by kind, delete; gone with the bucket",
     fn: async (store) => {
+      // Decided on a bucket of that name created at another time (deleted and made again since):
+      // refused, nothing changed.
+      await store.createBucket(bucket("again", { createdAt: 5 }));
+      await store.putBucketConfig("again", "cors", "[1]", { createdAt: 5 });
+      await rejects(
+        store.putBucketConfig("again", "cors", "[2]", { createdAt: 4 }),
+        MissingBucketError,
+      );
+      await rejects(
+        store.deleteBucketConfig("again", "cors", { createdAt: 4 }),
+        MissingBucketError,
+      );
+      assertEquals(await store.getBucketConfig("again", "cors"), "[1]");
+      await store.deleteBucketConfig("again", "cors", { createdAt: 5 });
+      assertEquals(await store.getBucketConfig("again", "cors"), undefined);
       for (const name of ["a", "b", "c"]) await store.createBucket(bucket(name));
       await store.putBucketConfig("b", "policy", '{"v":1}');
       await store.putBucketConfig("b", "policy", '{"v":2}');

@@ -75,7 +75,18 @@ import { PgClusterMembers } from "./cluster_members.ts";
 import { PgSts } from "./sts.ts";
 import { PgUsers, toUser } from "./users.ts";
 import { openPool, type Q, type Sql } from "./connect.ts";
-import type { Tx } from "./sql.ts";
+import { num, type Tx } from "./sql.ts";
+
+/**
+ * MissingBucketError unless the bucket exists (its row share-locked), created at `createdAt`
+ * when that is given.
+ */
+async function requireBucketAsDecided(tx: Q, bucket: string, createdAt?: number): Promise<void> {
+  const [row] = await tx`SELECT created_at FROM buckets WHERE name = ${bucket} FOR SHARE`;
+  if (!row || (createdAt !== undefined && num(row.created_at) !== createdAt)) {
+    throw new MissingBucketError(bucket);
+  }
+}
 
 /** The write a VersionTarget names, both parts or neither (null: any write of that version). */
 function written(t: VersionTarget): { lastModified: number | null; etag: string | null } {
@@ -497,10 +508,14 @@ export class PgMetaStore implements MetaStore {
     });
   }
 
-  putBucketConfig(bucket: string, kind: BucketConfigKind, value: string): Promise<void> {
+  putBucketConfig(
+    bucket: string,
+    kind: BucketConfigKind,
+    value: string,
+    opts: { createdAt?: number } = {},
+  ): Promise<void> {
     return this.#change(async (tx) => {
-      const found = await tx`SELECT 1 FROM buckets WHERE name = ${bucket} FOR SHARE`;
-      if (found.length === 0) throw new MissingBucketError(bucket);
+      await requireBucketAsDecided(tx, bucket, opts.createdAt);
       await tx`
         INSERT INTO bucket_configs (bucket, kind, value) VALUES (${bucket}, ${kind}, ${value})
         ON CONFLICT (bucket, kind) DO UPDATE SET value = excluded.value`;
@@ -508,8 +523,13 @@ export class PgMetaStore implements MetaStore {
     });
   }
 
-  deleteBucketConfig(bucket: string, kind: BucketConfigKind): Promise<void> {
+  deleteBucketConfig(
+    bucket: string,
+    kind: BucketConfigKind,
+    opts: { createdAt?: number } = {},
+  ): Promise<void> {
     return this.#change(async (tx) => {
+      if (opts.createdAt !== undefined) await requireBucketAsDecided(tx, bucket, opts.createdAt);
       const result = await tx`
         DELETE FROM bucket_configs WHERE bucket = ${bucket} AND kind = ${kind}`;
       if (result.count > 0) await this.#bucketChanged(tx, bucket, `config:${kind}`);
