@@ -36,7 +36,7 @@ export const getBucketEncryption: Handler = async (ctx) => {
 
 /** Content-MD5 (or a checksum header) is required, as the protocol asks. */
 export const putBucketEncryption: Handler = async (ctx) => {
-  const bucket = await bucketOf(ctx);
+  await bucketOf(ctx);
   const bytes = await readVerifiedBody(ctx, MAX_BODY);
   const config = parseEncryptionConfiguration(new TextDecoder().decode(bytes));
   if (config.kmsKeyId !== undefined && !(await ctx.kms.exists(keyIdOf(config.kmsKeyId)))) {
@@ -47,7 +47,7 @@ export const putBucketEncryption: Handler = async (ctx) => {
 };
 
 export const deleteBucketEncryption: Handler = async (ctx) => {
-  const bucket = await bucketOf(ctx);
+  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "encryption");
   return { status: 204 };
 };

@@ -58,7 +58,7 @@ export const putBucketReplication: Handler = async (ctx) => {
 };
 
 export const deleteBucketReplication: Handler = async (ctx) => {
-  const bucket = await bucketOf(ctx);
+  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "replication");
   return { status: 204 };
 };

@@ -27,7 +27,7 @@ export const getBucketCors: Handler = async (ctx) => {
 
 /** Replaces the bucket's rules; Content-MD5 (or a checksum header) is required. */
 export const putBucketCors: Handler = async (ctx) => {
-  const bucket = await bucketOf(ctx);
+  await bucketOf(ctx);
   const bytes = await readVerifiedBody(ctx, MAX_CORS_BYTES);
   const rules = parseCorsConfiguration(new TextDecoder().decode(bytes));
   await putBucketConfig(ctx, "cors", JSON.stringify(rules));
@@ -35,7 +35,7 @@ export const putBucketCors: Handler = async (ctx) => {
 };
 
 export const deleteBucketCors: Handler = async (ctx) => {
-  const bucket = await bucketOf(ctx);
+  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "cors");
   return { status: 204 };
 };

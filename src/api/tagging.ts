@@ -85,7 +85,7 @@ export const getBucketTagging: Handler = async (ctx) => {
 
 /** Replaces the bucket's tags; an empty tag set removes them, as DeleteBucketTagging does. */
 export const putBucketTagging: Handler = async (ctx) => {
-  const bucket = await bucketOf(ctx);
+  await bucketOf(ctx);
   const tags = await readTagging(ctx, "bucket");
   if (Object.keys(tags).length === 0) {
     await deleteBucketConfig(ctx, "tagging");
@@ -96,7 +96,7 @@ export const putBucketTagging: Handler = async (ctx) => {
 };
 
 export const deleteBucketTagging: Handler = async (ctx) => {
-  const bucket = await bucketOf(ctx);
+  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "tagging");
   return { status: 204 };
 };

@@ -37,7 +37,7 @@ export const getBucketWebsite: Handler = async (ctx) => {
 
 /** Content-MD5 (or a checksum header) is verified when sent. */
 export const putBucketWebsite: Handler = async (ctx) => {
-  const bucket = await bucketOf(ctx);
+  await bucketOf(ctx);
   const bytes = await readVerifiedBody(ctx, MAX_BODY, { optional: true });
   const config = parseWebsiteConfiguration(new TextDecoder().decode(bytes));
   await putBucketConfig(ctx, "website", JSON.stringify(config));
@@ -45,7 +45,7 @@ export const putBucketWebsite: Handler = async (ctx) => {
 };
 
 export const deleteBucketWebsite: Handler = async (ctx) => {
-  const bucket = await bucketOf(ctx);
+  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "website");
   return { status: 204 };
 };
