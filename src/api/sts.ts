@@ -215,7 +215,12 @@ async function assumeRole(
   if (!/^[\w+=,.@-]{2,64}$/.test(sessionName)) {
     throw new StsError(400, "ValidationError", "RoleSessionName must be 2-64 of [\\w+=,.@-].");
   }
-  const issued = await issue(deps, params, { parentKind: "user", parentId: principal.id });
+  const issued = await issue(deps, params, {
+    parentKind: "user",
+    parentId: principal.id,
+    // The key this request was signed with: rotating it ends the session (credentials.ts).
+    ...(principal.accessKey !== undefined ? { parentKey: principal.accessKey } : {}),
+  });
   const arn = `${ctx.dialect.userArnPrefix}${principal.displayName}/${sessionName}`;
   return answer(
     "AssumeRole",

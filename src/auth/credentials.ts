@@ -38,8 +38,10 @@ export class Credentials {
     if (record.parentKind === "user") {
       if (record.parentId === ADMIN_ID) return this.adminPrincipal();
       const user = await this.meta.getUser({ id: record.parentId });
-      // Rotating a user's keys also ends the sessions those keys issued.
+      // Rotating a user's keys also ends the sessions those keys issued: by the key they were
+      // asked for with, and (older sessions, which do not name it) by time.
       if (!user || user.keyCreatedAt > record.createdAt) return undefined;
+      if (record.parentKey !== undefined && record.parentKey !== user.accessKey) return undefined;
       return userPrincipal(user);
     }
     if (!this.ldap) return undefined;

@@ -517,4 +517,9 @@ export const MIGRATIONS: string[] = [
     coalesce((SELECT max(data_id) FROM parts), 0)
   );
   `,
+  `
+  -- The access key a user's session was asked for with: the session ends when that key is
+  -- rotated, however close the two requests were (src/auth/credentials.ts).
+  ALTER TABLE sts_sessions ADD COLUMN parent_key TEXT;
+  `,
 ];

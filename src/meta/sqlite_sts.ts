@@ -11,6 +11,9 @@ function toSession(row: Row): SessionRecord {
     sealedToken: row.sealed_token as string,
     parentKind: row.parent_kind as SessionRecord["parentKind"],
     parentId: row.parent_id as string,
+    ...(row.parent_key !== null && row.parent_key !== undefined
+      ? { parentKey: row.parent_key as string }
+      : {}),
     ...(row.ldap_dn !== null ? { ldapDn: row.ldap_dn as string } : {}),
     ...(row.ldap_groups !== null ? { ldapGroups: JSON.parse(row.ldap_groups as string) } : {}),
     ...(row.policy !== null ? { policy: row.policy as string } : {}),
@@ -40,8 +43,8 @@ export class SqliteSts {
   saveSession(s: SessionRecord): void {
     this.stmt(
       "INSERT OR REPLACE INTO sts_sessions (access_key, sealed_secret, sealed_token, " +
-        "parent_kind, parent_id, ldap_dn, ldap_groups, policy, created_at, expires_at) " +
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "parent_kind, parent_id, ldap_dn, ldap_groups, policy, created_at, expires_at, " +
+        "parent_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ).run(
       s.accessKey,
       s.sealedSecret,
@@ -53,6 +56,7 @@ export class SqliteSts {
       s.policy ?? null,
       s.createdAt,
       s.expiresAt,
+      s.parentKey ?? null,
     );
   }
 

@@ -205,6 +205,11 @@ export interface SessionRecord {
    * directory user by user name. */
   parentKind: "user" | "ldap";
   parentId: string;
+  /**
+   * A local user's session: the access key it was asked for with. Rotating that key ends the
+   * session, also one asked for in the moment before the rotation committed.
+   */
+  parentKey?: string;
   /** Directory user: the DN and groups found at sign-in (used while the directory is down). */
   ldapDn?: string;
   ldapGroups?: string[];

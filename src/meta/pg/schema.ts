@@ -229,6 +229,9 @@ export const MIGRATIONS: string[] = [
   CLUSTER_MEMBERS_DDL,
   // A removal whose requester could bypass governance retention (travels with the deletion).
   `ALTER TABLE cluster_object_changes ADD COLUMN bypass_governance BOOLEAN NOT NULL DEFAULT false;`,
+  // The access key a user's session was asked for with (src/auth/credentials.ts); databases made
+  // since have it from STS_DDL.
+  `ALTER TABLE sts_sessions ADD COLUMN IF NOT EXISTS parent_key TEXT;`,
 ];
 
 /** Applies the migrations not applied yet; returns how many there are in all. */

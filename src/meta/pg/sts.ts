@@ -14,7 +14,8 @@ export const STS_DDL = `
     ldap_groups TEXT,
     policy TEXT,
     created_at BIGINT NOT NULL,
-    expires_at BIGINT NOT NULL
+    expires_at BIGINT NOT NULL,
+    parent_key TEXT
   );
   CREATE INDEX sts_sessions_by_expiry ON sts_sessions (expires_at);
   CREATE TABLE ldap_mappings (
@@ -35,6 +36,9 @@ function toSession(row: Row): SessionRecord {
     sealedToken: row.sealed_token as string,
     parentKind: row.parent_kind as SessionRecord["parentKind"],
     parentId: row.parent_id as string,
+    ...(row.parent_key !== null && row.parent_key !== undefined
+      ? { parentKey: row.parent_key as string }
+      : {}),
     ...(row.ldap_dn !== null ? { ldapDn: row.ldap_dn as string } : {}),
     ...(row.ldap_groups !== null ? { ldapGroups: JSON.parse(row.ldap_groups as string) } : {}),
     ...(row.policy !== null ? { policy: row.policy as string } : {}),
@@ -63,16 +67,17 @@ export class PgSts {
   async saveSession(q: Queryable, s: SessionRecord): Promise<void> {
     await q`
       INSERT INTO sts_sessions (access_key, sealed_secret, sealed_token, parent_kind, parent_id,
-        ldap_dn, ldap_groups, policy, created_at, expires_at)
+        ldap_dn, ldap_groups, policy, created_at, expires_at, parent_key)
       VALUES (${s.accessKey}, ${s.sealedSecret}, ${s.sealedToken}, ${s.parentKind},
         ${s.parentId}, ${s.ldapDn ?? null},
         ${s.ldapGroups ? JSON.stringify(s.ldapGroups) : null}, ${s.policy ?? null},
-        ${s.createdAt}, ${s.expiresAt})
+        ${s.createdAt}, ${s.expiresAt}, ${s.parentKey ?? null})
       ON CONFLICT (access_key) DO UPDATE SET sealed_secret = excluded.sealed_secret,
         sealed_token = excluded.sealed_token, parent_kind = excluded.parent_kind,
         parent_id = excluded.parent_id, ldap_dn = excluded.ldap_dn,
         ldap_groups = excluded.ldap_groups, policy = excluded.policy,
-        created_at = excluded.created_at, expires_at = excluded.expires_at`;
+        created_at = excluded.created_at, expires_at = excluded.expires_at,
+        parent_key = excluded.parent_key`;
   }
 
   async deleteSession(q: Queryable, accessKey: string): Promise<void> {
