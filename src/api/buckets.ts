@@ -184,6 +184,8 @@ function requestedOwnership(ctx: RequestContext, acl: Acl | undefined): string |
 export const deleteBucket: Handler = async (ctx) => {
   await ctx.layer.deleteBucket(ctx.bucket);
   await ctx.notifier.forget(ctx.bucket);
+  // A bucket made again under this name must not be logged with this one's configuration.
+  ctx.bucketLog.forget(ctx.bucket);
   return { status: 204 };
 };
 

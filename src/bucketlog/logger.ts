@@ -167,6 +167,11 @@ export class BucketLogger {
     try {
       const layer = this.#opts.layer;
       const target = await layer.requireBucket(pending.config.targetBucket);
+      // The target must be the logged bucket's owner's (checked when logging was configured): one
+      // deleted and made again under that name by someone else takes none of these records.
+      if (target.owner !== pending.owner) {
+        throw new Error("the target bucket now belongs to another owner");
+      }
       const at = new Date();
       const id = crypto.randomUUID().replaceAll("-", "").slice(0, 16).toUpperCase();
       const key = logObjectKey(
