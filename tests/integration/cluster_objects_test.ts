@@ -732,12 +732,16 @@ Deno.test("cluster: object replication with each node's metadata in PostgreSQL",
         VersioningConfiguration: { Status: "Enabled" },
       }),
     );
+    // The nodes start together on their own databases: a sender whose calls failed while its
+    // peers came up backs off (doubling, up to 60 s: src/cluster/backoff.ts), which on a loaded
+    // machine can outlast the default 20 s wait; this one covers the cap.
     for (const s of [a, c]) {
       await eventually(
         "pgv versioned everywhere",
         () =>
           s.send(new GetBucketVersioningCommand({ Bucket: "pgv" })).then((o) => o.Status, () => ""),
         (x) => x === "Enabled",
+        65_000,
       );
     }
     const body = randomBytes(200_000);
