@@ -49,7 +49,7 @@ export async function startLocalServer(
     stderr: "piped",
   }).spawn();
   let log = "";
-  const port = await new Promise<number>((resolve, reject) => {
+  const listening = new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`Server did not start:\n${log}`)), 30_000);
     (async () => {
       const decoder = new TextDecoder();
@@ -69,6 +69,18 @@ export async function startLocalServer(
       if (!found) reject(new Error(`Server exited before listening:\n${log}`));
     })().catch(reject);
   });
+  let port: number;
+  try {
+    port = await listening;
+  } catch (err) {
+    // A server that never said where it listens (e.g. STORE_LOG_LEVEL=warn hides the line) is
+    // stopped here: nothing else would.
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    throw err;
+  }
   return {
     endpoint: { url: `http://127.0.0.1:${port}`, accessKey, secretKey, region },
     pid: child.pid,
