@@ -7,6 +7,7 @@ import { notificationXml, parseNotificationConfiguration } from "./notification_
 import { readVerifiedBody } from "./verified_body.ts";
 import { bucketOf, type Handler, originOf, xmlResult } from "./context.ts";
 import { MissingBucketError } from "../meta/store.ts";
+import { noSuchBucket } from "../object/layer.ts";
 
 /** 100 configurations of a few hundred bytes each fit well within this. */
 const MAX_BODY = 256 * 1024;
@@ -43,11 +44,7 @@ export const putBucketNotificationConfiguration: Handler = async (ctx) => {
     });
   } catch (err) {
     // Deleted (and perhaps made again by someone else) while the request was read.
-    if (err instanceof MissingBucketError) {
-      throw new S3Error("NoSuchBucket", "The specified bucket does not exist.", {
-        details: { BucketName: ctx.bucket },
-      });
-    }
+    if (err instanceof MissingBucketError) throw noSuchBucket(ctx.bucket);
     throw err;
   }
   return { status: 200 };

@@ -194,14 +194,17 @@ export class DeleteMarkerError extends S3Error {
  * state before): nothing was written; the client's retry takes the new state.
  */
 export function versioningChanged(bucket: string): S3Error {
-  return new S3Error(
-    "ServiceUnavailable",
-    `The versioning state of bucket ${bucket} changed during the write. Please retry.`,
-    { headers: { "retry-after": "1" } },
-  );
+  return retryLater(`The versioning state of bucket ${bucket} changed during the write.`);
 }
 
-function noSuchBucket(bucket: string): S3Error {
+/** 503 with Retry-After: nothing was done, and the same request a moment later may succeed. */
+function retryLater(why: string): S3Error {
+  return new S3Error("ServiceUnavailable", `${why} Please retry.`, {
+    headers: { "retry-after": "1" },
+  });
+}
+
+export function noSuchBucket(bucket: string): S3Error {
   return new S3Error("NoSuchBucket", "The specified bucket does not exist.", {
     details: { BucketName: bucket },
   });
@@ -450,11 +453,7 @@ export class ObjectLayer {
     // The version was deleted or replaced since it was looked up, and its chunks went with it:
     // an error the client retries, not a body shorter than the length already promised.
     if (!covers(chunks, r.offset, r.offset + r.length)) {
-      throw new S3Error(
-        "ServiceUnavailable",
-        `${version.bucket}/${version.key} changed while it was being read. Please retry.`,
-        { headers: { "retry-after": "1" } },
-      );
+      throw retryLater(`${version.bucket}/${version.key} changed while it was being read.`);
     }
     try {
       const body = await chunkStream(this.chunks, chunks, { ...r, key, limits: this.#read });
@@ -840,11 +839,8 @@ function covers(chunks: VersionChunk[], from: number, to: number): boolean {
 function readFailure(err: unknown, version: ObjectVersion): unknown {
   // Shared metadata: no node holding the bytes answered (yet).
   if (err instanceof BytesUnavailableError) {
-    return new S3Error(
-      "ServiceUnavailable",
-      `The data of ${version.bucket}/${version.key} is on a node that cannot be reached now. ` +
-        "Please retry.",
-      { headers: { "retry-after": "1" } },
+    return retryLater(
+      `The data of ${version.bucket}/${version.key} is on a node that cannot be reached now.`,
     );
   }
   if (err instanceof ChunkLostError || err instanceof ChunkIntegrityError) {
