@@ -48,7 +48,7 @@ function newToken(): string {
 
 async function saveToken(
   deps: AppDeps,
-  owner: { userId: string; accessKey: string },
+  owner: { userId: string; accessKey: string; keyBound?: boolean },
   ttl: number,
 ): Promise<Response> {
   const token = newToken();
@@ -59,6 +59,7 @@ async function saveToken(
     userId: owner.userId,
     createdAt: now,
     expiresAt,
+    ...(owner.keyBound ? { accessKey: owner.accessKey } : {}),
   });
   return jsonResponse(201, {
     token,
@@ -149,7 +150,9 @@ async function issueToken(req: Request, deps: AppDeps, client: string): Promise<
   if (principal.session) {
     throw new ApiError(401, "invalid_credentials", "The access key or secret key is wrong.");
   }
-  return await saveToken(deps, { userId: principal.id, accessKey }, ttl);
+  // A user's token names the key it was issued for: rotating that key ends it (tokenPrincipal).
+  const keyBound = principal.id !== ADMIN_ID;
+  return await saveToken(deps, { userId: principal.id, accessKey, keyBound }, ttl);
 }
 
 function bearer(req: Request): string {
@@ -190,9 +193,11 @@ export async function tokenPrincipal(
     return { principal: found.principal, hash };
   }
   const user = await deps.layer.meta.getUser({ id: record.userId });
-  // A token issued before the user's keys were rotated (one that reached this node from another
-  // after the rotation did) is as dead as the keys.
+  // A token issued for keys since rotated is as dead as the keys: by the key it names, also when
+  // issued in the moment before the rotation committed, and (older tokens, which do not name it,
+  // or one that reached this node from another after the rotation did) by time.
   if (!user || record.createdAt < user.keyCreatedAt) throw invalid;
+  if (record.accessKey !== undefined && record.accessKey !== user.accessKey) throw invalid;
   const principal = userPrincipal(user);
   if (scope) scope.principal = principalName(principal);
   if (!user.enabled) throw new ApiError(403, "user_disabled", "The user is disabled.");

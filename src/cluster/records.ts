@@ -98,12 +98,16 @@ const HASH = /^[0-9a-f]{64}$/;
 const PERMISSIONS = ["read", "write", "list"];
 
 function token(v: Record<string, unknown>, id: string) {
-  if (!str(v.userId, 256) || !int(v.createdAt) || !int(v.expiresAt)) return undefined;
+  if (
+    !str(v.userId, 256) || !int(v.createdAt) || !int(v.expiresAt) ||
+    (v.accessKey !== undefined && !str(v.accessKey, 128))
+  ) return undefined;
   return {
     hash: id,
     userId: v.userId as string,
     createdAt: v.createdAt as number,
     expiresAt: v.expiresAt as number,
+    ...(v.accessKey !== undefined ? { accessKey: v.accessKey as string } : {}),
   };
 }
 
@@ -115,13 +119,15 @@ function share(v: Record<string, unknown>, id: string) {
     !Array.isArray(permissions) || !permissions.every((p) => PERMISSIONS.includes(p)) ||
     (v.passwordHash !== undefined && !str(v.passwordHash)) ||
     (v.maxDownloads !== undefined && !int(v.maxDownloads)) ||
-    (v.revokedAt !== undefined && !int(v.revokedAt))
+    (v.revokedAt !== undefined && !int(v.revokedAt)) ||
+    (v.bucketCreatedAt !== undefined && !int(v.bucketCreatedAt))
   ) return undefined;
   return {
     id,
     tokenHash: v.tokenHash as string,
     creator: v.creator as string,
     bucket: v.bucket as string,
+    ...(v.bucketCreatedAt !== undefined ? { bucketCreatedAt: v.bucketCreatedAt as number } : {}),
     prefix: v.prefix as string,
     permissions,
     ...(v.passwordHash !== undefined ? { passwordHash: v.passwordHash as string } : {}),
@@ -144,6 +150,7 @@ function session(
   const groups = v.ldapGroups;
   if (
     (v.parentKind !== "user" && v.parentKind !== "ldap") || !str(v.parentId, 256) ||
+    (v.parentKey !== undefined && !str(v.parentKey, 128)) ||
     (v.ldapDn !== undefined && !str(v.ldapDn, 4096)) ||
     (groups !== undefined &&
       (!Array.isArray(groups) || groups.length > 10_000 || !groups.every((g) => str(g, 4096)))) ||
@@ -164,6 +171,7 @@ function session(
     sealedToken: sealer.seal(sessionToken, `${id}/token`),
     parentKind: v.parentKind as SessionRecord["parentKind"],
     parentId: v.parentId as string,
+    ...(v.parentKey !== undefined ? { parentKey: v.parentKey as string } : {}),
     ...(v.ldapDn !== undefined ? { ldapDn: v.ldapDn as string } : {}),
     ...(groups !== undefined ? { ldapGroups: groups as string[] } : {}),
     ...(v.policy !== undefined ? { policy: v.policy as string } : {}),

@@ -105,3 +105,59 @@ Deno.test("a session whose secret does not open stays on its node; the queue goe
   assertEquals(await meta.recordReplicationCursor("b"), 2);
   await meta.close();
 });
+
+Deno.test("what ties a session and a token to a key, and a share to its bucket, travels with them", async () => {
+  const meta = new SqliteMetaStore(":memory:", { clusterNode: "a" });
+  const here = nodeSealer();
+  const now = Date.now();
+  const accessKey = "STSEABCDEFGHIJ054321";
+  await meta.createSession({
+    accessKey,
+    sealedSecret: here.seal("s".repeat(40), accessKey),
+    sealedToken: here.seal("t".repeat(96), `${accessKey}/token`),
+    parentKind: "user",
+    parentId: "u1",
+    parentKey: "AKUSERKEY00000000001",
+    createdAt: now,
+    expiresAt: now + 3600_000,
+  });
+  const token = {
+    hash: "e".repeat(64),
+    userId: "u1",
+    createdAt: now,
+    expiresAt: now + 3600_000,
+    accessKey: "AKUSERKEY00000000001",
+  };
+  await meta.createToken(token);
+  const share = {
+    id: "share-1",
+    tokenHash: "d".repeat(64),
+    creator: "admin",
+    bucket: "photos",
+    bucketCreatedAt: now - 5000,
+    prefix: "2026/",
+    permissions: ["read" as const],
+    createdAt: now,
+    expiresAt: now + 3600_000,
+    downloads: 0,
+    uploads: 0,
+  };
+  await meta.createShare(share);
+  const { changes } = JSON.parse(await sent(meta, here)) as { changes: unknown[] };
+  await meta.close();
+  const [s, t, sh] = changes.map((c) => parseRecordState(c, nodeSealer(), wireSealer(SECRET)));
+  assert(s?.kind === "session" && s.value);
+  assertEquals(s.value.parentKey, "AKUSERKEY00000000001");
+  assertEquals(t?.value, token);
+  assertEquals(sh?.value, share);
+  // Malformed, they are refused.
+  const [badToken, badShare] = [changes[1], changes[2]].map((c, i) => {
+    const r = c as { value: Record<string, unknown> };
+    return {
+      ...r,
+      value: { ...r.value, ...(i === 0 ? { accessKey: 7 } : { bucketCreatedAt: -1 }) },
+    };
+  });
+  assertEquals(parseRecordState(badToken, nodeSealer(), wireSealer(SECRET)), undefined);
+  assertEquals(parseRecordState(badShare, nodeSealer(), wireSealer(SECRET)), undefined);
+});

@@ -88,10 +88,11 @@ export class SqliteClusterRecords extends SqliteQueueCursors {
       if (t === null) this.stmt("DELETE FROM tokens WHERE hash = ?").run(s.id);
       else {
         this.stmt(
-          "INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?) " +
-            "ON CONFLICT(hash) DO UPDATE SET user_id = excluded.user_id, " +
-            "created_at = excluded.created_at, expires_at = excluded.expires_at",
-        ).run(s.id, t.userId, t.createdAt, t.expiresAt);
+          "INSERT INTO tokens (hash, user_id, created_at, expires_at, access_key) " +
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT(hash) DO UPDATE SET user_id = excluded.user_id, " +
+            "created_at = excluded.created_at, expires_at = excluded.expires_at, " +
+            "access_key = excluded.access_key",
+        ).run(s.id, t.userId, t.createdAt, t.expiresAt, t.accessKey ?? null);
       }
     } else if (s.value === null) this.stmt("DELETE FROM shares WHERE id = ?").run(s.id);
     else {
@@ -99,8 +100,9 @@ export class SqliteClusterRecords extends SqliteQueueCursors {
       // The counts stay this node's own.
       this.stmt(
         "INSERT INTO shares (id, token_hash, creator, bucket, prefix, permissions, password_hash, " +
-          "created_at, expires_at, max_downloads, downloads, uploads, revoked_at) " +
-          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?) ON CONFLICT(id) DO UPDATE SET " +
+          "created_at, expires_at, max_downloads, downloads, uploads, revoked_at, " +
+          "bucket_created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?) " +
+          "ON CONFLICT(id) DO UPDATE SET bucket_created_at = excluded.bucket_created_at, " +
           "token_hash = excluded.token_hash, creator = excluded.creator, " +
           "bucket = excluded.bucket, prefix = excluded.prefix, " +
           "permissions = excluded.permissions, password_hash = excluded.password_hash, " +
@@ -118,6 +120,7 @@ export class SqliteClusterRecords extends SqliteQueueCursors {
         v.expiresAt,
         v.maxDownloads ?? null,
         v.revokedAt ?? null,
+        v.bucketCreatedAt ?? null,
       );
     }
     this.#enqueue(s.kind, s.id, s.stamp, s.expiresAt);

@@ -522,4 +522,10 @@ export const MIGRATIONS: string[] = [
   -- rotated, however close the two requests were (src/auth/credentials.ts).
   ALTER TABLE sts_sessions ADD COLUMN parent_key TEXT;
   `,
+  `
+  -- The access key a user's bearer token was issued for (it ends when that key is rotated) and
+  -- the creation time of a shared bucket (a bucket re-created under its name is not shared).
+  ALTER TABLE tokens ADD COLUMN access_key TEXT;
+  ALTER TABLE shares ADD COLUMN bucket_created_at INTEGER;
+  `,
 ];

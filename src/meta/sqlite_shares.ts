@@ -11,6 +11,9 @@ export function toShare(r: Row): ShareRecord {
     tokenHash: r.token_hash as string,
     creator: r.creator as string,
     bucket: r.bucket as string,
+    ...(r.bucket_created_at !== null && r.bucket_created_at !== undefined
+      ? { bucketCreatedAt: r.bucket_created_at as number }
+      : {}),
     prefix: r.prefix as string,
     permissions: JSON.parse(r.permissions as string),
     passwordHash: (r.password_hash as string | null) ?? undefined,
@@ -29,8 +32,8 @@ export class SqliteShares {
   create(s: ShareRecord): void {
     this.stmt(
       "INSERT INTO shares (id, token_hash, creator, bucket, prefix, permissions, password_hash, " +
-        "created_at, expires_at, max_downloads, downloads, uploads, revoked_at) " +
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, NULL)",
+        "created_at, expires_at, max_downloads, downloads, uploads, revoked_at, " +
+        "bucket_created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, NULL, ?)",
     ).run(
       s.id,
       s.tokenHash,
@@ -42,6 +45,7 @@ export class SqliteShares {
       s.createdAt,
       s.expiresAt,
       s.maxDownloads ?? null,
+      s.bucketCreatedAt ?? null,
     );
   }
 

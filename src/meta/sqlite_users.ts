@@ -25,6 +25,9 @@ export function toToken(row: Row): TokenRecord {
     userId: row.user_id as string,
     createdAt: row.created_at as number,
     expiresAt: row.expires_at as number,
+    ...(row.access_key !== null && row.access_key !== undefined
+      ? { accessKey: row.access_key as string }
+      : {}),
   };
 }
 
@@ -114,8 +117,10 @@ export class SqliteUsers {
 
   createToken(token: TokenRecord): void {
     this.stmt("DELETE FROM tokens WHERE expires_at < ?").run(Date.now());
-    this.stmt("INSERT INTO tokens (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
-      .run(token.hash, token.userId, token.createdAt, token.expiresAt);
+    this.stmt(
+      "INSERT INTO tokens (hash, user_id, created_at, expires_at, access_key) " +
+        "VALUES (?, ?, ?, ?, ?)",
+    ).run(token.hash, token.userId, token.createdAt, token.expiresAt, token.accessKey ?? null);
   }
 
   getToken(hash: string): Promise<TokenRecord | undefined> {

@@ -234,6 +234,11 @@ export interface TokenRecord {
   userId: string;
   createdAt: number;
   expiresAt: number;
+  /**
+   * A user's token: the access key it was issued for. Rotating that key ends the token, also one
+   * issued in the moment before the rotation committed.
+   */
+  accessKey?: string;
 }
 
 /** One version of a named encryption key: its 32 bytes sealed under the master key. */
@@ -484,6 +489,8 @@ export interface ShareRecord {
   /** The creating principal's id: the share acts with that principal's access, checked at use. */
   creator: string;
   bucket: string;
+  /** When the shared bucket was created: a bucket re-created under the name is not shared. */
+  bucketCreatedAt?: number;
   prefix: string;
   permissions: SharePermission[];
   /** scrypt hash of the optional password (src/share/password.ts). */

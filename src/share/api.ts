@@ -138,6 +138,7 @@ async function create(
     tokenHash: shareTokenHash(token),
     creator: creator.id,
     bucket: input.bucket,
+    bucketCreatedAt: bucket.createdAt,
     prefix: input.prefix,
     permissions: input.permissions,
     passwordHash: input.password === undefined ? undefined : hashPassword(input.password),

@@ -285,7 +285,13 @@ async function serve(use: Use): Promise<Response> {
   checkSharePassword(use);
   const creator = await creatorOf(use.share, use.deps.layer.meta, use.deps.credentials);
   const bucket = await use.deps.layer.meta.getBucket(use.share.bucket);
-  if (!bucket) throw new ShareRefusal(404, "no_such_bucket", "The shared bucket is gone.");
+  // A bucket deleted and created again under the name (by anyone) is another bucket: the share
+  // was of the one it was made for. Shares made before the time was recorded go by name.
+  const recreated = bucket !== undefined && use.share.bucketCreatedAt !== undefined &&
+    bucket.createdAt !== use.share.bucketCreatedAt;
+  if (!bucket || recreated) {
+    throw new ShareRefusal(404, "no_such_bucket", "The shared bucket is gone.");
+  }
   const isFolder = use.rest === "" || use.rest.endsWith("/");
   if (isFolder && method !== "PUT") return await listing(use, bucket, creator, method === "HEAD");
   if (isFolder) throw new ShareRefusal(400, "invalid_path", "Uploads need a file name.");

@@ -1,7 +1,12 @@
 // Bucket shares through real HTTP clients: permissions, prefix escapes, expiry, the download limit
 // under concurrent downloads, revocation, passwords and their limiter, a creator who is disabled
 // or loses access, the listing as JSON and HTML, bad inputs, and the audit of share use.
-import { CreateBucketCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import {
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  DeleteObjectCommand,
+  PutObjectCommand,
+} from "@aws-sdk/client-s3";
 import { adminApi, createUser, setBucketAccess, type TestUser } from "./access_helpers.ts";
 import { assert, assertEquals, assertMatch } from "./assert.ts";
 import { ADMIN_PASSWORD, ADMIN_USER, s3Client, type TestServer, withServer } from "./server.ts";
@@ -300,6 +305,33 @@ Deno.test("bucket shares", async (t) => {
       assertEquals(disable.status, 200);
       const disabled = await get(`${s.url}f.txt`);
       assertEquals([disabled.status, code(disabled.text)], [403, "creator_disabled"]);
+    });
+
+    await t.step("a bucket deleted and created again under its name is not shared", async () => {
+      const admin = s3Client(server);
+      await admin.send(new CreateBucketCommand({ Bucket: "reborn" }));
+      await admin.send(new PutObjectCommand({ Bucket: "reborn", Key: "f.txt", Body: "first" }));
+      const adminToken = await bearer(server, {
+        name: ADMIN_USER,
+        email: "",
+        accessKey: ADMIN_USER,
+        secret: ADMIN_PASSWORD,
+      });
+      const s = await created(server, adminToken, {
+        bucket: "reborn",
+        permissions: ["read", "list"],
+        expires_in: 600,
+      });
+      assertEquals((await get(`${s.url}f.txt`)).text, "first");
+      await admin.send(new DeleteObjectCommand({ Bucket: "reborn", Key: "f.txt" }));
+      await admin.send(new DeleteBucketCommand({ Bucket: "reborn" }));
+      // Another user takes the name: the administrator's share does not reach into it.
+      await aliceS3.send(new CreateBucketCommand({ Bucket: "reborn" }));
+      await aliceS3.send(new PutObjectCommand({ Bucket: "reborn", Key: "f.txt", Body: "alice" }));
+      for (const path of ["f.txt", ""]) {
+        const res = await get(`${s.url}${path}`);
+        assertEquals([res.status, code(res.text)], [404, "no_such_bucket"], path);
+      }
     });
 
     await t.step("HTML for browsers", async () => {

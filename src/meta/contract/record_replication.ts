@@ -51,7 +51,7 @@ export function recordReplicationCases(test: Test, open: Opener): void {
     const a = await open({ clusterNode: "a" });
     await a.createUser(user);
     const expiresAt = Date.now() + HOUR;
-    await a.createToken({ hash: hash("a"), userId: "u1", createdAt: 1, expiresAt });
+    await a.createToken({ hash: hash("a"), userId: "u1", createdAt: 1, expiresAt, accessKey: "K" });
     // The administrator's and directory sessions' tokens too.
     await a.createToken({ hash: hash("b"), userId: "admin", createdAt: 1, expiresAt });
     await a.createShare(share("s1"));
@@ -61,7 +61,14 @@ export function recordReplicationCases(test: Test, open: Opener): void {
       ["token", hash("b"), 2],
       ["share", "s1", 3],
     ]);
-    assertEquals(changes[0].value, { hash: hash("a"), userId: "u1", createdAt: 1, expiresAt });
+    assertEquals(changes[0].value, {
+      hash: hash("a"),
+      userId: "u1",
+      createdAt: 1,
+      expiresAt,
+      accessKey: "K",
+    });
+    assertEquals((changes[1].value as { accessKey?: string }).accessKey, undefined);
     assertEquals(changes[2].expiresAt, (changes[2].value as ShareRecord).expiresAt);
     await a.deleteToken(hash("a"));
     await a.deleteToken(hash("b"));
@@ -82,8 +89,9 @@ export function recordReplicationCases(test: Test, open: Opener): void {
     const b = await open({ clusterNode: "b" });
     await a.createUser(user);
     const expiresAt = Date.now() + HOUR;
-    await a.createToken({ hash: hash("c"), userId: "u1", createdAt: 5, expiresAt });
-    await a.createShare(share("s2"));
+    const token = { hash: hash("c"), userId: "u1", createdAt: 5, expiresAt, accessKey: "KEY1" };
+    await a.createToken(token);
+    await a.createShare(share("s2", { bucketCreatedAt: 900 }));
     await b.createShare(share("s2"));
     await b.countShareDownload("s2");
     const first = await a.recordChanges(0, 10);
@@ -91,7 +99,8 @@ export function recordReplicationCases(test: Test, open: Opener): void {
     const outcomes = [];
     for (const c of first) outcomes.push(await b.applyRecordState(c));
     assertEquals(outcomes, ["applied", "stale"]);
-    assertEquals((await b.getToken(hash("c")))?.userId, "u1");
+    // With the key it was issued for.
+    assertEquals(await b.getToken(hash("c")), token);
     // Revoked on a: taken by b, its download count kept.
     await a.revokeShare("s2");
     await a.deleteToken(hash("c"));
@@ -100,6 +109,7 @@ export function recordReplicationCases(test: Test, open: Opener): void {
     assertEquals(await b.getToken(hash("c")), undefined);
     const s2 = await b.getShare({ id: "s2" });
     assertEquals([typeof s2?.revokedAt, s2?.downloads, s2?.maxDownloads], ["number", 1, 3]);
+    assertEquals(s2?.bucketCreatedAt, 900);
     // Again, or the older state: stale.
     for (const c of [...later, ...first]) assertEquals(await b.applyRecordState(c), "stale");
     assertEquals(await b.getToken(hash("c")), undefined);

@@ -121,10 +121,11 @@ export class PgClusterRecords extends PgQueueCursors {
       if (t === null) await tx`DELETE FROM tokens WHERE hash = ${s.id}`;
       else {
         await tx`
-          INSERT INTO tokens (hash, user_id, created_at, expires_at)
-          VALUES (${s.id}, ${t.userId}, ${t.createdAt}, ${t.expiresAt})
+          INSERT INTO tokens (hash, user_id, created_at, expires_at, access_key)
+          VALUES (${s.id}, ${t.userId}, ${t.createdAt}, ${t.expiresAt}, ${t.accessKey ?? null})
           ON CONFLICT (hash) DO UPDATE SET user_id = excluded.user_id,
-            created_at = excluded.created_at, expires_at = excluded.expires_at`;
+            created_at = excluded.created_at, expires_at = excluded.expires_at,
+            access_key = excluded.access_key`;
       }
     } else if (s.value === null) await tx`DELETE FROM shares WHERE id = ${s.id}`;
     else {
@@ -132,11 +133,14 @@ export class PgClusterRecords extends PgQueueCursors {
       // The counts stay this node's own.
       await tx`
         INSERT INTO shares (id, token_hash, creator, bucket, prefix, permissions, password_hash,
-          created_at, expires_at, max_downloads, downloads, uploads, revoked_at)
+          created_at, expires_at, max_downloads, downloads, uploads, revoked_at,
+          bucket_created_at)
         VALUES (${s.id}, ${v.tokenHash}, ${v.creator}, ${v.bucket}, ${v.prefix},
           ${JSON.stringify(v.permissions)}, ${v.passwordHash ?? null}, ${v.createdAt},
-          ${v.expiresAt}, ${v.maxDownloads ?? null}, 0, 0, ${v.revokedAt ?? null})
+          ${v.expiresAt}, ${v.maxDownloads ?? null}, 0, 0, ${v.revokedAt ?? null},
+          ${v.bucketCreatedAt ?? null})
         ON CONFLICT (id) DO UPDATE SET token_hash = excluded.token_hash,
+          bucket_created_at = excluded.bucket_created_at,
           creator = excluded.creator, bucket = excluded.bucket, prefix = excluded.prefix,
           permissions = excluded.permissions, password_hash = excluded.password_hash,
           created_at = excluded.created_at, expires_at = excluded.expires_at,

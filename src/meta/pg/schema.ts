@@ -232,6 +232,10 @@ export const MIGRATIONS: string[] = [
   // The access key a user's session was asked for with (src/auth/credentials.ts); databases made
   // since have it from STS_DDL.
   `ALTER TABLE sts_sessions ADD COLUMN IF NOT EXISTS parent_key TEXT;`,
+  // The access key a user's bearer token was issued for and a shared bucket's creation time
+  // (src/api/service.ts, src/share/public.ts); databases made since have them from their DDL.
+  `ALTER TABLE tokens ADD COLUMN IF NOT EXISTS access_key TEXT;
+   ALTER TABLE shares ADD COLUMN IF NOT EXISTS bucket_created_at BIGINT;`,
 ];
 
 /** Applies the migrations not applied yet; returns how many there are in all. */

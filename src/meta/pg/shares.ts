@@ -17,7 +17,8 @@ export const SHARES_DDL = `
     max_downloads BIGINT,
     downloads BIGINT NOT NULL,
     uploads BIGINT NOT NULL,
-    revoked_at BIGINT
+    revoked_at BIGINT,
+    bucket_created_at BIGINT
   );
   CREATE INDEX shares_by_creator ON shares (creator, created_at);
 `;
@@ -30,6 +31,9 @@ export function toShare(r: Row): ShareRecord {
     tokenHash: r.token_hash as string,
     creator: r.creator as string,
     bucket: r.bucket as string,
+    ...(r.bucket_created_at !== null && r.bucket_created_at !== undefined
+      ? { bucketCreatedAt: num(r.bucket_created_at) }
+      : {}),
     prefix: r.prefix as string,
     permissions: JSON.parse(r.permissions as string),
     passwordHash: (r.password_hash as string | null) ?? undefined,
@@ -46,10 +50,10 @@ export class PgShares {
   async create(q: Queryable, s: ShareRecord): Promise<void> {
     await q`
       INSERT INTO shares (id, token_hash, creator, bucket, prefix, permissions, password_hash,
-        created_at, expires_at, max_downloads, downloads, uploads, revoked_at)
+        created_at, expires_at, max_downloads, downloads, uploads, revoked_at, bucket_created_at)
       VALUES (${s.id}, ${s.tokenHash}, ${s.creator}, ${s.bucket}, ${s.prefix},
         ${JSON.stringify(s.permissions)}, ${s.passwordHash ?? null}, ${s.createdAt},
-        ${s.expiresAt}, ${s.maxDownloads ?? null}, 0, 0, NULL)`;
+        ${s.expiresAt}, ${s.maxDownloads ?? null}, 0, 0, NULL, ${s.bucketCreatedAt ?? null})`;
   }
 
   async get(

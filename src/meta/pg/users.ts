@@ -21,7 +21,8 @@ export const USERS_DDL = `
     hash TEXT COLLATE "C" PRIMARY KEY,
     user_id TEXT COLLATE "C" NOT NULL,
     created_at BIGINT NOT NULL,
-    expires_at BIGINT NOT NULL
+    expires_at BIGINT NOT NULL,
+    access_key TEXT
   );
   CREATE INDEX tokens_by_user ON tokens (user_id);
   CREATE INDEX tokens_by_expiry ON tokens (expires_at);
@@ -50,6 +51,9 @@ export function toToken(row: Row): TokenRecord {
     userId: row.user_id as string,
     createdAt: num(row.created_at),
     expiresAt: num(row.expires_at),
+    ...(row.access_key !== null && row.access_key !== undefined
+      ? { accessKey: row.access_key as string }
+      : {}),
   };
 }
 
@@ -137,8 +141,9 @@ export class PgUsers {
   async createToken(q: Queryable, token: TokenRecord): Promise<void> {
     await q`DELETE FROM tokens WHERE expires_at < ${Date.now()}`;
     await q`
-      INSERT INTO tokens (hash, user_id, created_at, expires_at)
-      VALUES (${token.hash}, ${token.userId}, ${token.createdAt}, ${token.expiresAt})`;
+      INSERT INTO tokens (hash, user_id, created_at, expires_at, access_key)
+      VALUES (${token.hash}, ${token.userId}, ${token.createdAt}, ${token.expiresAt},
+        ${token.accessKey ?? null})`;
   }
 
   async getToken(q: Queryable, hash: string): Promise<TokenRecord | undefined> {
