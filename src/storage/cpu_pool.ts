@@ -515,6 +515,14 @@ class InlineMd5 implements Md5Stream {
 
 let nextStream = 1;
 
+/** Bytes waiting for a starting worker: a batch (a copy), or shared bytes and their caller's promise. */
+interface Held {
+  bytes: Uint8Array<ArrayBuffer> | Uint8Array<SharedArrayBuffer>;
+  settled?: PromiseWithResolvers<void>;
+}
+
+const abortedError = () => new Error("The MD5 stream was aborted");
+
 /**
  * An MD5 stream for a worker. A stream that begins while the workers start (an on-demand pool
  * after an idle period) holds its first batches until one is ready rather than hashing all of
@@ -535,8 +543,11 @@ class OffloadedMd5 implements Md5Stream {
   #waiter?: { resolve(): void; reject(err: Error): void; promise: Promise<void> };
   #error?: Error;
   #finished = false;
-  /** Full batches waiting for a starting worker, in order; set while #binding is. */
-  #held: Uint8Array<ArrayBuffer>[] = [];
+  /**
+   * What waits for a starting worker, in order, while #binding is set: full batches (copies), and
+   * the caller's own shared bytes with the promise `updateHeld` returned for them.
+   */
+  #held: Held[] = [];
   #binding?: Promise<void>;
 
   constructor(
@@ -579,16 +590,23 @@ class OffloadedMd5 implements Md5Stream {
 
   updateHeld(bytes: Uint8Array): Promise<void> | undefined {
     const shared = isShared(bytes);
-    if (shared && !this.#lane && !this.#local && !this.#binding && !this.#finished) {
-      if (shared.byteLength >= MD5_FIRST_BATCH_BYTES) this.#lane = this.#bind();
+    if (!shared || this.#finished || this.#error || this.#local) return this.update(bytes);
+    if (!this.#lane && !this.#binding && shared.byteLength >= MD5_FIRST_BATCH_BYTES) {
+      this.#lane = this.#bind();
+      const starting = this.#lane ? undefined : this.#starting();
+      if (starting) this.#binding = starting.then(() => this.#bound());
     }
-    // Not yet bound (or hashed here): copied like any bytes. Bound: the bytes still batched go
-    // first, so that the worker sees the stream in order.
-    if (!shared || this.#finished || this.#error || this.#local || this.#binding || !this.#lane) {
-      return this.update(bytes);
-    }
+    // Neither bound nor waiting for a worker (short, or none can start): copied like any bytes.
+    if (!this.#lane && !this.#binding) return this.update(bytes);
+    // The bytes still batched go first, so that the worker sees the stream in order.
     if (this.#filled > 0) this.#send(true);
-    return this.#post(shared);
+    if (this.#lane) return this.#post(shared);
+    // The worker is starting: the caller's bytes wait for it as they are, not copied (eight
+    // large uploads arriving at an idle server copied 40 MiB into batches here, and kept them).
+    const settled = Promise.withResolvers<void>();
+    settled.promise.catch(() => {}); // the stream's error surfaces through update and digest
+    this.#held.push({ bytes: shared, settled });
+    return settled.promise;
   }
 
   /** Whether the caller should wait before adding more. */
@@ -637,13 +655,20 @@ class OffloadedMd5 implements Md5Stream {
     this.#finished = true;
     if (this.#batch) this.#shelf.give(this.#batch.buffer);
     this.#batch = undefined;
-    for (const batch of this.#held.splice(0)) this.#shelf.give(batch.buffer);
+    for (const held of this.#held.splice(0)) this.#letGo(held, this.#error ?? abortedError());
     if (this.#lane) {
       if (!wasFinished) this.#lane.post({ op: "md5-drop", stream: this.#stream });
       this.#lane.release();
     }
-    this.#error ??= new Error("The MD5 stream was aborted");
+    this.#error ??= abortedError();
     this.#wake(this.#error);
+  }
+
+  /** A held entry is done with: a batch back to the shelf, the caller told about its bytes. */
+  #letGo(held: Held, err?: Error): void {
+    if (!held.settled) this.#shelf.give(held.bytes.buffer as ArrayBuffer);
+    else if (err) held.settled.reject(err);
+    else held.settled.resolve();
   }
 
   /** Sends the full batch (or with `part`, what it holds) to the stream's worker, binding one on first use. */
@@ -652,14 +677,14 @@ class OffloadedMd5 implements Md5Stream {
     this.#batch = undefined;
     this.#filled = 0;
     if (this.#binding) {
-      this.#held.push(batch);
+      this.#held.push({ bytes: batch });
       return;
     }
     this.#lane ??= this.#bind();
     if (!this.#lane) {
       const starting = this.#starting();
       if (starting) {
-        this.#held.push(batch);
+        this.#held.push({ bytes: batch });
         this.#binding = starting.then(() => this.#bound());
         return;
       }
@@ -677,12 +702,15 @@ class OffloadedMd5 implements Md5Stream {
     const held = this.#held.splice(0);
     this.#lane = this.#bind();
     if (this.#lane) {
-      for (const batch of held) this.#post(batch);
+      for (const h of held) {
+        const hashed = this.#post(h.bytes);
+        if (h.settled) hashed.then(h.settled.resolve, h.settled.reject);
+      }
     } else {
       this.#local = createMd5();
-      for (const batch of held) {
-        this.#local.update(batch);
-        this.#shelf.give(batch.buffer);
+      for (const h of held) {
+        this.#local.update(h.bytes);
+        this.#letGo(h);
       }
     }
     this.#wake();

@@ -392,6 +392,46 @@ Deno.test("an MD5 stream begun while the workers start waits for one, not the ma
   }
 });
 
+Deno.test("shared bytes given while the workers start wait for one as they are, not copied", async () => {
+  const pool = new CpuPool(1, { idleMs: 1000 });
+  try {
+    assertEquals(pool.running, 0);
+    const data = randomBytes(8 * MiB);
+    const shared = new Uint8Array(new SharedArrayBuffer(4 * MiB));
+    const stream = pool.md5();
+    shared.set(data.subarray(0, 4 * MiB));
+    const first = stream.updateHeld(shared);
+    assert(first, "held until a worker has hashed them");
+    // Changed before the promise settled (which a caller must not do): a copy would hash the
+    // bytes as given, the held bytes are read as they are when the worker is up.
+    shared.fill(7);
+    let settled = false;
+    first.then(() => settled = true);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assertEquals(settled, false, "not settled before a worker hashed them");
+    await first;
+    assert(pool.running > 0);
+    shared.set(data.subarray(4 * MiB));
+    await stream.updateHeld(shared);
+    const expected = data.slice();
+    expected.fill(7, 0, 4 * MiB);
+    assertBytesEqual(await stream.digest(), md5(expected));
+    // Aborted while held: the caller's promise rejects, nothing stays bound.
+    pool.close();
+    const fresh = new CpuPool(1, { idleMs: 1000 });
+    const aborted = fresh.md5();
+    const held = aborted.updateHeld(shared)!;
+    aborted.abort();
+    await assertRejects(() => held, "aborted");
+    await fresh.ready();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assertEquals(fresh.boundStreams, 0);
+    fresh.close();
+  } finally {
+    pool.close();
+  }
+});
+
 Deno.test("STORE_CPU_WORKERS: default 2, 0 to 16", () => {
   const config = (env: Record<string, string>) => loadConfig((name) => env[name]);
   assertEquals(config({}).cpuWorkers, 2);
