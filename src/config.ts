@@ -310,7 +310,7 @@ export function loadConfig(
     readBufferMax: intSetting(
       env,
       "STORE_READ_BUFFER_MAX",
-      128 * 1024 * 1024,
+      64 * 1024 * 1024,
       1024 * 1024,
       2 ** 40,
     ),

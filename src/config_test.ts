@@ -69,7 +69,7 @@ Deno.test("connection limits and timeouts: defaults follow the descriptor limit"
   const c = loadConfig(() => undefined, 1024);
   assertEquals(
     [c.headerTimeout, c.idleTimeout, c.bodyTimeout, c.maxConnections, c.readBufferMax],
-    [10, 30, 30, 512, 128 * 1024 * 1024],
+    [10, 30, 30, 512, 64 * 1024 * 1024],
   );
   assertEquals(loadConfig(() => undefined, 1_000_000).maxConnections, 10_000);
   const set = loadConfig(
