@@ -1,4 +1,5 @@
-// Buffers for the pieces a GET reads of chunks stored as they are (read_stream.ts): a buffer
+// Buffers for the pieces a GET reads of chunks stored as they are or in segments (read_stream.ts),
+// decoded into them: a buffer
 // whose every byte handed to the client has been written to the socket comes back here and
 // serves the next piece, of this response or another. A fresh buffer per piece is zero-filled
 // by V8 and garbage a moment later: at GB/s that was a tenth of the read path's CPU plus the

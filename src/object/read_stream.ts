@@ -3,9 +3,9 @@
 // - of each chunk only the part within the range (and not yet sent) is read, and accounted as
 //   ChunkStore.heldBytes says: about that part for a chunk stored as it is or in segments
 //   (readRange reads only the shard blocks and segments under it), the whole chunk for a
-//   compressed or encrypted chunk written in one piece; a chunk stored as it is is read in
-//   pieces of at most READ_PIECE bytes (each decoded buffer is garbage once sent, and smaller
-//   ones keep both what readers hold and what awaits the GC smaller);
+//   compressed or encrypted chunk written in one piece; a chunk stored as it is or in segments
+//   is read in pieces of at most READ_PIECE bytes (a segmented one's end at a segment boundary),
+//   into buffers of the piece pool;
 // - the stream is pull-based (highWaterMark 0): a slice is cut only when the client took the
 //   last one, and the next chunk is decoded ahead only when the read budget has room at once;
 // - every decoded chunk holds a grant of the server-wide ReadBudget; readers wait in line for
@@ -31,7 +31,7 @@ export interface ReadLimits {
   pieces?: PiecePool;
 }
 
-/** Of a chunk stored as it is, at most this much is read at a time. */
+/** Of a chunk stored as it is or in segments, at most this much is read at a time. */
 export const READ_PIECE = 1024 * 1024;
 /** Bytes handed to the HTTP server per read, at first and for a slow client. */
 const SLICE = 64 * 1024;
@@ -204,13 +204,14 @@ class RangeReader {
 
   /**
    * The piece of chunk `i` to read from position `pos` of the object (chunk-relative: up to the
-   * range's end, at most READ_PIECE of a chunk stored as it is) and the memory reading it holds.
+   * range's end, at most READ_PIECE of a chunk stored as it is or in segments) and the memory
+   * reading it holds.
    */
   #span(i: number, pos: number): { from: number; to: number; bytes: number } {
     const { chunk, offset, size } = this.chunks[i];
     const from = Math.max(0, pos - offset);
     let to = Math.min(size, this.#end - offset);
-    if (this.store.readsInPieces(chunk)) to = Math.min(to, from + READ_PIECE);
+    if (this.store.readsInPieces(chunk)) to = this.store.pieceEnd(chunk, from, to, READ_PIECE);
     return { from, to, bytes: this.store.heldBytes(chunk, from, to) };
   }
 

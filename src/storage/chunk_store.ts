@@ -17,6 +17,7 @@ import {
   decodeSegment,
   encodeChunk,
   encodePrepared,
+  releaseDecoded,
   SEGMENT_SIZE,
   segmentBounds,
   segmentCount,
@@ -428,7 +429,7 @@ export class ChunkStore {
       const direct = await this.#readDirect(rec, from, to, opts.into);
       if (direct) return direct;
     } else if (!whole && rec.segmentSize) {
-      const decoded = await this.#readSegments(rec, from, to, opts.key);
+      const decoded = await this.#readSegments(rec, from, to, opts.key, opts.into);
       if (decoded) return decoded;
     }
     // Whole, in one piece, or a shard is missing or corrupt: the chunk is read whole, which
@@ -437,9 +438,25 @@ export class ChunkStore {
     return whole ? plain : plain.slice(from, to);
   }
 
-  /** Whether a part of this chunk is read without the rest (it is stored as it is). */
+  /**
+   * Whether a part of this chunk is read without the rest: it is stored as it is, or in
+   * segments (decoded by the segments under the part).
+   */
   readsInPieces(rec: ChunkRecord): boolean {
-    return storedAsIs(rec);
+    return storedAsIs(rec) || !!rec.segmentSize;
+  }
+
+  /**
+   * Where a piece of at most `max` bytes starting at `from` should end (at most `to`): for a
+   * segmented chunk at a segment boundary when one is in reach, so that no segment is decoded
+   * for two pieces.
+   */
+  pieceEnd(rec: ChunkRecord, from: number, to: number, max: number): number {
+    const end = Math.min(to, from + max);
+    const s = rec.segmentSize;
+    if (!s || storedAsIs(rec) || end === to) return end;
+    const aligned = Math.floor(end / s) * s;
+    return aligned > from ? aligned : end;
   }
 
   /**
@@ -466,6 +483,7 @@ export class ChunkStore {
     from: number,
     to: number,
     key: CryptoKey | undefined,
+    into?: Uint8Array,
   ): Promise<Uint8Array | undefined> {
     const size = rec.segmentSize!;
     const count = segmentCount(rec.plainSize, size);
@@ -480,7 +498,9 @@ export class ChunkStore {
       if (bounds.length !== count + 1) return undefined;
       const bodies = await this.#readDirect(rec, bounds[first], bounds[last + 1]);
       if (!bodies) return undefined;
-      const out = new Uint8Array(to - from);
+      const out = into && into.byteLength >= to - from
+        ? into.subarray(0, to - from)
+        : new Uint8Array(to - from);
       const aad = rec.encrypted ? new TextEncoder().encode(rec.id) : undefined;
       for (let index = first; index <= last; index++) {
         const at = bounds[index] - bounds[first];
@@ -493,7 +513,10 @@ export class ChunkStore {
         const lo = Math.max(from, index * size);
         const hi = Math.min(to, (index + 1) * size);
         out.set(plain.subarray(lo - index * size, hi - index * size), lo - from);
+        // Copied: a decoded segment's memory goes now (not at V8's next collection).
+        if (plain.buffer !== bodies.buffer) releaseDecoded(plain);
       }
+      releaseDecoded(bodies);
       return out;
     } catch (err) {
       if (err instanceof ChunkIntegrityError) return undefined;

@@ -80,6 +80,23 @@ const MAX_ONE_PIECE = 64 * 1024 * 1024;
 
 const FORM_BYTE: Record<Compression, number> = { none: 0, zstd: 1 };
 
+/**
+ * Gives the buffer of a decode's own output back to the system at once (ArrayBuffer.transfer(0)
+ * detaches it) when it has been copied where it goes: else it is garbage until V8's next full
+ * collection, and GETs of compressible objects piled up hundreds of MiB of decoded segments.
+ * Only for an output the decode allocated for itself: it starts its buffer and is large (a
+ * Buffer below 4 KiB may be a slice of node's shared pool, which must never be detached).
+ */
+export function releaseDecoded(bytes: Uint8Array): void {
+  const buffer = bytes.buffer;
+  if (
+    buffer instanceof ArrayBuffer && !buffer.detached && bytes.byteOffset === 0 &&
+    bytes.byteLength >= RELEASE_MIN_BYTES
+  ) buffer.transfer(0);
+}
+
+const RELEASE_MIN_BYTES = 64 * 1024;
+
 function asPlainBytes(buf: Uint8Array): Uint8Array {
   return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
 }
@@ -393,6 +410,8 @@ async function decodeSegmented(
   for (const p of pieces) {
     out.set(p, at);
     at += p.byteLength;
+    // Decoded (not a view of the stored bytes): copied, so its memory goes now.
+    if (form.compression !== "none" || form.encrypted) releaseDecoded(p);
   }
   return out;
 }

@@ -6,6 +6,7 @@ import {
   decodeSegment,
   encodeChunk,
   importAesKey,
+  releaseDecoded,
   segmentBounds,
   segmentCount,
   type StoredForm,
@@ -296,4 +297,21 @@ Deno.test("codec segments: reordered, dropped or damaged segments are detected",
   const bad = zstd.bytes.slice();
   bad[b[1] + 20] ^= 0x55;
   await rejectsIntegrity(() => decodeChunk(bad, zstd.form, {}), "damaged zstd segment");
+});
+
+Deno.test("releaseDecoded frees only a decode's own large output", () => {
+  const own = new Uint8Array(128 * 1024);
+  releaseDecoded(own);
+  assertEquals([own.buffer.byteLength, own.byteLength], [0, 0], "detached: its memory is gone");
+  // Left alone: small (may be a slice of node's Buffer pool), a view not at its buffer's start,
+  // shared memory.
+  const small = new Uint8Array(4096);
+  const inner = new Uint8Array(new ArrayBuffer(256 * 1024), 1024, 128 * 1024);
+  const shared = new Uint8Array(new SharedArrayBuffer(128 * 1024));
+  for (const bytes of [small, inner, shared]) {
+    const length = bytes.byteLength;
+    releaseDecoded(bytes);
+    assertEquals(bytes.byteLength, length);
+  }
+  releaseDecoded(own); // already released: nothing happens
 });
