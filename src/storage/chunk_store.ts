@@ -17,7 +17,7 @@ import {
   decodeSegment,
   encodeChunk,
   encodePrepared,
-  releaseDecoded,
+  releaseOwned,
   SEGMENT_SIZE,
   segmentBounds,
   segmentCount,
@@ -514,9 +514,9 @@ export class ChunkStore {
         const hi = Math.min(to, (index + 1) * size);
         out.set(plain.subarray(lo - index * size, hi - index * size), lo - from);
         // Copied: a decoded segment's memory goes now (not at V8's next collection).
-        if (plain.buffer !== bodies.buffer) releaseDecoded(plain);
+        if (plain.buffer !== bodies.buffer) releaseOwned(plain);
       }
-      releaseDecoded(bodies);
+      releaseOwned(bodies);
       return out;
     } catch (err) {
       if (err instanceof ChunkIntegrityError) return undefined;

@@ -81,13 +81,14 @@ const MAX_ONE_PIECE = 64 * 1024 * 1024;
 const FORM_BYTE: Record<Compression, number> = { none: 0, zstd: 1 };
 
 /**
- * Gives the buffer of a decode's own output back to the system at once (ArrayBuffer.transfer(0)
- * detaches it) when it has been copied where it goes: else it is garbage until V8's next full
- * collection, and GETs of compressible objects piled up hundreds of MiB of decoded segments.
- * Only for an output the decode allocated for itself: it starts its buffer and is large (a
- * Buffer below 4 KiB may be a slice of node's shared pool, which must never be detached).
+ * Gives the buffer of bytes made for one use (a decoded segment once copied into its piece, a
+ * compressed or sealed form and parity once written) back to the system at once
+ * (ArrayBuffer.transfer(0) detaches it): else it is garbage until V8's next full collection, and
+ * GETs of compressible objects piled up hundreds of MiB of decoded segments. Only for bytes
+ * that start a buffer of their own and are large (a Buffer below 4 KiB may be a slice of node's
+ * shared pool, which must never be detached); nothing may use them afterwards.
  */
-export function releaseDecoded(bytes: Uint8Array): void {
+export function releaseOwned(bytes: Uint8Array): void {
   const buffer = bytes.buffer;
   if (
     buffer instanceof ArrayBuffer && !buffer.detached && bytes.byteOffset === 0 &&
@@ -411,7 +412,7 @@ async function decodeSegmented(
     out.set(p, at);
     at += p.byteLength;
     // Decoded (not a view of the stored bytes): copied, so its memory goes now.
-    if (form.compression !== "none" || form.encrypted) releaseDecoded(p);
+    if (form.compression !== "none" || form.encrypted) releaseOwned(p);
   }
   return out;
 }

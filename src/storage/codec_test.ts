@@ -6,7 +6,7 @@ import {
   decodeSegment,
   encodeChunk,
   importAesKey,
-  releaseDecoded,
+  releaseOwned,
   segmentBounds,
   segmentCount,
   type StoredForm,
@@ -299,9 +299,9 @@ Deno.test("codec segments: reordered, dropped or damaged segments are detected",
   await rejectsIntegrity(() => decodeChunk(bad, zstd.form, {}), "damaged zstd segment");
 });
 
-Deno.test("releaseDecoded frees only a decode's own large output", () => {
+Deno.test("releaseOwned frees only large bytes that start their own buffer", () => {
   const own = new Uint8Array(128 * 1024);
-  releaseDecoded(own);
+  releaseOwned(own);
   assertEquals([own.buffer.byteLength, own.byteLength], [0, 0], "detached: its memory is gone");
   // Left alone: small (may be a slice of node's Buffer pool), a view not at its buffer's start,
   // shared memory.
@@ -310,8 +310,8 @@ Deno.test("releaseDecoded frees only a decode's own large output", () => {
   const shared = new Uint8Array(new SharedArrayBuffer(128 * 1024));
   for (const bytes of [small, inner, shared]) {
     const length = bytes.byteLength;
-    releaseDecoded(bytes);
+    releaseOwned(bytes);
     assertEquals(bytes.byteLength, length);
   }
-  releaseDecoded(own); // already released: nothing happens
+  releaseOwned(own); // already released: nothing happens
 });
