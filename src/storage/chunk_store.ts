@@ -287,7 +287,7 @@ export class ChunkStore {
     }
     const drives = placeShards(id, k + m, this.options.drives.list);
     await this.#writeShards(id, shards, drives, k + (m > 0 ? 1 : 0));
-    return {
+    const record: ChunkRecord = {
       id,
       plainSize: plain.byteLength,
       storedSize: bytes.byteLength,
@@ -298,6 +298,12 @@ export class ChunkStore {
       parityShards: m,
       drives,
     };
+    // Written: what was made for this write (the compressed or sealed form, the shards cut from
+    // it, parity) is given back now, not left to the collector.
+    for (const made of [packed, bytes, ...shards]) {
+      if (made && made.buffer !== plain.buffer) releaseOwned(made);
+    }
+    return record;
   }
 
   /**

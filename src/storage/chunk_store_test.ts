@@ -6,6 +6,7 @@ import { assert, assertBytesEqual, assertEquals } from "../../tests/integration/
 import type { ChunkRecord, MetaStore } from "../meta/store.ts";
 import { ChunkStore } from "./chunk_store.ts";
 import { encodeChunk, importAesKey, SEGMENT_SIZE } from "./codec.ts";
+import { CpuPool } from "./cpu_pool.ts";
 import type { Drive } from "./drives.ts";
 import { ReedSolomon, split } from "./erasure/reed_solomon.ts";
 import { randomBytes, sampleText } from "./sample_data.ts";
@@ -15,7 +16,10 @@ const KiB = 1024;
 const SIZE = 1024 * KiB + 777;
 const KEY = await importAesKey(crypto.getRandomValues(new Uint8Array(32)));
 
-async function withStore(fn: (store: ChunkStore, drives: Drive[]) => Promise<void>) {
+async function withStore(
+  fn: (store: ChunkStore, drives: Drive[]) => Promise<void>,
+  opts: { cpu?: CpuPool } = {},
+) {
   const root = await Deno.makeTempDir({ prefix: "chunk-store-test-" });
   const drives: Drive[] = [];
   for (let id = 1; id <= 3; id++) {
@@ -48,6 +52,7 @@ async function withStore(fn: (store: ChunkStore, drives: Drive[]) => Promise<voi
     layout: { dataShards: 2, parityShards: 1 },
     compression: "auto",
     dedup: false,
+    ...opts,
   });
   try {
     await fn(store, drives);
@@ -181,4 +186,29 @@ Deno.test("readRange: chunks in the one-piece form (written before segments) sta
       }
     }
   });
+});
+
+Deno.test("write gives back the compressed form once written; the chunk reads back", async () => {
+  const cpu = new CpuPool(0);
+  const made: Uint8Array[] = [];
+  const chunk = cpu.chunk.bind(cpu);
+  cpu.chunk = (plain) => {
+    const work = chunk(plain);
+    return {
+      ...work,
+      compress: async (...args) => {
+        const packed = await work.compress(...args);
+        if (packed) made.push(packed);
+        return packed;
+      },
+    };
+  };
+  await withStore(async (store) => {
+    const plain = sampleText(SIZE);
+    const rec = await store.write(plain);
+    assertEquals([rec.compression, made.length], ["zstd", 1]);
+    assertEquals(made[0].byteLength, 0, "its memory was given back");
+    assertEquals(plain.byteLength, SIZE, "the caller's plaintext stays");
+    assertBytesEqual(await store.read(rec), plain);
+  }, { cpu });
 });
