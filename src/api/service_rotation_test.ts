@@ -5,8 +5,7 @@
 import { assertEquals } from "../../tests/integration/assert.ts";
 import type { AppDeps } from "../app.ts";
 import { Credentials } from "../auth/credentials.ts";
-import { MasterKey } from "../auth/master_key.ts";
-import { SecretSealer } from "../auth/secrets.ts";
+import { userWithOldKey } from "../auth/rotation_fixture.ts";
 import { SignInLimiter } from "../auth/sign_in_limiter.ts";
 import { SqliteMetaStore } from "../meta/sqlite.ts";
 import type { TokenRecord } from "../meta/store.ts";
@@ -15,36 +14,15 @@ import { handleServiceApi } from "./service.ts";
 Deno.test("tokens: a sign-in that checked the old key as the rotation committed gets no live token", async () => {
   const meta = new SqliteMetaStore(":memory:");
   try {
-    const sealer = new SecretSealer(new MasterKey(crypto.getRandomValues(new Uint8Array(32))));
-    const now = Date.now();
-    await meta.createUser({
-      id: "u1",
-      name: "alice",
-      description: "",
-      email: "",
-      accessKey: "KEYOLD",
-      sealedSecret: sealer.seal("old-secret", "u1"),
-      enabled: true,
-      createdAt: now - 60_000,
-      keyCreatedAt: now - 60_000,
-      bucketAccess: [],
-    });
+    const { sealer, rotate } = await userWithOldKey(meta, Date.now() - 60_000);
     let rotateFirst = false;
     // The rotation commits between the sign-in's key check and the token's insert.
     const racing = new Proxy(meta, {
       get(target, prop) {
         if (prop === "createToken") {
           return async (token: TokenRecord) => {
-            if (rotateFirst) {
-              const user = (await target.getUser({ id: "u1" }))!;
-              await target.updateUser({
-                ...user,
-                accessKey: "KEYNEW",
-                sealedSecret: sealer.seal("new-secret", "u1"),
-                // Stamped when the rotation began, a moment before this token's time.
-                keyCreatedAt: token.createdAt - 5,
-              });
-            }
+            // Stamped when the rotation began, a moment before this token's time.
+            if (rotateFirst) await rotate(token.createdAt - 5);
             return await target.createToken(token);
           };
         }

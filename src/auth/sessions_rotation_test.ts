@@ -4,32 +4,19 @@
 // with the old key in between).
 import { assert, assertEquals } from "../../tests/integration/assert.ts";
 import { SqliteMetaStore } from "../meta/sqlite.ts";
-import { MasterKey } from "./master_key.ts";
-import { SecretSealer } from "./secrets.ts";
 import { Credentials } from "./credentials.ts";
+import { userWithOldKey } from "./rotation_fixture.ts";
 
 Deno.test("sessions: rotating the key a session was asked for with ends it, whatever the times", async () => {
   const meta = new SqliteMetaStore(":memory:");
   try {
-    const sealer = new SecretSealer(new MasterKey(crypto.getRandomValues(new Uint8Array(32))));
+    const rotatedAt = Date.now();
+    const { sealer, rotate } = await userWithOldKey(meta, rotatedAt - 60_000);
     const credentials = new Credentials(
       { user: "admin", password: "admin-secret", generated: false },
       meta,
       sealer,
     );
-    const rotatedAt = Date.now();
-    await meta.createUser({
-      id: "u1",
-      name: "alice",
-      description: "",
-      email: "",
-      accessKey: "KEYOLD",
-      sealedSecret: sealer.seal("old-secret", "u1"),
-      enabled: true,
-      createdAt: rotatedAt - 60_000,
-      keyCreatedAt: rotatedAt - 60_000,
-      bucketAccess: [],
-    });
     const issue = (parentKey: string) =>
       credentials.sessions.issue({
         parentKind: "user",
@@ -41,13 +28,7 @@ Deno.test("sessions: rotating the key a session was asked for with ends it, what
     const withOld = await issue("KEYOLD");
     assert(await credentials.sessions.lookup(withOld.accessKey), "valid before the rotation");
     // The rotation commits, stamped a moment before the session was created.
-    const user = (await meta.getUser({ id: "u1" }))!;
-    await meta.updateUser({
-      ...user,
-      accessKey: "KEYNEW",
-      sealedSecret: sealer.seal("new-secret", "u1"),
-      keyCreatedAt: rotatedAt,
-    });
+    await rotate(rotatedAt);
     assertEquals(await credentials.sessions.lookup(withOld.accessKey), undefined);
     const withNew = await issue("KEYNEW");
     assertEquals(
