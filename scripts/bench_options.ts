@@ -36,6 +36,8 @@ export const HELP = `Usage: deno task bench [options]
                        runs its first thousand requests markedly slower
   --bucket NAME        bucket to create and use (default bench-<random>)
   --keep               leave the objects and the bucket in place
+  --data KIND          what the bodies hold: random (default; stored as they are) or text
+                       (letters, about 2:1 under zstd: stored compressed)
   --server-env FILE    environment of the server started here, KEY=value lines (e.g.
                        scripts/small-box.env); DENO_V8_FLAGS there reaches its V8
   --compare URL        also run every load against this other server, alternating with ours
@@ -74,6 +76,7 @@ const FLAGS = [
   "compare-pid",
   "rounds",
   "postgres",
+  "data",
 ];
 
 export interface Options {
@@ -101,6 +104,8 @@ export interface Options {
   /** Another server run through the same loads (--compare), and its process if known. */
   compare?: { endpoint: Endpoint; pid?: number };
   rounds: number;
+  /** What the bodies hold (--data): random bytes, or text-like bytes (~2:1 under zstd). */
+  data: "random" | "text";
 }
 
 export function parseSize(text: string): number {
@@ -207,7 +212,13 @@ export function parseArgs(args: string[]): Options {
     keep: flags.has("keep"),
     serverEnv: flags.has("server-env") ? readEnvFile(flags.get("server-env")!) : {},
     postgres: flags.has("postgres"),
+    data: readData(flags.get("data") ?? "random"),
   };
+}
+
+function readData(value: string): Options["data"] {
+  if (value !== "random" && value !== "text") throw new Error('--data must be "random" or "text"');
+  return value;
 }
 
 /** KEY=value lines of a file like scripts/store.env (comments and blank lines skipped). */
