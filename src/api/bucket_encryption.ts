@@ -47,7 +47,6 @@ export const putBucketEncryption: Handler = async (ctx) => {
 };
 
 export const deleteBucketEncryption: Handler = async (ctx) => {
-  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "encryption");
   return { status: 204 };
 };

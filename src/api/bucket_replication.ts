@@ -58,7 +58,6 @@ export const putBucketReplication: Handler = async (ctx) => {
 };
 
 export const deleteBucketReplication: Handler = async (ctx) => {
-  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "replication");
   return { status: 204 };
 };

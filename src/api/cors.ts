@@ -35,7 +35,6 @@ export const putBucketCors: Handler = async (ctx) => {
 };
 
 export const deleteBucketCors: Handler = async (ctx) => {
-  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "cors");
   return { status: 204 };
 };

@@ -48,7 +48,6 @@ export const putBucketLifecycleConfiguration: Handler = async (ctx) => {
 };
 
 export const deleteBucketLifecycle: Handler = async (ctx) => {
-  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "lifecycle");
   return { status: 204 };
 };

@@ -51,7 +51,6 @@ export const putBucketPolicy: Handler = async (ctx) => {
 };
 
 export const deleteBucketPolicy: Handler = async (ctx) => {
-  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "policy");
   await deleteBucketConfig(ctx, "policy-principals");
   return { status: 204 };

@@ -76,7 +76,6 @@ export const putPublicAccessBlock: Handler = async (ctx) => {
 };
 
 export const deletePublicAccessBlock: Handler = async (ctx) => {
-  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "public-access-block");
   return { status: 204 };
 };
@@ -146,7 +145,6 @@ export const putBucketOwnershipControls: Handler = async (ctx) => {
 };
 
 export const deleteBucketOwnershipControls: Handler = async (ctx) => {
-  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "ownership");
   return { status: 204 };
 };

@@ -96,7 +96,6 @@ export const putBucketTagging: Handler = async (ctx) => {
 };
 
 export const deleteBucketTagging: Handler = async (ctx) => {
-  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "tagging");
   return { status: 204 };
 };

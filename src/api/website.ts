@@ -45,7 +45,6 @@ export const putBucketWebsite: Handler = async (ctx) => {
 };
 
 export const deleteBucketWebsite: Handler = async (ctx) => {
-  await bucketOf(ctx);
   await deleteBucketConfig(ctx, "website");
   return { status: 204 };
 };
