@@ -48,7 +48,7 @@ function newToken(): string {
 
 async function saveToken(
   deps: AppDeps,
-  owner: { userId: string; accessKey: string; keyBound?: boolean },
+  owner: { userId: string; accessKey: string },
   ttl: number,
 ): Promise<Response> {
   const token = newToken();
@@ -59,7 +59,8 @@ async function saveToken(
     userId: owner.userId,
     createdAt: now,
     expiresAt,
-    ...(owner.keyBound ? { accessKey: owner.accessKey } : {}),
+    // The key it was issued for: rotating a user's key ends the token (tokenPrincipal).
+    accessKey: owner.accessKey,
   });
   return jsonResponse(201, {
     token,
@@ -150,9 +151,7 @@ async function issueToken(req: Request, deps: AppDeps, client: string): Promise<
   if (principal.session) {
     throw new ApiError(401, "invalid_credentials", "The access key or secret key is wrong.");
   }
-  // A user's token names the key it was issued for: rotating that key ends it (tokenPrincipal).
-  const keyBound = principal.id !== ADMIN_ID;
-  return await saveToken(deps, { userId: principal.id, accessKey, keyBound }, ttl);
+  return await saveToken(deps, { userId: principal.id, accessKey }, ttl);
 }
 
 function bearer(req: Request): string {

@@ -235,8 +235,9 @@ export interface TokenRecord {
   createdAt: number;
   expiresAt: number;
   /**
-   * A user's token: the access key it was issued for. Rotating that key ends the token, also one
-   * issued in the moment before the rotation committed.
+   * The access key the token was issued for (absent on tokens issued before it was recorded). A
+   * user's token ends when that key is rotated, also one issued in the moment before the
+   * rotation committed.
    */
   accessKey?: string;
 }
