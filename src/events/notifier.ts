@@ -21,6 +21,7 @@ import type { Signal } from "./signal.ts";
 import type { NotificationTarget, TargetKind } from "./target.ts";
 import { WebhookTarget } from "./targets/webhook.ts";
 import { type WebhookAllowList, webhookRefusal } from "./webhook_allow.ts";
+import { KeyedLock } from "../keyed_lock.ts";
 
 /** How often the backlog limit is enforced and old events are pruned. */
 const PRUNE_INTERVAL_MS = 30_000;
@@ -75,12 +76,12 @@ export class Notifier {
   #pruneTimer?: ReturnType<typeof setInterval>;
   readonly #closing = new AbortController();
   /**
-   * The configure/forget running for each bucket: they run one at a time per bucket, so the
-   * cached configuration and the webhook consumers follow the stored one. Two at once could
-   * end in either order (a commit is answered when its flush ends, and flushes overlap), and
-   * leave the cache on the older configuration, or a consumer of a deleted bucket running.
+   * configure and forget run one at a time per bucket, so the cached configuration and the
+   * webhook consumers follow the stored one. Two at once could end in either order (a commit is
+   * answered when its flush ends, and flushes overlap), and leave the cache on the older
+   * configuration, or a consumer of a deleted bucket running.
    */
-  readonly #changing = new Map<string, Promise<void>>();
+  readonly #changing = new KeyedLock();
 
   constructor(readonly opts: NotifierOptions) {}
 
@@ -160,7 +161,7 @@ export class Notifier {
     origin: EventOrigin,
     asDecided: { createdAt?: number } = {},
   ): Promise<void> {
-    return this.#oneAtATime(bucket, () => this.#configure(bucket, config, origin, asDecided));
+    return this.#changing.run(bucket, () => this.#configure(bucket, config, origin, asDecided));
   }
 
   async #configure(
@@ -201,23 +202,10 @@ export class Notifier {
 
   /** Forgets a deleted bucket: its cached configuration and its webhook consumers. */
   forget(bucket: string): Promise<void> {
-    return this.#oneAtATime(bucket, async () => {
+    return this.#changing.run(bucket, async () => {
       this.#configs.delete(bucket);
       await this.#stopBucketWebhooks(bucket, new Set());
     });
-  }
-
-  /** Runs `fn` after the bucket's configure/forget before it (see #changing). */
-  async #oneAtATime(bucket: string, fn: () => Promise<void>): Promise<void> {
-    const before = this.#changing.get(bucket) ?? Promise.resolve();
-    const run = before.then(fn);
-    const done = run.catch(() => {});
-    this.#changing.set(bucket, done);
-    try {
-      await run;
-    } finally {
-      if (this.#changing.get(bucket) === done) this.#changing.delete(bucket);
-    }
   }
 
   async #stopBucketWebhooks(bucket: string, keep: Set<string>): Promise<void> {

@@ -5,28 +5,16 @@
 // first and the last claim of this process (ChunkGuard), so servers sharing a PostgreSQL
 // metadata store respect each other's claims.
 import type { ChunkGuard } from "../meta/store.ts";
+import { KeyedLock } from "../keyed_lock.ts";
 
 export class ChunkClaims {
   readonly #pending = new Map<string, number>();
-  readonly #locks = new Map<string, Promise<void>>();
+  readonly #lock = new KeyedLock();
 
   constructor(readonly guard: ChunkGuard) {}
 
-  /** Runs `fn` with the id's lock held. */
-  async #locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    while (this.#locks.has(id)) await this.#locks.get(id);
-    let unlock!: () => void;
-    this.#locks.set(id, new Promise<void>((r) => (unlock = r)));
-    try {
-      return await fn();
-    } finally {
-      this.#locks.delete(id);
-      unlock();
-    }
-  }
-
   claim(id: string): Promise<void> {
-    return this.#locked(id, async () => {
+    return this.#lock.run(id, async () => {
       const held = this.#pending.get(id) ?? 0;
       if (held === 0) await this.guard.claimChunk(id);
       this.#pending.set(id, held + 1);
@@ -35,7 +23,7 @@ export class ChunkClaims {
 
   /** Drops a claim; when it was the last and no metadata refers to the chunk, `remove` runs. */
   release(id: string, remove: () => Promise<void>): Promise<void> {
-    return this.#locked(id, async () => {
+    return this.#lock.run(id, async () => {
       const left = (this.#pending.get(id) ?? 1) - 1;
       if (left > 0) this.#pending.set(id, left);
       else this.#pending.delete(id);
@@ -45,7 +33,7 @@ export class ChunkClaims {
 
   /** For a chunk the metadata just freed: `remove` runs unless a writer has claimed it again. */
   collect(id: string, remove: () => Promise<void>): Promise<void> {
-    return this.#locked(id, async () => {
+    return this.#lock.run(id, async () => {
       if (!this.#pending.has(id)) await this.guard.collectChunk(id, remove);
     });
   }
