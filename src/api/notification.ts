@@ -6,8 +6,7 @@ import { webhookRefusal } from "../events/webhook_allow.ts";
 import { notificationXml, parseNotificationConfiguration } from "./notification_xml.ts";
 import { readVerifiedBody } from "./verified_body.ts";
 import { bucketOf, type Handler, originOf, xmlResult } from "./context.ts";
-import { MissingBucketError } from "../meta/store.ts";
-import { noSuchBucket } from "../object/layer.ts";
+import { inBucket } from "../object/layer.ts";
 
 /** 100 configurations of a few hundred bytes each fit well within this. */
 const MAX_BODY = 256 * 1024;
@@ -38,14 +37,12 @@ export const putBucketNotificationConfiguration: Handler = async (ctx) => {
       });
     }
   }
-  try {
-    await notifier.configure(ctx.bucket, config, originOf(ctx), {
-      createdAt: (await bucketOf(ctx)).createdAt,
-    });
-  } catch (err) {
-    // Deleted (and perhaps made again by someone else) while the request was read.
-    if (err instanceof MissingBucketError) throw noSuchBucket(ctx.bucket);
-    throw err;
-  }
+  // A bucket deleted (and perhaps made again by someone else) while the request was read gets
+  // nothing.
+  const asDecided = { createdAt: (await bucketOf(ctx)).createdAt };
+  await inBucket(
+    ctx.bucket,
+    () => notifier.configure(ctx.bucket, config, originOf(ctx), asDecided),
+  );
   return { status: 200 };
 };

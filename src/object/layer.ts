@@ -204,6 +204,16 @@ function retryLater(why: string): S3Error {
   });
 }
 
+/** The outcome of a change of `bucket`, a bucket deleted meanwhile answered as NoSuchBucket. */
+export async function inBucket<T>(bucket: string, change: () => Promise<T>): Promise<T> {
+  try {
+    return await change();
+  } catch (err) {
+    if (err instanceof MissingBucketError) throw noSuchBucket(bucket);
+    throw err;
+  }
+}
+
 export function noSuchBucket(bucket: string): S3Error {
   return new S3Error("NoSuchBucket", "The specified bucket does not exist.", {
     details: { BucketName: bucket },
@@ -379,37 +389,23 @@ export class ObjectLayer {
    * Stores a document of `bucket` as the request found it: a bucket of that name deleted and made
    * again since (perhaps by another owner) answers NoSuchBucket and gets nothing.
    */
-  async setBucketConfig(
-    bucket: BucketRecord,
-    kind: BucketConfigKind,
-    value: string,
-  ): Promise<void> {
-    try {
-      await this.meta.putBucketConfig(bucket.name, kind, value, { createdAt: bucket.createdAt });
-    } catch (err) {
-      if (err instanceof MissingBucketError) throw noSuchBucket(bucket.name);
-      throw err;
-    }
+  setBucketConfig(bucket: BucketRecord, kind: BucketConfigKind, value: string): Promise<void> {
+    const asDecided = { createdAt: bucket.createdAt };
+    return inBucket(
+      bucket.name,
+      () => this.meta.putBucketConfig(bucket.name, kind, value, asDecided),
+    );
   }
 
   /** Removes a document of `bucket` as the request found it (see setBucketConfig). */
-  async removeBucketConfig(bucket: BucketRecord, kind: BucketConfigKind): Promise<void> {
-    try {
-      await this.meta.deleteBucketConfig(bucket.name, kind, { createdAt: bucket.createdAt });
-    } catch (err) {
-      if (err instanceof MissingBucketError) throw noSuchBucket(bucket.name);
-      throw err;
-    }
+  removeBucketConfig(bucket: BucketRecord, kind: BucketConfigKind): Promise<void> {
+    const asDecided = { createdAt: bucket.createdAt };
+    return inBucket(bucket.name, () => this.meta.deleteBucketConfig(bucket.name, kind, asDecided));
   }
 
   /** Records a new multipart upload; NoSuchBucket when its bucket was deleted meanwhile. */
-  async createUpload(upload: UploadRecord): Promise<void> {
-    try {
-      await this.meta.createUpload(upload);
-    } catch (err) {
-      if (err instanceof MissingBucketError) throw noSuchBucket(upload.bucket);
-      throw err;
-    }
+  createUpload(upload: UploadRecord): Promise<void> {
+    return inBucket(upload.bucket, () => this.meta.createUpload(upload));
   }
 
   /** The version to read, or NoSuchKey / NoSuchVersion. */
