@@ -477,12 +477,7 @@ export class SqliteMetaStore implements MetaStore {
     bucketCreatedAt?: number,
   ): PutResult {
     {
-      const bucket = this.#stmt("SELECT versioning, created_at FROM buckets WHERE name = ?").get(
-        v.bucket,
-      ) as Row | undefined;
-      if (!bucket || (bucketCreatedAt !== undefined && bucket.created_at !== bucketCreatedAt)) {
-        throw new MissingBucketError(v.bucket);
-      }
+      const bucket = this.#requireBucketAsDecided(v.bucket, bucketCreatedAt);
       if (
         v.versionId === "null" && bucket.versioning === "Enabled" && v.replication !== "REPLICA"
       ) throw new VersioningChangedError(v.bucket);
@@ -885,10 +880,7 @@ export class SqliteMetaStore implements MetaStore {
 
   setBucketVersioning(bucket: string, status: "Enabled" | "Suspended"): Promise<void> {
     return this.#change(() => {
-      const row = this.#stmt("SELECT object_lock FROM buckets WHERE name = ?").get(bucket) as
-        | Row
-        | undefined;
-      if (!row) throw new MissingBucketError(bucket);
+      const row = this.#requireBucketAsDecided(bucket);
       if (status === "Suspended" && row.object_lock === 1) throw new LockedVersioningError(bucket);
       this.#stmt("UPDATE buckets SET versioning = ? WHERE name = ?").run(status, bucket);
       this.#bucketChanged(bucket, "versioning");
@@ -934,14 +926,18 @@ export class SqliteMetaStore implements MetaStore {
     });
   }
 
-  /** MissingBucketError unless the bucket exists, created at `createdAt` when that is given. */
-  #requireBucketAsDecided(bucket: string, createdAt?: number): void {
-    const row = this.#stmt("SELECT created_at FROM buckets WHERE name = ?").get(bucket) as
-      | Row
-      | undefined;
+  /**
+   * The bucket's versioning and Object Lock state; MissingBucketError unless it exists, created
+   * at `createdAt` when that is given.
+   */
+  #requireBucketAsDecided(bucket: string, createdAt?: number): Row {
+    const row = this.#stmt(
+      "SELECT versioning, object_lock, created_at FROM buckets WHERE name = ?",
+    ).get(bucket) as Row | undefined;
     if (!row || (createdAt !== undefined && row.created_at !== createdAt)) {
       throw new MissingBucketError(bucket);
     }
+    return row;
   }
 
   bucketChanges(after: number, limit: number): Promise<BucketChange[]> {
