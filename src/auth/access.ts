@@ -48,10 +48,11 @@ export type Verdict = "allow" | "object-acl" | "per-key";
 export class AccessControl {
   readonly #parsed = new Map<string, { text: string; policy: BucketPolicy }>();
   /**
-   * How often each bucket's parsed policy was forgotten: a parse that began before a forget
-   * (its pins read before a PutBucketPolicy of the same text pinned them anew) is not cached.
+   * Forgets so far, of any bucket: a parse that began before one (its pins perhaps read before a
+   * PutBucketPolicy of the same text pinned them anew) is not cached. Forgets are rare; one costs
+   * the parses in flight their caching, nothing else.
    */
-  readonly #forgotten = new Map<string, number>();
+  #forgets = 0;
 
   constructor(readonly meta: MetaStore) {}
 
@@ -62,10 +63,10 @@ export class AccessControl {
     // Every request of a non-owner consults the policy: parse each stored text once.
     const cached = this.#parsed.get(bucket);
     if (cached?.text === text) return cached.policy;
-    const generation = this.#forgotten.get(bucket) ?? 0;
+    const forgets = this.#forgets;
     const policy = parseBucketPolicy(text, bucket, { stored: true });
     policy.userIds = await principalIds(this.meta, bucket, text, policy);
-    if ((this.#forgotten.get(bucket) ?? 0) !== generation) return policy;
+    if (this.#forgets !== forgets) return policy;
     if (this.#parsed.size >= 1000) this.#parsed.clear();
     this.#parsed.set(bucket, { text, policy });
     return policy;
@@ -74,8 +75,7 @@ export class AccessControl {
   /** Drops the parsed policy of a bucket (its principals were pinned anew). */
   forget(bucket: string): void {
     this.#parsed.delete(bucket);
-    if (this.#forgotten.size >= 1000) this.#forgotten.clear();
-    this.#forgotten.set(bucket, (this.#forgotten.get(bucket) ?? 0) + 1);
+    this.#forgets++;
   }
 
   /** The bucket's ACL, or the owner's default private ACL. */
