@@ -98,6 +98,26 @@ export function releaseOwned(bytes: Uint8Array): void {
 
 const RELEASE_MIN_BYTES = 64 * 1024;
 
+/**
+ * releaseOwned for what compress answered: a view at the start of node:zlib's output buffer,
+ * which may be longer than the view (a segment's frame fills about half of its bound).
+ */
+function releaseOutput(out: Uint8Array): void {
+  const buffer = out.buffer;
+  if (
+    buffer instanceof ArrayBuffer && !buffer.detached && out.byteOffset === 0 &&
+    buffer.byteLength >= RELEASE_MIN_BYTES
+  ) buffer.transfer(0);
+}
+
+/** Inputs whose frame bound is at most this are compressed into one output buffer. */
+const ONE_PIECE_OUTPUT = 1024 * 1024;
+
+/** ZSTD_compressBound: the largest frame zstd makes of `n` bytes. */
+function zstdBound(n: number): number {
+  return n + (n >> 8) + (n < 128 * 1024 ? (128 * 1024 - n) >> 11 : 0);
+}
+
 function asPlainBytes(buf: Uint8Array): Uint8Array {
   return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
 }
@@ -107,13 +127,18 @@ function ownBytes(buf: Uint8Array): Uint8Array<ArrayBuffer> {
   return buf.buffer instanceof ArrayBuffer ? buf as Uint8Array<ArrayBuffer> : buf.slice();
 }
 
+/**
+ * zstd's frame of `data`. Up to a segment, the output buffer is sized to the frame's bound, so the
+ * answer is one piece at the start of a buffer made for it (releaseOutput can give it back);
+ * larger inputs gather their output in 64 KiB pieces (cheaper than the default 16 KiB).
+ */
 function compress(data: Uint8Array, level: number): Promise<Uint8Array> {
   const params = {
     [constants.ZSTD_c_compressionLevel]: level,
     [constants.ZSTD_c_checksumFlag]: 1,
   };
-  // Output gathered in 64 KiB pieces rather than the default 16 KiB: measurably cheaper.
-  const opts = { params, chunkSize: 64 * 1024 };
+  const bound = zstdBound(data.byteLength);
+  const opts = { params, chunkSize: bound <= ONE_PIECE_OUTPUT ? bound : 64 * 1024 };
   return new Promise((resolve, reject) => {
     zstdCompress(data, opts, (err, out) => err ? reject(err) : resolve(asPlainBytes(out)));
   });
@@ -148,9 +173,15 @@ export async function compressChunk(
     segmentSize > 0
       ? compressSegments(plain, segmentSize, level, probe)
       : probe ?? compress(plain, level);
+  // Whatever is not kept is given back at once (see compressSegments).
+  const kept = (packed: Uint8Array, keep: boolean) => {
+    if (keep) return packed;
+    releaseOutput(packed);
+    return undefined;
+  };
   if (mode === "on") {
     const packed = await all();
-    return packed.byteLength < plain.byteLength ? packed : undefined;
+    return kept(packed, packed.byteLength < plain.byteLength);
   }
   if (mode !== "auto") throw new Error(`Unknown compression mode "${mode}"`);
   const probe = await autoProbe(plain);
@@ -159,7 +190,8 @@ export async function compressChunk(
   const reusable = level === DEFAULT_LEVEL &&
     (segmentSize > 0 ? segmentSize === PROBE_BYTES : plain.byteLength <= PROBE_BYTES);
   const packed = await all(reusable ? probe : undefined);
-  return packed.byteLength <= plain.byteLength * KEEP_RATIO ? packed : undefined;
+  if (!reusable) releaseOutput(probe);
+  return kept(packed, packed.byteLength <= plain.byteLength * KEEP_RATIO);
 }
 
 async function compressSegments(
@@ -172,7 +204,11 @@ async function compressSegments(
   for (const [j, segment] of segmentsOf(plain, segmentSize).entries()) {
     bodies.push(j === 0 && first ? first : await compress(segment, level));
   }
-  return packSegments(bodies);
+  const packed = packSegments(bodies);
+  // Copied: the segments' output buffers go now. Left to the collector, a CPU worker's isolate
+  // (which sees little garbage on its heap) piled up ~60 MiB of them before it collected.
+  for (const body of bodies) releaseOutput(body);
+  return packed;
 }
 
 /** The plaintext cut into segments (at least one). */
@@ -235,11 +271,20 @@ export function segmentBounds(table: Uint8Array, storedSize: number): number[] {
  * The first step of "auto": the compressed probe when the whole chunk is worth trying, undefined
  * when compressChunk(plain, "auto") stores it as it is (too short, or the probe does not shrink).
  */
-export async function autoProbe(plain: Uint8Array): Promise<Uint8Array | undefined> {
+async function autoProbe(plain: Uint8Array): Promise<Uint8Array | undefined> {
   if (plain.byteLength < MIN_COMPRESS_BYTES) return undefined;
   const sample = plain.subarray(0, PROBE_BYTES);
   const probe = await compress(sample, DEFAULT_LEVEL);
-  return probe.byteLength >= sample.byteLength * PROBE_RATIO ? undefined : probe;
+  if (probe.byteLength < sample.byteLength * PROBE_RATIO) return probe;
+  releaseOutput(probe);
+  return undefined;
+}
+
+/** Whether compressChunk(plain, "auto") would try the whole chunk (the probe is not kept). */
+export async function compressionPays(plain: Uint8Array): Promise<boolean> {
+  const probe = await autoProbe(plain);
+  if (probe) releaseOutput(probe);
+  return probe !== undefined;
 }
 
 function additionalData(

@@ -4,7 +4,7 @@
 // SharedArrayBuffer is read in place and not handed back.
 import { createHash } from "node:crypto";
 import { createMd5, type Md5 } from "./md5.ts";
-import { autoProbe, compressChunk, type CompressionMode } from "./codec.ts";
+import { compressChunk, type CompressionMode, compressionPays } from "./codec.ts";
 import { collectGarbage } from "../memory/gc.ts";
 import { LaneStream, Md5Lanes } from "./md5x4/lanes.ts";
 
@@ -152,7 +152,7 @@ async function handle(
     }
     case "sha256": {
       const sha256 = createHash("sha256").update(req.bytes).digest("hex");
-      const worthCompressing = req.probe ? (await autoProbe(req.bytes)) !== undefined : undefined;
+      const worthCompressing = req.probe ? await compressionPays(req.bytes) : undefined;
       const { bytes, transfer } = back(req.bytes);
       return { reply: { id: req.id, bytes, sha256, worthCompressing }, transfer };
     }
