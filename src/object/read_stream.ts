@@ -105,8 +105,15 @@ class RangeReader {
   #enqueuedAt = 0;
   /** The grant of a chunk whose last slice is still with the client. */
   #finished: Grant | undefined;
+  /**
+   * The same for the slice before: the HTTP writer asks for the next slice before it writes the
+   * last one, so a slice is written (or dropped) only once the one after it has been taken.
+   */
+  #writing: Grant | undefined;
   /** The slice with the client is a view of the current chunk (which must stay accounted). */
   #pinned = false;
+  /** The same for the slice before it. */
+  #pinnedBefore = false;
   /** Closes the client's connection: how a stalled response is ended. */
   readonly #closeConnection = connectionCloser();
   /** Lets go of the chunks of the range: a delete that freed them may remove them then. */
@@ -134,9 +141,11 @@ class RangeReader {
 
   async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
     this.#disarm();
-    // The previous slice has been taken: a chunk it was cut from may go now.
-    this.#finished?.release();
+    // The slice before the previous one has been written: a chunk it was cut from may go now.
+    this.#writing?.release();
+    this.#writing = this.#finished;
     this.#finished = undefined;
+    this.#pinnedBefore = this.#pinned;
     this.#pinned = false;
     if (this.#pos >= this.#end || this.#index >= this.chunks.length) {
       this.close();
@@ -183,6 +192,7 @@ class RangeReader {
     this.#disarm();
     this.#giveBack();
     this.#finished?.release();
+    this.#writing?.release();
     this.#unpin();
   }
 
@@ -267,7 +277,8 @@ class RangeReader {
     let waited = 0;
     const check = () => {
       waited += YIELD_AFTER_MS;
-      if (budget.waiting > 0 && !this.#pinned) return this.#giveBack();
+      const pinned = this.#pinned || this.#pinnedBefore;
+      if (budget.waiting > 0 && !pinned) return this.#giveBack();
       // A view pins its chunk: under pressure, a client that holds one for long is let go.
       if (budget.waiting > 0 && waited >= PINNED_MAX_MS) return this.#stop("held a view too long");
       this.#yieldTimer = setTimeout(check, YIELD_AFTER_MS);
