@@ -62,14 +62,19 @@ class TrackingBudget extends ReadBudget {
   }
 }
 
-Deno.test("a slice still being written keeps its chunk accounted until the next is taken", async () => {
+/** A read of eight chunks under a budget of four. */
+async function readEight() {
   const budget = new TrackingBudget(4 * CHUNK);
   const stream = await chunkStream(fakeStore(), chunks(8), {
     offset: 0,
     length: 8 * CHUNK,
     limits: { budget, stallMs: 60_000 },
   });
-  const reader = stream.getReader();
+  return { budget, reader: stream.getReader() };
+}
+
+Deno.test("a slice still being written keeps its chunk accounted until the next is taken", async () => {
+  const { budget, reader } = await readEight();
   try {
     // The writer takes a slice and, before writing it, asks for the next: every chunk the last
     // two slices are views of (a client that keeps up gets views) must stay accounted. Before,
@@ -96,13 +101,7 @@ Deno.test("a slice still being written keeps its chunk accounted until the next 
 });
 
 Deno.test("a read abandoned with two slices out gives everything back", async () => {
-  const budget = new TrackingBudget(4 * CHUNK);
-  const stream = await chunkStream(fakeStore(), chunks(8), {
-    offset: 0,
-    length: 8 * CHUNK,
-    limits: { budget, stallMs: 60_000 },
-  });
-  const reader = stream.getReader();
+  const { budget, reader } = await readEight();
   for (let i = 0; i < 4; i++) await reader.read();
   assert(budget.used > 0);
   await reader.cancel();

@@ -89,11 +89,7 @@ const FORM_BYTE: Record<Compression, number> = { none: 0, zstd: 1 };
  * shared pool, which must never be detached); nothing may use them afterwards.
  */
 export function releaseOwned(bytes: Uint8Array): void {
-  const buffer = bytes.buffer;
-  if (
-    buffer instanceof ArrayBuffer && !buffer.detached && bytes.byteOffset === 0 &&
-    bytes.byteLength >= RELEASE_MIN_BYTES
-  ) buffer.transfer(0);
+  if (bytes.byteLength >= RELEASE_MIN_BYTES) detachFromStart(bytes);
 }
 
 const RELEASE_MIN_BYTES = 64 * 1024;
@@ -103,11 +99,15 @@ const RELEASE_MIN_BYTES = 64 * 1024;
  * which may be longer than the view (a segment's frame fills about half of its bound).
  */
 function releaseOutput(out: Uint8Array): void {
-  const buffer = out.buffer;
-  if (
-    buffer instanceof ArrayBuffer && !buffer.detached && out.byteOffset === 0 &&
-    buffer.byteLength >= RELEASE_MIN_BYTES
-  ) buffer.transfer(0);
+  if (out.buffer.byteLength >= RELEASE_MIN_BYTES) detachFromStart(out);
+}
+
+/** Detaches the buffer `bytes` starts (never shared memory, never twice). */
+function detachFromStart(bytes: Uint8Array): void {
+  const buffer = bytes.buffer;
+  if (buffer instanceof ArrayBuffer && !buffer.detached && bytes.byteOffset === 0) {
+    buffer.transfer(0);
+  }
 }
 
 /** Inputs whose frame bound is at most this are compressed into one output buffer. */
