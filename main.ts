@@ -25,7 +25,7 @@ import type { MetaStore } from "./src/meta/store.ts";
 import { ObjectLayer } from "./src/object/layer.ts";
 import { ReadBudget } from "./src/object/read_budget.ts";
 import { PiecePool } from "./src/object/piece_pool.ts";
-import { READ_PIECE } from "./src/object/read_stream.ts";
+import { READ_PIECE, SLICE } from "./src/object/read_stream.ts";
 import { WriteBuffers } from "./src/object/write_buffers.ts";
 import { startMemoryRelease } from "./src/memory/release.ts";
 import { ChunkStore } from "./src/storage/chunk_store.ts";
@@ -58,10 +58,12 @@ const SHUTDOWN_DRAIN_MS = 60_000;
 const SHUTDOWN_CLOSE_MS = 5_000;
 /** The least time between two memory releases (src/memory/release.ts). */
 const MEMORY_RELEASE_INTERVAL_MS = 2_000;
-/** Read buffers kept for the next GET (README, Memory): 16 MiB at most. */
-const READ_PIECES_KEPT = 16;
 /** ... and the RSS growth since the last one that makes another worth its collection. */
 const MEMORY_RELEASE_GROWTH = 8 * 1024 * 1024;
+/** Read buffers kept for the next GET (README, Memory): 16 MiB at most. */
+const READ_PIECES_KEPT = 16;
+/** Buffers of slow clients' copies kept for the next (README, Memory): 16 MiB at most. */
+const READ_SLICES_KEPT = 256;
 
 /** Tightens the modes an older version left (see private_modes.ts); logs what it did. */
 function tightenInBackground(roots: string[]): Promise<void> {
@@ -237,11 +239,17 @@ async function start() {
   });
   const readBudget = new ReadBudget(config.readBufferMax);
   const readPieces = new PiecePool(READ_PIECE, READ_PIECES_KEPT);
+  const readSlices = new PiecePool(SLICE, READ_SLICES_KEPT);
   const writeBuffers = new WriteBuffers(config.writeBufferMax);
   const layer = new ObjectLayer(meta, chunks, {
     inlineMax: config.inlineMax,
     chunkSize: config.chunkSize,
-    read: { budget: readBudget, stallMs: config.bodyTimeout * 1000, pieces: readPieces },
+    read: {
+      budget: readBudget,
+      stallMs: config.bodyTimeout * 1000,
+      pieces: readPieces,
+      slices: readSlices,
+    },
     write: writeBuffers,
   });
   log("info", "Storage", {
@@ -261,6 +269,7 @@ async function start() {
       dropKept: () => {
         writeBuffers.dropKept();
         readPieces.dropKept();
+        readSlices.dropKept();
         cpu.dropKept();
       },
       quietMs: config.memoryReleaseMs,

@@ -2,14 +2,17 @@
 // slow-header connections (slowloris), stall downloads of a large object and send oversized
 // bodies, for a bounded time, all to 127.0.0.1. Reports the server's peak RSS and the latency of
 // the well-behaved requests. Usage: deno task soak [--duration 60] [--slowloris 1000]
-// [--stalled 200] [--stall-seconds 45] [--oversized 4] [--clients 8]
-import { objectPath, Signer } from "./bench_client.ts";
+// [--stalled 200] [--stall-seconds 45] [--oversized 4] [--clients 8] [--server-env FILE]
+import { type Endpoint, objectPath, Signer } from "./bench_client.ts";
+import { readEnvFile } from "./bench_options.ts";
 import { Client, peakRssOf, startLocalServer } from "./bench_run.ts";
 
 const MiB = 1024 * 1024;
 const enc = new TextEncoder();
 
 interface Options {
+  /** Environment of the server (--server-env FILE, KEY=value lines, e.g. scripts/small-box.env). */
+  serverEnv: Record<string, string>;
   duration: number;
   slowloris: number;
   stalled: number;
@@ -20,6 +23,7 @@ interface Options {
 
 function parseOptions(args: string[]): Options {
   const opts: Options = {
+    serverEnv: {},
     duration: 60,
     slowloris: 1000,
     stalled: 200,
@@ -28,12 +32,18 @@ function parseOptions(args: string[]): Options {
     stallSeconds: 45,
   };
   for (let i = 0; i < args.length; i += 2) {
+    if (args[i] === "--server-env" && args[i + 1] !== undefined) {
+      opts.serverEnv = readEnvFile(args[i + 1]);
+      continue;
+    }
     const name = args[i].replace(/^--/, "").replace(
       /-(\w)/g,
       (_, c) => c.toUpperCase(),
-    ) as keyof Options;
+    ) as Exclude<keyof Options, "serverEnv">;
     const value = Number(args[i + 1]);
-    if (!(name in opts) || !Number.isInteger(value) || value < 0) {
+    if (
+      !(name in opts) || name as string === "serverEnv" || !Number.isInteger(value) || value < 0
+    ) {
       throw new Error(`Unknown option or bad value: ${args[i]} ${args[i + 1] ?? ""}`);
     }
     opts[name] = value;
@@ -190,6 +200,24 @@ async function wellBehaved(client: Client, bucket: string, until: number, worker
   return { latencies, errors, firstError };
 }
 
+/** The main thread's V8 heap and ArrayBuffer bytes, from /metrics (0 when it does not answer). */
+async function v8Memory(endpoint: Endpoint): Promise<{ heap: number; external: number }> {
+  const gauge = (text: string, name: string) =>
+    Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
+  try {
+    const res = await fetch(`${endpoint.url}/metrics`, {
+      headers: { authorization: `Basic ${btoa(`${endpoint.accessKey}:${endpoint.secretKey}`)}` },
+    });
+    const text = await res.text();
+    return {
+      heap: gauge(text, "store_heap_total_bytes"),
+      external: gauge(text, "store_external_memory_bytes"),
+    };
+  } catch {
+    return { heap: 0, external: 0 };
+  }
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted.length === 0
     ? NaN
@@ -198,7 +226,7 @@ function percentile(sorted: number[], p: number): number {
 
 async function main(): Promise<void> {
   const opts = parseOptions(Deno.args);
-  const server = await startLocalServer("us-east-1");
+  const server = await startLocalServer("us-east-1", opts.serverEnv);
   const port = Number(new URL(server.endpoint.url).port);
   const client = new Client(server.endpoint, opts.clients + 2);
   const signer = new Signer(server.endpoint);
@@ -221,11 +249,15 @@ async function main(): Promise<void> {
     const until = Date.now() + opts.duration * 1000;
     let rssSamples = 0;
     let maxRss = 0;
+    const v8Peaks = { heap: 0, external: 0 };
     const sampler = setInterval(async () => {
       const status = await Deno.readTextFile(`/proc/${server.pid}/status`).catch(() => "");
       const rss = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0) * 1024;
       maxRss = Math.max(maxRss, rss);
       rssSamples++;
+      const v8 = await v8Memory(server.endpoint);
+      v8Peaks.heap = Math.max(v8Peaks.heap, v8.heap);
+      v8Peaks.external = Math.max(v8Peaks.external, v8.external);
     }, 500);
     const attackers = [
       ...Array.from({ length: opts.slowloris }, () => slowloris(port, until)),
@@ -251,7 +283,9 @@ async function main(): Promise<void> {
     );
     console.log(
       `server RSS: peak (VmHWM) ${((peak ?? 0) / MiB).toFixed(0)} MiB, ` +
-        `highest sampled VmRSS ${(maxRss / MiB).toFixed(0)} MiB (${rssSamples} samples)`,
+        `highest sampled VmRSS ${(maxRss / MiB).toFixed(0)} MiB (${rssSamples} samples); ` +
+        `sampled peaks of the main thread's V8 heap ${(v8Peaks.heap / MiB).toFixed(0)} MiB, ` +
+        `ArrayBuffers ${(v8Peaks.external / MiB).toFixed(0)} MiB`,
     );
     console.log(
       `attackers: ${seen.slowClosed} slowloris connections closed by the server, ` +

@@ -29,12 +29,14 @@ export interface ReadLimits {
   stallMs: number;
   /** Buffers of READ_PIECE bytes for pieces of chunks stored as they are, reused. */
   pieces?: PiecePool;
+  /** Buffers of SLICE bytes for the copies slow clients get, reused. */
+  slices?: PiecePool;
 }
 
 /** Of a chunk stored as it is or in segments, at most this much is read at a time. */
 export const READ_PIECE = 1024 * 1024;
 /** Bytes handed to the HTTP server per read, at first and for a slow client. */
-const SLICE = 64 * 1024;
+export const SLICE = 64 * 1024;
 /** The largest slice, for a client that keeps up. */
 const MAX_SLICE = 1024 * 1024;
 /** A client that takes a slice within this many ms of its being offered keeps up. */
@@ -171,7 +173,7 @@ class RangeReader {
       plain.byteLength === plain.buffer.byteLength;
     const slice = keepingUp || rest
       ? plain.subarray(from - base, until - base)
-      : plain.slice(from - base, until - base);
+      : this.#copy(plain.subarray(from - base, until - base));
     if (slice.buffer === plain.buffer) this.#current.lent?.hand(slice.byteLength);
     this.#pos = to;
     if (to >= pieceEnd) {
@@ -185,6 +187,23 @@ class RangeReader {
     controller.enqueue(slice);
     this.#enqueuedAt = performance.now();
     this.#arm();
+  }
+
+  /**
+   * A copy for a slow client, in a buffer of the slice pool that comes back once the socket took
+   * it. Fresh copies were garbage by the hundreds of MiB: 200 stalled readers, each pushed
+   * megabytes into its socket's buffers before it filled, all in 64 KiB copies while they waited
+   * for the budget, and the collector let ~130 MiB of them pile up.
+   */
+  #copy(bytes: Uint8Array): Uint8Array {
+    const pool = this.opts.limits.slices;
+    if (!pool || bytes.byteLength > pool.pieceBytes) return bytes.slice();
+    const lent = new Lent(pool.take(), pool);
+    const copy = lent.buffer.subarray(0, bytes.byteLength);
+    copy.set(bytes);
+    lent.hand(copy.byteLength);
+    lent.retire();
+    return copy;
   }
 
   close(): void {

@@ -5,7 +5,9 @@ import { assert, assertEquals } from "../../tests/integration/assert.ts";
 import type { ChunkRecord, VersionChunk } from "../meta/store.ts";
 import type { ChunkStore } from "../storage/chunk_store.ts";
 import { type Grant, ReadBudget } from "./read_budget.ts";
-import { chunkStream } from "./read_stream.ts";
+import { chunkStream, SLICE } from "./read_stream.ts";
+import { PiecePool } from "./piece_pool.ts";
+import { reportWritten } from "../http/written.ts";
 
 const KiB = 1024;
 const CHUNK = 256 * KiB;
@@ -106,4 +108,38 @@ Deno.test("a read abandoned with two slices out gives everything back", async ()
   assert(budget.used > 0);
   await reader.cancel();
   assertEquals([budget.used, budget.held.size], [0, 0]);
+});
+
+Deno.test("a slow client's copies come from the slice pool and go back once written", async () => {
+  const budget = new ReadBudget(4 * CHUNK);
+  const slices = new PiecePool(SLICE, 8);
+  const stream = await chunkStream(fakeStore(), chunks(4), {
+    offset: 0,
+    length: 4 * CHUNK,
+    limits: { budget, stallMs: 60_000, slices },
+  });
+  const reader = stream.getReader();
+  // Like the HTTP writer: the next slice is taken before the last one is written. A slow client
+  // (25 ms per slice) gets copies; a buffer reused before its copy was written would show
+  // another chunk's bytes when it is written.
+  let held: Uint8Array | undefined;
+  let copies = 0;
+  let bytes = 0;
+  const write = (slice: Uint8Array) => {
+    const chunk = Math.floor(bytes / CHUNK);
+    assert(slice.every((b) => b === chunk), `bytes ${bytes}: not chunk ${chunk}'s when written`);
+    bytes += slice.byteLength;
+    reportWritten(slice);
+  };
+  for (let result = await reader.read(); !result.done; result = await reader.read()) {
+    if (result.value.buffer.byteLength === SLICE) copies++;
+    if (held) write(held);
+    held = result.value;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  write(held!);
+  assertEquals(bytes, 4 * CHUNK);
+  assert(copies >= 12, `copies: ${copies}`);
+  assert(slices.reused >= copies - 2, `${slices.reused} of ${copies} copies in a reused buffer`);
+  assertEquals(slices.kept, 2, "the last two copies came back too");
 });
