@@ -127,13 +127,22 @@ async function compressFrames(inputs: Uint8Array[], level: number): Promise<Uint
   const stream = createZstdCompress({ params: zstdParams(level), chunkSize: total });
   let pieces: Uint8Array[] = [];
   let failed: Error | undefined;
+  let settle: (() => void) | undefined;
   stream.on("data", (piece: Uint8Array) => pieces.push(piece));
-  stream.on("error", (err: Error) => failed = err);
+  // A failure settles the frame being waited for too (a destroyed stream may never call back).
+  stream.on("error", (err: Error) => {
+    failed = err;
+    settle?.();
+  });
   const frames: Uint8Array[] = [];
   try {
     for (const input of inputs) {
+      if (failed) throw failed;
       stream.write(input);
-      await new Promise<void>((resolve) => stream.flush(constants.ZSTD_e_end, () => resolve()));
+      await new Promise<void>((resolve) => {
+        settle = resolve;
+        stream.flush(constants.ZSTD_e_end, () => resolve());
+      });
       if (failed) throw failed;
       frames.push(pieces.length === 1 ? asPlainBytes(pieces[0]) : concat(pieces));
       pieces = [];
