@@ -153,6 +153,7 @@ async function compressFrames(inputs: Uint8Array[], level: number): Promise<Uint
   return frames;
 }
 
+/** The pieces, one after another, in a buffer of their own. */
 function concat(pieces: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(pieces.reduce((n, p) => n + p.byteLength, 0));
   let at = 0;
@@ -503,14 +504,9 @@ async function decodeSegmented(
     pieces.push(await decodeSegment(body, form, { index, count }, { ...opts, size }));
   }
   if (pieces.length === 1) return pieces[0];
-  const out = new Uint8Array(pieces.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of pieces) {
-    out.set(p, at);
-    at += p.byteLength;
-    // Decoded (not a view of the stored bytes): copied, so its memory goes now.
-    if (form.compression !== "none" || form.encrypted) releaseOwned(p);
-  }
+  const out = concat(pieces);
+  // Decoded (not views of the stored bytes): copied, so their memory goes now.
+  if (form.compression !== "none" || form.encrypted) { for (const p of pieces) releaseOwned(p); }
   return out;
 }
 
