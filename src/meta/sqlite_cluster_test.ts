@@ -7,15 +7,14 @@ import { recordReplicationCases } from "./contract/record_replication.ts";
 import { memberListCases } from "./contract/member_list.ts";
 
 const files = new Map<string, string>();
-
-replicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), async ({ clusterNode, data }) => {
-  if (data === undefined) return new SqliteMetaStore(":memory:", { clusterNode });
-  let path = files.get(data);
-  if (!path) {
-    path = await Deno.makeTempFile({ suffix: ".db" });
-    files.set(data, path);
+globalThis.addEventListener("unload", () => {
+  for (const path of files.values()) {
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+      try {
+        Deno.removeSync(file);
+      } catch { /* not made */ }
+    }
   }
-  return new SqliteMetaStore(path, { clusterNode });
 });
 
 async function open({ clusterNode, data }: { clusterNode?: string; data?: string }) {
@@ -28,6 +27,7 @@ async function open({ clusterNode, data }: { clusterNode?: string; data?: string
   return new SqliteMetaStore(path, { clusterNode });
 }
 
+replicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);
 objectReplicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);
 userReplicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);
 recordReplicationCases((name, fn) => Deno.test(`SQLite: ${name}`, fn), open);

@@ -48,10 +48,27 @@ export function useMetaDatabase(fresh: () => Promise<string>): void {
   metaDatabase = fresh;
 }
 
+/**
+ * Data directories `startServer` made, removed when the test module unloads: a test may stop a
+ * server and start another on its directory, so stopping does not remove it.
+ */
+const madeDataDirs = new Set<string>();
+globalThis.addEventListener("unload", () => {
+  for (const dir of madeDataDirs) {
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch { /* removed by the test */ }
+  }
+});
+
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
   const metaUrl = opts.env?.STORE_META_URL ??
     (metaDatabase && !opts.dataDir ? await metaDatabase() : undefined);
-  const dataDir = opts.dataDir ?? await Deno.makeTempDir({ prefix: "store-test-" });
+  let dataDir = opts.dataDir;
+  if (!dataDir) {
+    dataDir = await Deno.makeTempDir({ prefix: "store-test-" });
+    madeDataDirs.add(dataDir);
+  }
   const env: Record<string, string> = {
     STORE_ADDRESS: "127.0.0.1",
     STORE_PORT: "0",
