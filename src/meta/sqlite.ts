@@ -607,8 +607,13 @@ export class SqliteMetaStore implements MetaStore {
     return Promise.resolve(row ? toVersion(row as Row) : undefined);
   }
 
-  /** Removes one version inside the caller's transaction (see BatchDelete). */
-  #deleteVersion(item: VersionRemoval): { removed?: ObjectVersion; freed: ChunkRecord[] } {
+  /**
+   * Removes one version inside the caller's transaction (see BatchDelete). A refusal of its guard,
+   * which runs before anything is written, is returned.
+   */
+  #deleteVersion(
+    item: VersionRemoval,
+  ): { removed?: ObjectVersion; freed: ChunkRecord[] } | { refused: unknown } {
     const { bucket, key, versionId } = item;
     const row = this.#stmt(
       `SELECT ${VERSION_COLUMNS}, is_latest FROM versions ` +
@@ -619,7 +624,11 @@ export class SqliteMetaStore implements MetaStore {
       return { freed: [] };
     }
     const removed = toVersion(row);
-    item.guard?.(removed, row.is_latest === 1);
+    try {
+      item.guard?.(removed, row.is_latest === 1);
+    } catch (refused) {
+      return { refused };
+    }
     this.#stmt("DELETE FROM versions WHERE bucket = ? AND key = ? AND version_id = ?")
       .run(bucket, key, versionId);
     if (row.is_latest === 1) {
@@ -640,7 +649,9 @@ export class SqliteMetaStore implements MetaStore {
     let written = 0;
     const removals = items.filter((item): item is VersionRemoval => !("marker" in item));
     const markers = newMarkers(items);
-    const run = removals.length === items.length
+    const run = removals.length === 1 && items.length === 1
+      ? () => [this.#removeOne(removals[0], scope, () => written++)]
+      : removals.length === items.length
       ? () => this.#removeVersions(removals, scope, (n) => written += n)
       : markers
       ? () => this.#insertMarkers(markers, scope, (n) => written += n)
@@ -650,6 +661,25 @@ export class SqliteMetaStore implements MetaStore {
         if (scope) scope.recorded += written;
         return outcomes;
       });
+  }
+
+  /**
+   * A batch of one removal (a DELETE request): for one key the plain statements of #deleteVersion
+   * cost less than the set-based ones' JSON (~60 µs less CPU per DELETE). A refusal of its guard
+   * fails it alone; any other error fails it through the batch's savepoint.
+   */
+  #removeOne(
+    item: VersionRemoval,
+    scope: AuditScope | undefined,
+    audited: () => void,
+  ): BatchDeleteOutcome {
+    const r = this.#deleteVersion(item);
+    if ("refused" in r) return { ok: false, error: r.refused };
+    if (scope && r.removed) {
+      this.#audit.append(changeFacts(scope, { key: item.key, versionId: item.versionId }));
+      audited();
+    }
+    return { ok: true, ...r };
   }
 
   /**
@@ -776,6 +806,7 @@ export class SqliteMetaStore implements MetaStore {
         change = { key: v.key, versionId: v.versionId ?? "", bytes: v.size };
       } else {
         const r = this.#deleteVersion(item);
+        if ("refused" in r) throw r.refused;
         outcome = { ok: true, ...r };
         change = r.removed ? { key: item.key, versionId: item.versionId } : undefined;
       }

@@ -5,7 +5,7 @@ import { assert, assertEquals } from "../../tests/integration/assert.ts";
 import { newScope, runAudited } from "../audit/scope.ts";
 import { verifyStored } from "../audit/verify.ts";
 import { SqliteMetaStore } from "./sqlite.ts";
-import type { BatchDelete, ObjectVersion, OutboxEvent } from "./store.ts";
+import type { BatchDelete, BatchDeleteOutcome, ObjectVersion, OutboxEvent } from "./store.ts";
 
 function version(key: string, versionId: string, over: Partial<ObjectVersion> = {}): ObjectVersion {
   return {
@@ -50,7 +50,14 @@ async function versionedStore(): Promise<SqliteMetaStore> {
   return meta;
 }
 
-Deno.test("DeleteObjects batch: each key as if deleted one after the other", async () => {
+/**
+ * Removes versions of a fixture (a key named twice, a refused one, a missing one, both versions of
+ * a key, the latest of two, a chunked one) through `send`, and checks what deleting the keys one
+ * after the other gives: outcomes, versions left, events, audit entries and the freed chunk.
+ */
+async function removalCase(
+  send: (meta: SqliteMetaStore, batch: BatchDelete[]) => Promise<BatchDeleteOutcome[]>,
+): Promise<void> {
   const meta = await versionedStore();
   await meta.putObjectVersion(version("a", "a1"));
   await meta.putObjectVersion(version("locked", "l1"));
@@ -83,7 +90,7 @@ Deno.test("DeleteObjects batch: each key as if deleted one after the other", asy
   const scope = newScope({ requestId: "R", principal: "user:u", operation: "DeleteObjects" });
   scope.bucket = "b";
   const outcomes = await runAudited(scope, () =>
-    meta.deleteObjects([
+    send(meta, [
       remove("a", "a1"),
       remove("a", "a1"), // named twice: already gone
       remove("locked", "l1", true),
@@ -127,6 +134,18 @@ Deno.test("DeleteObjects batch: each key as if deleted one after the other", asy
   );
   assertEquals((await verifyStored(meta)).ok, true);
   await meta.close();
+}
+
+Deno.test("DeleteObjects batch: each key as if deleted one after the other", async () => {
+  await removalCase((meta, batch) => meta.deleteObjects(batch));
+});
+
+Deno.test("DELETE requests one after the other (a batch of one each): the same", async () => {
+  await removalCase(async (meta, batch) => {
+    const outcomes: BatchDeleteOutcome[] = [];
+    for (const item of batch) outcomes.push(...await meta.deleteObjects([item]));
+    return outcomes;
+  });
 });
 
 Deno.test("DeleteObjects batch of delete markers: the same as one marker after the other", async () => {
