@@ -4,6 +4,7 @@
 // the chain linear: each append reads the current head inside its own transaction.
 import type { SQLInputValue, StatementSync } from "node:sqlite";
 import { Where } from "./sqlite_where.ts";
+import { returnArrays } from "./sqlite_arrays.ts";
 import {
   type AuditAnchor,
   type AuditEntry,
@@ -59,11 +60,6 @@ function toEntry(r: SQLInputValue[]): AuditEntry {
   };
 }
 
-/** Rows as arrays: no per-row object with named properties (not in the type definitions yet). */
-function arrays(s: StatementSync): void {
-  (s as StatementSync & { setReturnArrays(on: boolean): void }).setReturnArrays(true);
-}
-
 export class SqliteAudit {
   constructor(readonly stmt: Prepare) {}
 
@@ -115,7 +111,7 @@ export class SqliteAudit {
   /** Entries after `afterSeq` in order, for verification and export. */
   page(afterSeq: number, limit: number): AuditEntry[] {
     const s = this.stmt(`SELECT ${COLUMNS} FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?`);
-    arrays(s);
+    returnArrays(s);
     return (s.all(afterSeq, limit) as unknown as SQLInputValue[][]).map(toEntry);
   }
 
@@ -129,7 +125,7 @@ export class SqliteAudit {
       .add("status = ?", q.status)
       .add("substr(key, 1, ?) = ?", q.keyPrefix?.length, q.keyPrefix);
     const s = this.stmt(`SELECT ${COLUMNS} FROM audit_log WHERE ${where.sql} ORDER BY seq LIMIT ?`);
-    arrays(s);
+    returnArrays(s);
     return (s.all(...where.args, q.limit) as unknown as SQLInputValue[][]).map(toEntry);
   }
 

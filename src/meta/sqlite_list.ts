@@ -1,6 +1,7 @@
 // Listing current objects: a range scan over the current-version index, in batches.
 import type { SQLInputValue, StatementSync } from "node:sqlite";
 import { compareKeys, prefixSuccessor } from "./keys.ts";
+import { returnArrays } from "./sqlite_arrays.ts";
 import type { ListPage, ListQuery } from "./store.ts";
 
 /** Keys skipped inside one common prefix before the scan seeks past the prefix instead. */
@@ -92,8 +93,7 @@ function scan(
     "SELECT key, size, etag, last_modified, owner, delete_marker FROM versions " +
       `WHERE bucket = ? AND is_latest = 1 AND ${lower}${upper} ORDER BY key LIMIT ?`,
   );
-  // Rows as arrays: no per-row object with named properties (not in the type definitions yet).
-  (s as StatementSync & { setReturnArrays(on: boolean): void }).setReturnArrays(true);
+  returnArrays(s);
   const args: SQLInputValue[] = [bucket, opts.bound];
   if (opts.upper !== undefined) args.push(opts.upper);
   args.push(opts.limit);
