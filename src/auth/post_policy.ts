@@ -7,7 +7,6 @@ import { type Dialect, h } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
 import { parseAmzDate, signingKey } from "./sigv4.ts";
 import { sameSignatureV2, signatureMismatch, signV2 } from "./sigv2.ts";
-import { fromHex } from "../http/hex.ts";
 
 export type PolicyCondition =
   | { op: "eq" | "starts-with"; field: string; value: string; text: string }
@@ -235,7 +234,7 @@ export async function verifyPostSignature(
   const expected = createHmac("sha256", signingKey(d, secret, { date: day, region, service }))
     .update(policy).digest();
   const given = values.get(names.signature)!;
-  if (!/^[0-9a-f]{64}$/.test(given) || !timingSafeEqual(expected, fromHex(given))) {
+  if (!/^[0-9a-f]{64}$/.test(given) || !timingSafeEqual(expected, Uint8Array.fromHex(given))) {
     throw new S3Error(
       "SignatureDoesNotMatch",
       "The request signature we calculated does not match the signature you provided. " +

@@ -8,7 +8,6 @@ import {
   UNSIGNED_PAYLOAD,
   uriEncode,
 } from "./sigv4.ts";
-import { toHex } from "../http/hex.ts";
 
 export interface PresignInput {
   dialect: Dialect;
@@ -57,5 +56,5 @@ export function presignUrl(input: PresignInput): string {
     UNSIGNED_PAYLOAD,
   ].join("\n");
   const signature = computeSignature(d, input.secret, { scope, amzDate, canonicalRequest });
-  return `${input.origin}${path}?${rawQuery}&${uriEncode(q(d, "Signature"))}=${toHex(signature)}`;
+  return `${input.origin}${path}?${rawQuery}&${uriEncode(q(d, "Signature"))}=${signature.toHex()}`;
 }

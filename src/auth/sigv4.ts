@@ -3,7 +3,6 @@ import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { ChunkSigner } from "../http/chunked_body.ts";
 import { type Dialect, h, q } from "../http/dialect.ts";
 import { S3Error } from "../http/errors.ts";
-import { fromHex } from "../http/hex.ts";
 
 export const MAX_CLOCK_SKEW_MS = 15 * 60 * 1000;
 export const MAX_PRESIGN_EXPIRES_S = 7 * 24 * 3600;
@@ -196,7 +195,9 @@ async function verify(
       "The access key Id you provided does not exist in our records.",
     );
   }
-  const given = /^[0-9a-f]{64}$/.test(opts.signature) ? fromHex(opts.signature) : undefined;
+  const given = /^[0-9a-f]{64}$/.test(opts.signature)
+    ? Uint8Array.fromHex(opts.signature)
+    : undefined;
   const matches = (query: string) => {
     const canonicalRequest = [
       input.method,

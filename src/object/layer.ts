@@ -33,7 +33,6 @@ const DEFAULT_WRITE_BUFFER = 64 * 1024 * 1024;
 import { versionIdFor } from "./versioning.ts";
 import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
 import { checkWriteCondition, commitGuard, type WriteCondition } from "./write_condition.ts";
-import { toHex } from "../http/hex.ts";
 import { type ChecksumAlgorithm, ChecksumCheck } from "../http/checksum.ts";
 import type { NewJob, WriteRecords } from "../meta/store.ts";
 import type { VersionParts } from "../meta/version_stamps.ts";
@@ -304,7 +303,7 @@ export class ObjectLayer {
         versionId: versionIdFor(bucket),
         deleteMarker: false,
         size: written.size,
-        etag: `"${toHex(written.md5)}"`,
+        etag: `"${written.md5.toHex()}"`,
         lastModified: Date.now(),
         contentType: input.contentType,
         userMeta: input.userMeta,

@@ -17,7 +17,6 @@ import {
   type CompleteExpectations,
   type RequestedPart,
 } from "./multipart_checksum.ts";
-import { toHex } from "../http/hex.ts";
 import { type EventOrigin, objectEvent } from "../events/outbox.ts";
 import { commitGuard, type WriteCondition } from "./write_condition.ts";
 
@@ -36,7 +35,7 @@ export function noSuchUpload(uploadId: string): S3Error {
 
 /** Upload ids sort by creation time. */
 export function newUploadId(): string {
-  const random = toHex(crypto.getRandomValues(new Uint8Array(12)));
+  const random = crypto.getRandomValues(new Uint8Array(12)).toHex();
   return Date.now().toString(16).padStart(12, "0") + random;
 }
 
@@ -74,7 +73,7 @@ export async function uploadPart(
     }
     const part: PartRecord = {
       partNumber: input.partNumber,
-      etag: `"${toHex(written.md5)}"`,
+      etag: `"${written.md5.toHex()}"`,
       size: written.size,
       lastModified: Date.now(),
       checksum: input.checksum?.(),

@@ -40,7 +40,6 @@ import {
   syncDir,
   writeShard,
 } from "./shard_files.ts";
-import { toHex } from "../http/hex.ts";
 import { log } from "../log.ts";
 
 export interface ErasureLayout {
@@ -91,7 +90,7 @@ function storedAsIs(rec: ChunkRecord): boolean {
 }
 
 function randomId(): string {
-  return toHex(crypto.getRandomValues(new Uint8Array(32)));
+  return crypto.getRandomValues(new Uint8Array(32)).toHex();
 }
 
 /**
