@@ -38,12 +38,14 @@ Deno.test("credentials are generated once, printed once and kept", async () => {
 });
 
 Deno.test("a bad setting stops the start with a clear message", async () => {
+  const dataDir = await Deno.makeTempDir();
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", MAIN],
-    env: { STORE_PORT: "ninety", STORE_DATA_DIR: await Deno.makeTempDir() },
+    env: { STORE_PORT: "ninety", STORE_DATA_DIR: dataDir },
     stdout: "piped",
     stderr: "piped",
   }).output();
+  await Deno.remove(dataDir, { recursive: true });
   assertEquals(out.code, 2);
   assertMatch(
     new TextDecoder().decode(out.stderr),
