@@ -47,15 +47,25 @@ export interface SignatureInput {
   payloadSha256?: string;
 }
 
-const UNRESERVED = /[A-Za-z0-9\-._~]/;
+/** Values that are their own encoding (most query values: upload ids, part numbers, prefixes). */
+const UNRESERVED_ONLY = /^[A-Za-z0-9\-._~]*$/;
+const UNRESERVED_OR_SLASH = /^[A-Za-z0-9\-._~/]*$/;
+const HEX_DIGITS = "0123456789ABCDEF";
+const utf8 = new TextEncoder();
+
+function unreserved(byte: number): boolean {
+  return (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) ||
+    (byte >= 0x61 && byte <= 0x7a) || byte === 0x2d || byte === 0x2e || byte === 0x5f ||
+    byte === 0x7e;
+}
 
 /** Percent-encodes per SigV4: everything but unreserved characters, upper-case hex. */
 export function uriEncode(value: string, keepSlash = false): string {
+  if ((keepSlash ? UNRESERVED_OR_SLASH : UNRESERVED_ONLY).test(value)) return value;
   let out = "";
-  for (const byte of new TextEncoder().encode(value)) {
-    const c = String.fromCharCode(byte);
-    if (byte < 128 && (UNRESERVED.test(c) || (keepSlash && c === "/"))) out += c;
-    else out += "%" + byte.toString(16).toUpperCase().padStart(2, "0");
+  for (const byte of utf8.encode(value)) {
+    if (unreserved(byte) || (keepSlash && byte === 0x2f)) out += String.fromCharCode(byte);
+    else out += "%" + HEX_DIGITS[byte >> 4] + HEX_DIGITS[byte & 15];
   }
   return out;
 }

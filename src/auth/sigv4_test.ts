@@ -6,6 +6,7 @@ import {
   canonicalQuery,
   canonicalUri,
   type SignatureInput,
+  uriEncode,
   verifyHeaderAuth,
   verifyPresigned,
 } from "./sigv4.ts";
@@ -211,4 +212,17 @@ Deno.test("header auth: streaming payload hashes of each kind", async () => {
       "NotImplemented",
     );
   }
+});
+
+Deno.test("uriEncode: unreserved characters as they are, every other byte of the UTF-8 as %XX", () => {
+  assertEquals(uriEncode("AZaz09-._~"), "AZaz09-._~");
+  assertEquals(uriEncode(""), "");
+  assertEquals(uriEncode("a b+c=d&e"), "a%20b%2Bc%3Dd%26e");
+  assertEquals(uriEncode("*'()!"), "%2A%27%28%29%21");
+  assertEquals(uriEncode("%2F"), "%252F");
+  assertEquals(uriEncode("\u0000\u007f"), "%00%7F");
+  assertEquals(uriEncode("ü€😀"), "%C3%BC%E2%82%AC%F0%9F%98%80");
+  assertEquals(uriEncode("photos/é.jpg"), "photos%2F%C3%A9.jpg");
+  assertEquals(uriEncode("photos/é.jpg", true), "photos/%C3%A9.jpg");
+  assertEquals(uriEncode("a/b", true), "a/b");
 });
