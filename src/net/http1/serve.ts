@@ -4,6 +4,7 @@
 // only when it starts reading the body (src/net/http1/body.ts).
 
 import { RequestBody } from "./body.ts";
+import { RequestHeaders } from "./request_headers.ts";
 import { HeadError, parseHead, type RequestHead } from "./head.ts";
 import { ConnReader, UnexpectedEof } from "./reader.ts";
 import { plainHead, writeResponse } from "./response.ts";
@@ -213,12 +214,12 @@ function buildRequest(head: RequestHead, scheme: string, body: RequestBody | nul
   const withBody = body !== null && !NO_BODY_METHODS.has(head.method);
   const request = new Request(url, {
     method: head.method,
-    // Pairs, not a Headers object: Request copies a Headers object field by field, slowly.
-    headers: head.fields,
     body: withBody ? body.stream : null,
     // @ts-ignore: Deno's RequestInit takes `duplex` for streaming bodies
     duplex: "half",
   });
   if (request.url !== url) Object.defineProperty(request, "url", { value: url });
+  // The parsed fields as they are (request_headers.ts), not checked and copied again by Request.
+  Object.defineProperty(request, "headers", { value: new RequestHeaders(head.fields) });
   return request;
 }
