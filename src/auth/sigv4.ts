@@ -86,7 +86,12 @@ export function canonicalUri(rawPath: string): string {
   return rawPath.split("/").map((s) => uriEncode(safeDecode(s))).join("/");
 }
 
-export function canonicalQuery(rawQuery: string, skip?: string, byKeyOnly = false): string {
+export function canonicalQuery(rawQuery: string, skip?: string): string {
+  return joinedQuery(encodedPairs(rawQuery, skip), false);
+}
+
+/** The query's parameters (but `skip`), decoded and encoded again per SigV4, in request order. */
+function encodedPairs(rawQuery: string, skip?: string): [string, string][] {
   const pairs: [string, string][] = [];
   for (const part of rawQuery.split("&")) {
     if (part === "") continue;
@@ -96,12 +101,16 @@ export function canonicalQuery(rawQuery: string, skip?: string, byKeyOnly = fals
     const value = eq < 0 ? "" : safeDecode(part.slice(eq + 1));
     pairs.push([uriEncode(key), uriEncode(value)]);
   }
-  pairs.sort((a, b) => {
+  return pairs;
+}
+
+/** `pairs` sorted by key (and by value too unless `byKeyOnly`; the sort keeps ties in order). */
+function joinedQuery(pairs: [string, string][], byKeyOnly: boolean): string {
+  return [...pairs].sort((a, b) => {
     if (a[0] !== b[0]) return a[0] < b[0] ? -1 : 1;
     if (byKeyOnly || a[1] === b[1]) return 0;
     return a[1] < b[1] ? -1 : 1;
-  });
-  return pairs.map(([k, v]) => `${k}=${v}`).join("&");
+  }).map(([k, v]) => `${k}=${v}`).join("&");
 }
 
 /**
@@ -110,8 +119,9 @@ export function canonicalQuery(rawQuery: string, skip?: string, byKeyOnly = fals
  * `events`, so that order is accepted too.
  */
 function canonicalQueries(rawQuery: string, skip?: string): string[] {
-  const sorted = canonicalQuery(rawQuery, skip);
-  const inOrder = canonicalQuery(rawQuery, skip, true);
+  const pairs = encodedPairs(rawQuery, skip);
+  const sorted = joinedQuery(pairs, false);
+  const inOrder = joinedQuery(pairs, true);
   return inOrder === sorted ? [sorted] : [sorted, inOrder];
 }
 
