@@ -121,15 +121,40 @@ import {
 
 type Row = Record<string, SQLInputValue>;
 
-const VERSION_COLUMNS =
-  "bucket, key, version_id, delete_marker, size, etag, last_modified, content_type, " +
-  "user_meta, headers, owner, vid, chunked, sse, acl, parts, lock_mode, lock_until, legal_hold" +
-  ", checksum, tags, replication, stamps";
+const VERSION_COLUMN_NAMES = [
+  "bucket",
+  "key",
+  "version_id",
+  "delete_marker",
+  "size",
+  "etag",
+  "last_modified",
+  "content_type",
+  "user_meta",
+  "headers",
+  "owner",
+  "vid",
+  "chunked",
+  "sse",
+  "acl",
+  "parts",
+  "lock_mode",
+  "lock_until",
+  "legal_hold",
+  "checksum",
+  "tags",
+  "replication",
+  "stamps",
+] as const;
+const VERSION_COLUMNS = VERSION_COLUMN_NAMES.join(", ");
 
 /** The columns of a version row, in the order of VERSION_COLUMNS and then inline_data. */
-const VERSION_FIELDS = [...VERSION_COLUMNS.split(", "), "inline_data"];
+const VERSION_FIELDS = [...VERSION_COLUMN_NAMES, "inline_data"] as const;
 /** Each version column's position in a row read as an array (see versionOf). */
-const AT = Object.fromEntries(VERSION_FIELDS.map((c, i) => [c, i])) as Record<string, number>;
+const AT = Object.fromEntries(VERSION_FIELDS.map((c, i) => [c, i])) as Record<
+  typeof VERSION_FIELDS[number],
+  number
+>;
 
 /**
  * The statements of a GET or HEAD, made once: the statement cache is keyed by their text. Their
@@ -141,7 +166,7 @@ const ONE_VERSION = `SELECT ${VERSION_COLUMNS}, inline_data FROM versions ` +
   "WHERE bucket = ? AND key = ? AND version_id = ?";
 
 /** VERSION_COLUMNS of the table aliased `v`, for joins. */
-const JOINED_VERSION_COLUMNS = VERSION_COLUMNS.split(", ").map((c) => `v.${c}`).join(", ");
+const JOINED_VERSION_COLUMNS = VERSION_COLUMN_NAMES.map((c) => `v.${c}`).join(", ");
 
 /** A removal of one version in a batch (a BatchDelete that is not a delete marker). */
 type VersionRemoval = Exclude<BatchDelete, { marker: ObjectVersion }>;
@@ -819,22 +844,19 @@ export class SqliteMetaStore implements MetaStore {
   ): BatchDeleteOutcome {
     this.#db.exec("SAVEPOINT batch_item");
     try {
-      let outcome: BatchDeleteOutcome;
-      let change: ChangeDetail | undefined;
-      if ("marker" in item) {
-        const v = item.marker;
-        outcome = { ok: true, freed: this.#putVersion(v, [], item.guard).freed };
-        if (item.outbox) this.#events.append(item.outbox);
-        change = { key: v.key, versionId: v.versionId ?? "", bytes: v.size };
-      } else {
-        const r = this.#deleteVersion(item);
-        if ("refused" in r) throw r.refused;
-        outcome = { ok: true, ...r };
-        change = r.removed ? { key: item.key, versionId: item.versionId } : undefined;
+      if (!("marker" in item)) {
+        // A refused removal wrote nothing: the savepoint is released as it is.
+        const outcome = this.#removeOne(item, scope, audited);
+        this.#db.exec("RELEASE batch_item");
+        return outcome;
       }
-      if (scope && change) this.#audit.append(changeFacts(scope, change));
+      const v = item.marker;
+      const outcome = { ok: true as const, freed: this.#putVersion(v, [], item.guard).freed };
+      if (item.outbox) this.#events.append(item.outbox);
+      const change = { key: v.key, versionId: v.versionId ?? "", bytes: v.size };
+      if (scope) this.#audit.append(changeFacts(scope, change));
       this.#db.exec("RELEASE batch_item");
-      if (scope && change) audited();
+      if (scope) audited();
       return outcome;
     } catch (error) {
       this.#db.exec("ROLLBACK TO batch_item");
