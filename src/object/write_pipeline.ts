@@ -3,6 +3,7 @@
 // few chunks whatever the object size.
 import type { VersionChunk } from "../meta/store.ts";
 import type { ChunkStore } from "../storage/chunk_store.ts";
+import { copyInto } from "./shared_copy.ts";
 import type { WriteBuffers } from "./write_buffers.ts";
 
 /** Chunk writes allowed in flight while the body keeps streaming. */
@@ -99,7 +100,7 @@ export async function writeBody(
           pooled = true;
         }
         const n = Math.min(buffer.byteLength - filled, part.byteLength - at);
-        buffer.set(part.subarray(at, at + n), filled);
+        copyInto(buffer, part.subarray(at, at + n), filled);
         filled += n;
         at += n;
       }
