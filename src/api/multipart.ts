@@ -13,6 +13,7 @@ import {
   MAX_PART_NUMBER,
   newUploadId,
   noSuchUpload,
+  sameCompletion,
   uploadPart,
 } from "../object/multipart.ts";
 import { copyConditions, parseCopySource, readableSource } from "./copy.ts";
@@ -248,14 +249,20 @@ function completeResult(
 }
 
 /**
- * A completion of an upload that is already complete (a retry whose first answer was lost)
- * gets the first answer again, for COMPLETED_UPLOAD_RETENTION_MS; otherwise NoSuchUpload.
+ * A completion of an upload that is already complete with the same part list (a retry whose
+ * first answer was lost) gets the first answer again, for COMPLETED_UPLOAD_RETENTION_MS;
+ * otherwise (another list, a body that names none) NoSuchUpload.
  */
-async function repeatedCompletion(ctx: RequestContext, err: unknown): Promise<HandlerResult> {
+async function repeatedCompletion(
+  ctx: RequestContext,
+  err: unknown,
+  requested: RequestedPart[] | undefined,
+): Promise<HandlerResult> {
   const missing = err instanceof S3Error && err.code === "NoSuchUpload";
   const uploadId = ctx.query.get("uploadId") ?? "";
-  const done = missing ? await ctx.layer.meta.getCompletedUpload(uploadId) : undefined;
+  const done = missing && requested ? await ctx.layer.meta.getCompletedUpload(uploadId) : undefined;
   if (!done || done.bucket !== ctx.bucket || done.key !== ctx.key) throw err;
+  if (!sameCompletion(requested!, done.etag)) throw err;
   return completeResult(ctx, done);
 }
 
@@ -264,8 +271,14 @@ export const completeMultipartUpload: Handler = async (ctx) => {
   try {
     upload = await requireUpload(ctx);
   } catch (err) {
-    await ctx.body.text(MAX_COMPLETE_BODY);
-    return await repeatedCompletion(ctx, err);
+    const body = await ctx.body.text(MAX_COMPLETE_BODY);
+    let requested: RequestedPart[] | undefined;
+    try {
+      requested = parseCompleteBody(body);
+    } catch {
+      // No list to compare: the upload is simply gone.
+    }
+    return await repeatedCompletion(ctx, err, requested);
   }
   const requested = parseCompleteBody(await ctx.body.text(MAX_COMPLETE_BODY));
   let version: ObjectVersion;
@@ -276,8 +289,8 @@ export const completeMultipartUpload: Handler = async (ctx) => {
       origin: originOf(ctx),
     });
   } catch (err) {
-    // A concurrent completion of the same upload won: answer as it did.
-    return await repeatedCompletion(ctx, err);
+    // A concurrent completion of the same upload with the same list won: answer as it did.
+    return await repeatedCompletion(ctx, err, requested);
   }
   const result = completeResult(ctx, version);
   Object.assign(result.headers!, readHeaders(ctx, version));

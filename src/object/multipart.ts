@@ -143,12 +143,23 @@ function choose(
 }
 
 /** The multipart ETag: MD5 of the concatenated binary part MD5s, then `-<parts>`. */
-export function multipartEtag(parts: PartRecord[]): string {
+export function multipartEtag(parts: Pick<PartRecord, "etag">[]): string {
   const hash = createHash("md5");
   for (const p of parts) {
     hash.update(Uint8Array.from(p.etag.slice(1, 33).match(/../g)!, (b) => parseInt(b, 16)));
   }
   return `"${hash.digest("hex")}-${parts.length}"`;
+}
+
+/**
+ * Whether `requested` names the parts whose multipart ETag is `etag`: a repeated completion of a
+ * finished upload (a retry whose answer was lost) names the same list; one that lost a race
+ * with another list does not.
+ */
+export function sameCompletion(requested: { etag: string }[], etag: string): boolean {
+  const etags = requested.map((r) => normalizeEtag(r.etag));
+  if (!etags.every((e) => /^"[0-9a-f]{32}"$/i.test(e))) return false;
+  return multipartEtag(etags.map((e) => ({ etag: e.toLowerCase() }))) === etag;
 }
 
 export async function completeUpload(

@@ -7,6 +7,7 @@ import {
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteBucketCommand,
+  HeadObjectCommand,
   ListMultipartUploadsCommand,
   PutObjectCommand,
   type S3Client,
@@ -100,6 +101,60 @@ Deno.test("multipart compatibility", async (t) => {
       ]);
       assertEquals(a.ETag, b.ETag);
     });
+
+    await t.step(
+      "a completion naming another part list after the upload completed: NoSuchUpload",
+      async () => {
+        const up = await startUpload(s3, "mprep", "relisted", 5 * 1024 * 1024);
+        const second = await s3.send(
+          new UploadPartCommand({
+            Bucket: "mprep",
+            Key: "relisted",
+            UploadId: up.UploadId,
+            PartNumber: 2,
+            Body: randomBytes(1000),
+          }),
+        );
+        const both = { ...up, Parts: [...up.Parts, { PartNumber: 2, ETag: second.ETag }] };
+        const first = await complete(s3, "mprep", "relisted", both);
+        await assertRejectsCode(() => complete(s3, "mprep", "relisted", up), "NoSuchUpload", 404);
+        // The same list, with the ETags unquoted, is still the same completion.
+        const unquoted = both.Parts.map((p) => ({ ...p, ETag: p.ETag!.replaceAll('"', "") }));
+        const again = await complete(s3, "mprep", "relisted", { ...both, Parts: unquoted });
+        assertEquals(again.ETag, first.ETag);
+      },
+    );
+
+    await t.step(
+      "concurrent completions with different part lists: one wins, the other fails",
+      async () => {
+        const up = await startUpload(s3, "mprep", "raced", 5 * 1024 * 1024);
+        const second = await s3.send(
+          new UploadPartCommand({
+            Bucket: "mprep",
+            Key: "raced",
+            UploadId: up.UploadId,
+            PartNumber: 2,
+            Body: randomBytes(1000),
+          }),
+        );
+        const both = { ...up, Parts: [...up.Parts, { PartNumber: 2, ETag: second.ETag }] };
+        const results = await Promise.allSettled([
+          complete(s3, "mprep", "raced", up),
+          complete(s3, "mprep", "raced", both),
+        ]);
+        const won = results.filter((r) => r.status === "fulfilled");
+        const lost = results.filter((r) => r.status === "rejected");
+        assertEquals([won.length, lost.length], [1, 1]);
+        assertEquals((lost[0] as PromiseRejectedResult).reason.name, "NoSuchUpload");
+        const head = await s3.send(new HeadObjectCommand({ Bucket: "mprep", Key: "raced" }));
+        assertEquals(head.ETag, (won[0] as PromiseFulfilledResult<{ ETag?: string }>).value.ETag);
+        const winnerSize = results[0].status === "fulfilled"
+          ? 5 * 1024 * 1024
+          : 5 * 1024 * 1024 + 1000;
+        assertEquals(head.ContentLength, winnerSize);
+      },
+    );
 
     await t.step("an aborted upload is not completed later", async () => {
       const up = await startUpload(s3, "mprep", "aborted", 1000);
