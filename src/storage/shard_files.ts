@@ -80,7 +80,9 @@ export async function writeShard(
   }
   file.close();
   await Deno.mkdir(dir, { recursive: true, mode: DIR_MODE });
-  await Deno.rename(tmp, shardPath(drive, chunkId, index));
+  const path = shardPath(drive, chunkId, index);
+  await Deno.rename(tmp, path);
+  keptHeads.delete(path);
   return dir;
 }
 
@@ -175,17 +177,51 @@ export async function readShardRange(
   into: Uint8Array,
 ): Promise<ShardState> {
   if (!drive) return { state: "missing" };
+  const path = shardPath(drive, chunkId, index);
+  const kept = keptHeads.get(path);
+  const shard = { drive, chunkId, index, expectedLength, path };
+  const read = await readRangeOf(shard, from, to, into, kept);
+  if (!kept || read.state !== "corrupt") return read;
+  // The file changed behind the kept head (it is read again before the shard is called bad).
+  keptHeads.delete(path);
+  return await readRangeOf(shard, from, to, into, undefined);
+}
+
+/**
+ * The header and block table of version 2 shards read lately, by path: a GET reads a chunk in 1
+ * MiB pieces, and read the same head again for each (one file read of three per piece). Shard
+ * files change only through writeShard and removeShard, which drop their entry here; a kept head
+ * that does not verify a read is dropped and the read made again from the file. Every block read
+ * is still checked, against a table that was checked when its head was read; a table damaged on
+ * disk since is found by the next read of the head (or the scrub, which reads shards whole).
+ */
+const HEADS_KEPT = 1024;
+const keptHeads = new Map<string, Uint8Array>();
+
+function keepHead(path: string, head: Uint8Array): void {
+  if (keptHeads.size >= HEADS_KEPT) keptHeads.delete(keptHeads.keys().next().value!);
+  keptHeads.set(path, head);
+}
+
+async function readRangeOf(
+  shard: { drive: Drive; chunkId: string; index: number; expectedLength: number; path: string },
+  from: number,
+  to: number,
+  into: Uint8Array,
+  kept: Uint8Array | undefined,
+): Promise<ShardState> {
+  const { drive, chunkId, index, expectedLength, path } = shard;
   let file: Deno.FsFile;
   try {
-    file = await Deno.open(shardPath(drive, chunkId, index), { read: true });
+    file = await Deno.open(path, { read: true });
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) return { state: "missing" };
     return { state: "error", reason: String(err) };
   }
   try {
     // Header and table in one read, sized for the block size this version writes.
-    let head = new Uint8Array(HEADER_SIZE + 4 * blockCount(expectedLength));
-    head = head.subarray(0, await readFull(file, head));
+    let head = kept ?? new Uint8Array(HEADER_SIZE + 4 * blockCount(expectedLength));
+    if (!kept) head = head.subarray(0, await readFull(file, head));
     const h = parseHeader(head, index, expectedLength);
     if (typeof h === "string") return corrupt(h);
     if (h.version === WHOLE_CRC) {
@@ -200,6 +236,7 @@ export async function readShardRange(
       if (await readAt(file, 0, head) !== start) return corrupt("file length");
     }
     if (tableChecksum(head) !== h.checksum) return corrupt("block table checksum mismatch");
+    if (!kept) keepHead(path, head);
     const table = new DataView(head.buffer, head.byteOffset + HEADER_SIZE);
     /** Reads blocks [b, ...) of the payload into `buf` and verifies them. */
     const read = async (b: number, buf: Uint8Array): Promise<string | undefined> => {
@@ -282,8 +319,10 @@ export async function removeShard(
   index: number,
 ): Promise<void> {
   if (!drive) return;
+  const path = shardPath(drive, chunkId, index);
+  keptHeads.delete(path);
   try {
-    await Deno.remove(shardPath(drive, chunkId, index));
+    await Deno.remove(path);
   } catch (err) {
     if (!(err instanceof Deno.errors.NotFound)) throw err;
   }

@@ -7,6 +7,7 @@ import {
   HEADER_SIZE,
   readShard,
   readShardRange,
+  removeShard,
   shardFileSize,
   shardPath,
   shardPresent,
@@ -148,5 +149,48 @@ Deno.test("version 1 shards (one checksum) stay readable, whole and by range", a
     bytes[HEADER_SIZE + 7] ^= 1;
     await Deno.writeFile(shardPath(drive, ID, 1), bytes);
     assertEquals((await rangeOf(drive, 1, SIZE, SIZE - 1, SIZE)).state, "corrupt");
+  });
+});
+
+Deno.test("range reads keep a shard's head: a file replaced behind it is read again, a flipped byte still caught", async () => {
+  await withDrive(async (drive) => {
+    await withDrive(async (other) => {
+      const path = shardPath(drive, ID, 0);
+      const a = payloadOf(SIZE);
+      const b = a.map((x) => x ^ 0x5a);
+      await writeShard(drive, ID, 0, a);
+      await writeShard(other, ID, 0, b);
+      const first = await rangeOf(drive, 0, SIZE, BLOCK_SIZE, 3 * BLOCK_SIZE);
+      assert(first.state === "ok");
+      assertBytesEqual(first.payload, a.subarray(BLOCK_SIZE, 3 * BLOCK_SIZE));
+
+      // Replaced without writeShard (its head kept from the read above): not "corrupt".
+      await Deno.writeFile(path, await Deno.readFile(shardPath(other, ID, 0)));
+      for (const [from, to] of [[BLOCK_SIZE, 3 * BLOCK_SIZE], [5, SIZE - 7]]) {
+        const r = await rangeOf(drive, 0, SIZE, from, to);
+        assert(r.state === "ok", `${from}-${to}: ${r.state}`);
+        assertBytesEqual(r.payload, b.subarray(from, to));
+      }
+
+      // A flipped byte under a range is caught with the head kept, and the file still read.
+      const bytes = await Deno.readFile(path);
+      bytes[shardFileSize(SIZE) - SIZE + 2 * BLOCK_SIZE + 3] ^= 1;
+      await Deno.writeFile(path, bytes);
+      assertEquals(
+        (await rangeOf(drive, 0, SIZE, 2 * BLOCK_SIZE, 3 * BLOCK_SIZE)).state,
+        "corrupt",
+      );
+      const clean = await rangeOf(drive, 0, SIZE, 0, BLOCK_SIZE);
+      assert(clean.state === "ok");
+      assertBytesEqual(clean.payload, b.subarray(0, BLOCK_SIZE));
+
+      // Removed and written again through the module: read as the new file.
+      await removeShard(drive, ID, 0);
+      assertEquals((await rangeOf(drive, 0, SIZE, 0, 1)).state, "missing");
+      await writeShard(drive, ID, 0, a);
+      const rewritten = await rangeOf(drive, 0, SIZE, 0, SIZE);
+      assert(rewritten.state === "ok");
+      assertBytesEqual(rewritten.payload, a);
+    });
   });
 });
