@@ -295,7 +295,9 @@ async function readWhole(path: string): Promise<Uint8Array> {
 
 /** Fills `buf` from `position` of `file`; the bytes read (fewer at the end of the file). */
 async function readAt(file: Deno.FsFile, position: number, buf: Uint8Array): Promise<number> {
-  await file.seek(position, Deno.SeekMode.Start);
+  // lseek only sets the file's offset (no I/O): synchronous, it spares a read the cost of an async
+  // operation (a thread hop and a promise), which is what a 1 MiB piece's reading mostly costs.
+  file.seekSync(position, Deno.SeekMode.Start);
   return await readFull(file, buf);
 }
 
