@@ -34,6 +34,21 @@ async function startUpload(s3: S3Client, bucket: string, key: string, size: numb
   return { UploadId: UploadId!, Parts: [{ PartNumber: 1, ETag: part.ETag }] };
 }
 
+/** An upload in "mprep" with a 5 MiB part 1 and a short part 2: completable as [1] or [1, 2]. */
+async function twoPartUpload(s3: S3Client, key: string) {
+  const up = await startUpload(s3, "mprep", key, 5 * 1024 * 1024);
+  const second = await s3.send(
+    new UploadPartCommand({
+      Bucket: "mprep",
+      Key: key,
+      UploadId: up.UploadId,
+      PartNumber: 2,
+      Body: randomBytes(1000),
+    }),
+  );
+  return { up, both: { ...up, Parts: [...up.Parts, { PartNumber: 2, ETag: second.ETag }] } };
+}
+
 function complete(
   s3: S3Client,
   bucket: string,
@@ -105,17 +120,7 @@ Deno.test("multipart compatibility", async (t) => {
     await t.step(
       "a completion naming another part list after the upload completed: NoSuchUpload",
       async () => {
-        const up = await startUpload(s3, "mprep", "relisted", 5 * 1024 * 1024);
-        const second = await s3.send(
-          new UploadPartCommand({
-            Bucket: "mprep",
-            Key: "relisted",
-            UploadId: up.UploadId,
-            PartNumber: 2,
-            Body: randomBytes(1000),
-          }),
-        );
-        const both = { ...up, Parts: [...up.Parts, { PartNumber: 2, ETag: second.ETag }] };
+        const { up, both } = await twoPartUpload(s3, "relisted");
         const first = await complete(s3, "mprep", "relisted", both);
         await assertRejectsCode(() => complete(s3, "mprep", "relisted", up), "NoSuchUpload", 404);
         // The same list, with the ETags unquoted, is still the same completion.
@@ -128,17 +133,7 @@ Deno.test("multipart compatibility", async (t) => {
     await t.step(
       "concurrent completions with different part lists: one wins, the other fails",
       async () => {
-        const up = await startUpload(s3, "mprep", "raced", 5 * 1024 * 1024);
-        const second = await s3.send(
-          new UploadPartCommand({
-            Bucket: "mprep",
-            Key: "raced",
-            UploadId: up.UploadId,
-            PartNumber: 2,
-            Body: randomBytes(1000),
-          }),
-        );
-        const both = { ...up, Parts: [...up.Parts, { PartNumber: 2, ETag: second.ETag }] };
+        const { up, both } = await twoPartUpload(s3, "raced");
         const results = await Promise.allSettled([
           complete(s3, "mprep", "raced", up),
           complete(s3, "mprep", "raced", both),
