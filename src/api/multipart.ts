@@ -259,10 +259,10 @@ async function repeatedCompletion(
   requested: RequestedPart[] | undefined,
 ): Promise<HandlerResult> {
   const missing = err instanceof S3Error && err.code === "NoSuchUpload";
-  const uploadId = ctx.query.get("uploadId") ?? "";
-  const done = missing && requested ? await ctx.layer.meta.getCompletedUpload(uploadId) : undefined;
+  if (!missing || !requested) throw err;
+  const done = await ctx.layer.meta.getCompletedUpload(ctx.query.get("uploadId") ?? "");
   if (!done || done.bucket !== ctx.bucket || done.key !== ctx.key) throw err;
-  if (!sameCompletion(requested!, done.etag)) throw err;
+  if (!sameCompletion(requested, done.etag)) throw err;
   return completeResult(ctx, done);
 }
 

@@ -3,7 +3,7 @@
 // few chunks whatever the object size.
 import type { VersionChunk } from "../meta/store.ts";
 import type { ChunkStore } from "../storage/chunk_store.ts";
-import { copyInto } from "./shared_copy.ts";
+import { copyInto } from "../storage/shared_memory.ts";
 import type { WriteBuffers } from "./write_buffers.ts";
 
 /** Chunk writes allowed in flight while the body keeps streaming. */

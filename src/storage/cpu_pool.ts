@@ -20,6 +20,7 @@ import { createHash } from "node:crypto";
 import { createMd5, type Md5 } from "./md5.ts";
 import { compressChunk, type CompressionMode } from "./codec.ts";
 import type { CpuReply, CpuRequest } from "./cpu_worker.ts";
+import { sharedView } from "./shared_memory.ts";
 
 /** A body shorter than this is hashed inline (<= ~0.6 ms); a longer one binds to a worker. */
 export const MD5_FIRST_BATCH_BYTES = 256 * 1024;
@@ -231,7 +232,7 @@ export class CpuPool {
       return inlineChunk(plain);
     }
     this.#demand();
-    const shared = isShared(plain);
+    const shared = sharedView(plain);
     // The copy the workers see; away (detached) while a worker has it.
     let copy: Uint8Array<ArrayBuffer> | undefined;
     let finished = false;
@@ -476,13 +477,6 @@ export class CpuPool {
 /** Work on nothing: every step inline, on the calling thread. */
 export const inlineCpu: CpuPool = new CpuPool(0);
 
-/** The view itself when its bytes are in shared memory. */
-function isShared(bytes: Uint8Array): Uint8Array<SharedArrayBuffer> | undefined {
-  return typeof SharedArrayBuffer === "function" && bytes.buffer instanceof SharedArrayBuffer
-    ? bytes as Uint8Array<SharedArrayBuffer>
-    : undefined;
-}
-
 function sha256Hex(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
@@ -589,7 +583,7 @@ class OffloadedMd5 implements Md5Stream {
   }
 
   updateHeld(bytes: Uint8Array): Promise<void> | undefined {
-    const shared = isShared(bytes);
+    const shared = sharedView(bytes);
     if (!shared || this.#finished || this.#error || this.#local) return this.update(bytes);
     if (!this.#lane && !this.#binding && shared.byteLength >= MD5_FIRST_BATCH_BYTES) {
       this.#lane = this.#bind();

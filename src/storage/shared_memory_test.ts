@@ -1,5 +1,5 @@
 import { assert, assertBytesEqual } from "../../tests/integration/assert.ts";
-import { copyInto } from "./shared_copy.ts";
+import { copyInto } from "./shared_memory.ts";
 
 function random(n: number): Uint8Array {
   const out = new Uint8Array(n);
