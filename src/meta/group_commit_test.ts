@@ -52,3 +52,42 @@ Deno.test("flush commits what is queued right away (used before closing)", async
   assertEquals(await pending, 1);
   db.close();
 });
+
+Deno.test("a write alone in its batch that throws leaves nothing behind; the next one commits", async () => {
+  const { db, batch } = fresh();
+  const failed = batch.run(() => {
+    db.prepare("INSERT INTO t VALUES ('a', 1)").run();
+    db.prepare("UPDATE t SET v = 2 WHERE k = 'a'").run();
+    throw new Error("refused");
+  });
+  const error = await failed.then(() => undefined, (err: Error) => err);
+  assertEquals(error?.message, "refused");
+  assertEquals(db.isTransaction, false);
+  assertEquals(rows(db), []);
+  assertEquals(await batch.run(() => db.prepare("INSERT INTO t VALUES ('b', 3)").run().changes), 1);
+  assertEquals(rows(db), [["b", 3]]);
+  db.close();
+});
+
+Deno.test("a write alone in its batch is acknowledged only once durable, and fails with its flush", async () => {
+  const db = new DatabaseSync(":memory:");
+  db.exec("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER)");
+  let flush: (ok: boolean) => void = () => {};
+  const batch = new GroupCommit(
+    db,
+    () =>
+      new Promise((resolve, reject) => flush = (ok) => ok ? resolve() : reject(new Error("EIO"))),
+  );
+  let acknowledged = false;
+  const write = batch.run(() => db.prepare("INSERT INTO t VALUES ('a', 1)").run().changes)
+    .then((n) => (acknowledged = true, n));
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assertEquals([acknowledged, rows(db)], [false, [["a", 1]]]);
+  flush(true);
+  assertEquals(await write, 1);
+  const lost = batch.run(() => db.prepare("INSERT INTO t VALUES ('b', 2)").run());
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  flush(false);
+  assertEquals(await lost.then(() => "acknowledged", (err: Error) => err.message), "EIO");
+  db.close();
+});

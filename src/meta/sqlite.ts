@@ -731,22 +731,25 @@ export class SqliteMetaStore implements MetaStore {
 
   /**
    * A batch of version removals as set-based statements: one read of every version, the guards
-   * in order, one delete, one fix-up of the latest flags, and one insert each for the events and
-   * audit entries. A few statements per key would cost several times more, each step crossing
-   * into SQLite. The guards refuse keys alone (they run before anything is written); any other
-   * error fails the whole batch.
+   * in order, one delete, one fix-up of the latest flags; then the events and audit entries, a
+   * prepared insert each (cheaper than extracting their fields from JSON). A few statements per
+   * key would cost several times more, each step crossing into SQLite. The guards refuse keys
+   * alone (they run before anything is written); any other error fails the whole batch.
    */
   #removeVersions(
     items: VersionRemoval[],
     scope: AuditScope | undefined,
     audited: (entries: number) => void,
   ): BatchDeleteOutcome[] {
-    const rows = this.#stmt(
-      `SELECT j.item, v.rowid AS row_id, v.is_latest, ${JOINED_VERSION_COLUMNS} FROM ` +
+    // Rows as arrays: [item, rowid, is_latest, ...the version's columns] (see versionOf).
+    const rows = returnArrays(this.#stmt(
+      `SELECT j.item, v.rowid, v.is_latest, ${JOINED_VERSION_COLUMNS} FROM ` +
         "(SELECT key AS item, value ->> 0 AS b, value ->> 1 AS k, value ->> 2 AS id " +
         "FROM json_each(?)) j JOIN versions v ON v.bucket = j.b AND v.key = j.k AND v.version_id = j.id",
-    ).all(JSON.stringify(items.map((i) => [i.bucket, i.key, i.versionId]))) as Row[];
-    const found = new Map(rows.map((row) => [row.item as number, row]));
+    )).all(
+      JSON.stringify(items.map((i) => [i.bucket, i.key, i.versionId])),
+    ) as unknown as SQLInputValue[][];
+    const found = new Map(rows.map((row) => [row[0] as number, row]));
     const doomed = new Set<number>();
     const latest: [string, string][] = [];
     const events: OutboxEvent[] = [];
@@ -754,18 +757,19 @@ export class SqliteMetaStore implements MetaStore {
     const outcomes = items.map((item, i): BatchDeleteOutcome => {
       const row = found.get(i);
       // A key named twice: the second finds its version gone, as if deleted one after the other.
-      if (!row || doomed.has(row.row_id as number)) {
+      if (!row || doomed.has(row[1] as number)) {
         this.#nothingRemoved(item);
         return { ok: true, freed: [] };
       }
-      const removed = toVersion(row);
+      const removed = versionOf(row.slice(3));
+      const current = row[2] === 1;
       try {
-        item.guard?.(removed, row.is_latest === 1);
+        item.guard?.(removed, current);
       } catch (error) {
         return { ok: false, error };
       }
-      doomed.add(row.row_id as number);
-      if (row.is_latest === 1) latest.push([item.bucket, item.key]);
+      doomed.add(row[1] as number);
+      if (current) latest.push([item.bucket, item.key]);
       this.#versionRemoved(item);
       const event = item.outbox?.(removed);
       if (event) events.push(event);
@@ -793,8 +797,8 @@ export class SqliteMetaStore implements MetaStore {
 
   /**
    * New delete markers of distinct keys of one bucket (see newMarkers) as set-based statements:
-   * one update of the latest flags, one insert of every marker, one insert each for the events
-   * and audit entries; a marker per key costs about ten statements and two savepoint commands.
+   * one update of the latest flags, one insert of every marker, then the events and audit
+   * entries; a marker per key costs about ten statements and two savepoint commands.
    */
   #insertMarkers(
     items: MarkerItem[],

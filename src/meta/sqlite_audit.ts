@@ -19,6 +19,9 @@ const COLUMNS = "seq, at, request_id, principal, source, operation, bucket, key,
   "status, error_code, bytes, detail, hash";
 
 const COLUMN_LIST = COLUMNS.split(", ");
+const INSERT = `INSERT INTO audit_log (${COLUMNS}) VALUES (${
+  COLUMN_LIST.map(() => "?").join(", ")
+})`;
 
 /** An entry's values in COLUMNS order. */
 function values(e: AuditEntry): SQLInputValue[] {
@@ -66,24 +69,21 @@ export class SqliteAudit {
   /** Appends one entry; must run inside the caller's transaction. */
   append(facts: AuditFacts, at = Date.now()): AuditEntry {
     const entry = this.#chain(this.head(), facts, at);
-    this.stmt(
-      `INSERT INTO audit_log (${COLUMNS}) VALUES (${COLUMN_LIST.map(() => "?").join(", ")})`,
-    )
-      .run(...values(entry));
+    this.stmt(INSERT).run(...values(entry));
     return entry;
   }
 
   /**
-   * Appends entries in order with one statement (a batch of changes in one transaction); the same
-   * chain as appending each alone. Must run inside the caller's transaction.
+   * Appends entries in order (a batch of changes in one transaction); the same chain as appending
+   * each alone, the head read once. Must run inside the caller's transaction. Row by row through
+   * one prepared statement: one INSERT of the whole batch as a JSON array cost three times as
+   * much per entry (SQLite extracting 14 JSON fields of every row).
    */
   appendMany(facts: AuditFacts[], at = Date.now()): void {
     if (facts.length === 0) return;
     let head: AuditAnchor = this.head();
-    const rows = facts.map((f) => values(head = this.#chain(head, f, at)));
-    const fields = COLUMN_LIST.map((_, i) => `value ->> ${i}`).join(", ");
-    this.stmt(`INSERT INTO audit_log (${COLUMNS}) SELECT ${fields} FROM json_each(?) ORDER BY key`)
-      .run(JSON.stringify(rows));
+    const insert = this.stmt(INSERT);
+    for (const f of facts) insert.run(...values(head = this.#chain(head, f, at)));
   }
 
   /** The entry that follows `head`. */

