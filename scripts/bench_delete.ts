@@ -3,12 +3,14 @@
 // server's peak RSS. Starts `deno run -A main.ts` on a temp data directory.
 //
 //   deno task bench:delete [--sizes 1k,128k] [--batches 2] [--keys 1000] [--versioned]
+//                          [--url URL --access-key KEY --secret-key SECRET [--pid PID]]
 //
 // --versioned enables versioning first, so each key deleted without a version id gets a delete
-// marker (a write) instead of losing its only version.
+// marker (a write) instead of losing its only version. --url runs against a server already
+// running (another S3 server, to compare); --pid gives its process for the peak RSS.
 import { createHash, randomFillSync } from "node:crypto";
 import { objectPath } from "./bench_client.ts";
-import { Client, startLocalServer } from "./bench_run.ts";
+import { Client, peakRssOf, startLocalServer } from "./bench_run.ts";
 
 function flag(name: string, fallback: string): string {
   const i = Deno.args.indexOf(`--${name}`);
@@ -25,7 +27,8 @@ const SIZES = flag("sizes", "1k,128k").split(",").map(parseSize);
 const BATCHES = Number(flag("batches", "2"));
 const KEYS = Number(flag("keys", "1000"));
 const VERSIONED = Deno.args.includes("--versioned");
-const BUCKET = "bench-delete";
+// A bucket of its own per run: a server given by --url may hold one from an earlier run.
+const BUCKET = `bench-delete-${Date.now().toString(36)}`;
 const FILL_PARALLEL = 8;
 
 const keyOf = (size: number, batch: number, i: number) =>
@@ -62,7 +65,24 @@ async function deleteBatch(client: Client, size: number, batch: number): Promise
   if (res.text?.includes("<Error>")) throw new Error(`DeleteObjects: ${res.text.slice(0, 400)}`);
 }
 
-const server = await startLocalServer("us-east-1");
+/** The server given by --url, or one started here. */
+async function target() {
+  const url = Deno.args.includes("--url") ? flag("url", "") : "";
+  if (!url) return await startLocalServer("us-east-1");
+  const pid = Number(flag("pid", "0")) || undefined;
+  return {
+    endpoint: {
+      url,
+      accessKey: flag("access-key", ""),
+      secretKey: flag("secret-key", ""),
+      region: "us-east-1",
+    },
+    peakRss: () => pid ? peakRssOf(pid) : Promise.resolve(undefined),
+    stop: () => Promise.resolve(),
+  };
+}
+
+const server = await target();
 const client = new Client(server.endpoint, FILL_PARALLEL);
 try {
   await client.ok({ method: "PUT", path: objectPath(BUCKET) }, "CreateBucket");
@@ -92,6 +112,8 @@ try {
   const rss = await server.peakRss();
   if (rss !== undefined) console.log(`server peak RSS: ${Math.round(rss / 1024 / 1024)} MiB`);
 } finally {
+  // Empty unless the run failed or versioned keys left their markers: removed when it can be.
+  await client.send({ method: "DELETE", path: objectPath(BUCKET) }).catch(() => {});
   client.close();
   await server.stop();
 }
