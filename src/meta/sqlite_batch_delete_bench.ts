@@ -67,6 +67,17 @@ function nextKeys(): string[] {
   return Array.from({ length: KEYS }, (_, i) => `logs/${round}/${String(i).padStart(5, "0")}`);
 }
 
+/** Removals of the "null" version of each key, each with its event. */
+function removals(keys: string[]): BatchDelete[] {
+  return keys.map((key) => ({
+    bucket: "b",
+    key,
+    versionId: "null",
+    guard: () => {},
+    outbox: (v: ObjectVersion) => removedEvent(v.key, v.versionId),
+  }));
+}
+
 function deleteBatch(meta: SqliteMetaStore, items: BatchDelete[]) {
   return runAudited(
     newScope({ requestId: `r${round}`, source: "127.0.0.1" }),
@@ -81,15 +92,8 @@ Deno.bench("1,000 versions stored inline removed", async (b) => {
   await Promise.all(
     keys.map((key) => plain.putObjectVersion(version(key, "null", { kind: "inline", bytes }))),
   );
-  const items: BatchDelete[] = keys.map((key) => ({
-    bucket: "b",
-    key,
-    versionId: "null",
-    guard: () => {},
-    outbox: (v: ObjectVersion) => removedEvent(v.key, v.versionId),
-  }));
   b.start();
-  await deleteBatch(plain, items);
+  await deleteBatch(plain, removals(keys));
   b.end();
 });
 
@@ -102,15 +106,8 @@ Deno.bench("1,000 versions of one chunk each removed (chunks freed)", async (b) 
       ])
     ),
   );
-  const items: BatchDelete[] = keys.map((key) => ({
-    bucket: "b",
-    key,
-    versionId: "null",
-    guard: () => {},
-    outbox: (v: ObjectVersion) => removedEvent(v.key, v.versionId),
-  }));
   b.start();
-  await deleteBatch(plain, items);
+  await deleteBatch(plain, removals(keys));
   b.end();
 });
 
