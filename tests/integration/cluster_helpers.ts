@@ -57,6 +57,28 @@ export function restartNode(node: ClusterNodeProcess): Promise<ClusterNodeProces
   return startNode(node.id, { port: node.port, dataDir: node.dataDir, seeds: node.seeds });
 }
 
+/**
+ * Runs `fn`; when it throws, the error carries each node's last warnings and errors from its log
+ * (why a replication lagged, for a failure seen only once in a while on a loaded machine).
+ */
+export async function withNodeWarnings<T>(
+  nodes: ClusterNodeProcess[],
+  fn: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    const lines = nodes.map((n) => {
+      const warnings = n.server.logs().split("\n")
+        .filter((l) => /"level":"(warn|error)"/.test(l)).slice(-15);
+      return `--- ${n.id}: ${warnings.length} warnings and errors (last 15)\n${
+        warnings.join("\n")
+      }`;
+    });
+    throw new Error(`${err instanceof Error ? err.message : err}\n${lines.join("\n")}`);
+  }
+}
+
 export async function stopAll(nodes: ClusterNodeProcess[]): Promise<void> {
   await Promise.all(nodes.map((n) => n.server.stop()));
   await Promise.all(nodes.map((n) => Deno.remove(n.dataDir, { recursive: true }).catch(() => {})));
