@@ -42,11 +42,16 @@ export class GroupCommit {
     this.#scheduled = false;
     const batch = this.#pending.splice(0);
     if (batch.length === 0) return;
-    if (batch.length === 1) return this.#flushOne(batch[0]);
+    // A batch of one runs without a savepoint: when it throws, the whole transaction rolls back
+    // (below). A savepoint journals the original of every page the operation changes (to a
+    // temporary file past 64 KiB): hundreds of pages for a 1,000-key DeleteObjects.
+    const alone = batch.length === 1;
     const outcomes: { ok: boolean; value: unknown }[] = [];
     try {
       this.db.exec("BEGIN IMMEDIATE");
-      for (const op of batch) outcomes.push(this.#runOne(op));
+      for (const op of batch) {
+        outcomes.push(alone ? { ok: true, value: op.fn() } : this.#runOne(op));
+      }
       this.db.exec("COMMIT");
     } catch (err) {
       try {
@@ -60,27 +65,6 @@ export class GroupCommit {
       // Committed but maybe not on disk: no caller is told its write is safe.
       (err) => batch.forEach((op) => op.reject(err)),
     );
-  }
-
-  /**
-   * A batch of one runs without a savepoint: when it throws, the whole transaction rolls back. A
-   * savepoint journals the original of every page the operation changes (to a temporary file
-   * past 64 KiB): hundreds of pages for a 1,000-key DeleteObjects.
-   */
-  #flushOne(op: Pending): void {
-    let value: unknown;
-    try {
-      this.db.exec("BEGIN IMMEDIATE");
-      value = op.fn();
-      this.db.exec("COMMIT");
-    } catch (err) {
-      try {
-        this.db.exec("ROLLBACK");
-      } catch { /* the transaction is already gone */ }
-      op.reject(err);
-      return;
-    }
-    this.durable().then(() => op.resolve(value), (err) => op.reject(err));
   }
 
   #runOne(op: Pending): { ok: boolean; value: unknown } {
