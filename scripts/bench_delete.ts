@@ -11,16 +11,11 @@
 import { createHash, randomFillSync } from "node:crypto";
 import { objectPath } from "./bench_client.ts";
 import { Client, peakRssOf, startLocalServer } from "./bench_run.ts";
+import { parseSize, readEndpoint } from "./bench_options.ts";
 
 function flag(name: string, fallback: string): string {
   const i = Deno.args.indexOf(`--${name}`);
   return i >= 0 ? Deno.args[i + 1] : fallback;
-}
-
-function parseSize(s: string): number {
-  const m = /^(\d+)([km]?)$/i.exec(s.trim());
-  if (!m) throw new Error(`Bad size "${s}"`);
-  return Number(m[1]) * ({ "": 1, k: 1024, m: 1024 * 1024 }[m[2].toLowerCase()] ?? 1);
 }
 
 const SIZES = flag("sizes", "1k,128k").split(",").map(parseSize);
@@ -65,18 +60,14 @@ async function deleteBatch(client: Client, size: number, batch: number): Promise
   if (res.text?.includes("<Error>")) throw new Error(`DeleteObjects: ${res.text.slice(0, 400)}`);
 }
 
-/** The server given by --url, or one started here. */
+/** The server given by --url (or BENCH_URL, as for `deno task bench`), or one started here. */
 async function target() {
-  const url = Deno.args.includes("--url") ? flag("url", "") : "";
-  if (!url) return await startLocalServer("us-east-1");
+  const given = ["url", "access-key", "secret-key"].filter((n) => Deno.args.includes(`--${n}`));
+  const endpoint = readEndpoint(new Map(given.map((n) => [n, flag(n, "")])), "us-east-1", "");
+  if (!endpoint) return await startLocalServer("us-east-1");
   const pid = Number(flag("pid", "0")) || undefined;
   return {
-    endpoint: {
-      url,
-      accessKey: flag("access-key", ""),
-      secretKey: flag("secret-key", ""),
-      region: "us-east-1",
-    },
+    endpoint,
     peakRss: () => pid ? peakRssOf(pid) : Promise.resolve(undefined),
     stop: () => Promise.resolve(),
   };

@@ -150,7 +150,7 @@ function readFlags(args: string[]): Map<string, string> {
 }
 
 /** The endpoint of --url (prefix "") or --compare (prefix "compare"), with its credentials. */
-function readEndpoint(
+export function readEndpoint(
   flags: Map<string, string>,
   region: string,
   prefix: "" | "compare",
