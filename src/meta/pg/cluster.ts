@@ -140,6 +140,10 @@ export class PgCluster extends PgQueueCursors {
 
   /** Merges another node's state part by part, newer stamps winning; in the caller's transaction. */
   async apply(tx: Tx, s: BucketState): Promise<"applied" | "stale" | "kept"> {
+    // Every local change of a bucket locks its row first (FOR UPDATE, FOR SHARE or an UPDATE):
+    // waiting for it here means the stamps below include a change committing meanwhile, which
+    // a stamp read before it would have let this older state overwrite.
+    await tx`SELECT 1 FROM buckets WHERE name = ${s.bucket} FOR UPDATE`;
     const local = await this.#stamps(tx, s.bucket);
     let applied = false;
     if (s.record && newer(s.record.stamp, local.get("record"))) {

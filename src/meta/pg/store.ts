@@ -96,7 +96,7 @@ function written(t: VersionTarget): { lastModified: number | null; etag: string 
 }
 import { listCurrent, listVersions } from "./list.ts";
 import { migrate, MIGRATIONS } from "./schema.ts";
-import { read, transaction } from "./tx.ts";
+import { read, snapshot, transaction } from "./tx.ts";
 import { PgUploads } from "./uploads.ts";
 import { lockKeys, PgVersions, tagsColumn } from "./versions.ts";
 import {
@@ -184,6 +184,16 @@ export class PgMetaStore implements MetaStore {
 
   #read<T>(fn: (q: Q) => Promise<T>): Promise<T> {
     return read(this.#sql, fn);
+  }
+
+  /**
+   * A read whose statements all see one moment (tx.ts snapshot). The cluster's queues read a
+   * change's row, then its value and stamps: read apart, a value from before a concurrent change
+   * could be sent with that change's stamp, and the change itself, sent next under the same
+   * stamp, would then be refused by every peer as not newer.
+   */
+  #snapshot<T>(fn: (q: Q) => Promise<T>): Promise<T> {
+    return snapshot(this.#sql, fn);
   }
 
   #tx<T>(fn: (tx: Q) => Promise<T>): Promise<T> {
@@ -529,7 +539,9 @@ export class PgMetaStore implements MetaStore {
     opts: { createdAt?: number } = {},
   ): Promise<void> {
     return this.#change(async (tx) => {
+      // The bucket's row locked as by every bucket change (a replicated state waits for it).
       if (opts.createdAt !== undefined) await requireBucketAsDecided(tx, bucket, opts.createdAt);
+      else await tx`SELECT 1 FROM buckets WHERE name = ${bucket} FOR SHARE`;
       const result = await tx`
         DELETE FROM bucket_configs WHERE bucket = ${bucket} AND kind = ${kind}`;
       if (result.count > 0) await this.#bucketChanged(tx, bucket, `config:${kind}`);
@@ -537,7 +549,7 @@ export class PgMetaStore implements MetaStore {
   }
 
   bucketChanges(after: number, limit: number): Promise<BucketChange[]> {
-    return this.#read((q) => this.#cluster.changes(q, after, limit));
+    return this.#snapshot((q) => this.#cluster.changes(q, after, limit));
   }
 
   applyBucketState(state: BucketState): Promise<"applied" | "stale" | "kept"> {
@@ -944,7 +956,7 @@ export class PgMetaStore implements MetaStore {
   }
 
   userChanges(after: number, limit: number): Promise<UserChange[]> {
-    return this.#read((q) => this.#clusterUsers.changes(q, after, limit));
+    return this.#snapshot((q) => this.#clusterUsers.changes(q, after, limit));
   }
 
   applyUserState(state: UserState): Promise<"applied" | "stale" | "conflict"> {
@@ -1115,7 +1127,7 @@ export class PgMetaStore implements MetaStore {
   }
 
   recordChanges(after: number, limit: number): Promise<RecordChange[]> {
-    return this.#read((q) => this.#clusterRecords.changes(q, after, limit));
+    return this.#snapshot((q) => this.#clusterRecords.changes(q, after, limit));
   }
 
   applyRecordState(state: ReplicatedRecord): Promise<"applied" | "stale"> {

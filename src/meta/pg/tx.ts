@@ -60,6 +60,20 @@ export async function read<T>(sql: Sql, fn: (q: Q) => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * A read of several statements that must see one moment: a read-only transaction at REPEATABLE
+ * READ, whose statements all see the snapshot its first one took. (Outside a transaction each
+ * statement sees the changes committed before it, so a row and its stamps read one after the other
+ * can come from either side of another transaction's commit.)
+ */
+export async function snapshot<T>(sql: Sql, fn: (q: Q) => Promise<T>): Promise<T> {
+  try {
+    return await sql.begin("isolation level repeatable read read only", (tx) => fn(tx)) as T;
+  } catch (err) {
+    throw unavailable(err);
+  }
+}
+
 /** `fn` in one transaction, run again (from scratch) when PostgreSQL aborts it for a conflict. */
 export async function transaction<T>(sql: Sql, fn: (tx: Q) => Promise<T>): Promise<T> {
   for (let attempt = 1;; attempt++) {
