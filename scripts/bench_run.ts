@@ -1,5 +1,5 @@
 // The benchmark's machinery: a local server to test, a pooled client and the measuring loop.
-import { SERVER_V8_FLAGS } from "../src/memory/gc.ts";
+import { SERVER_ENV } from "../src/memory/server_env.ts";
 import { Connection, type Endpoint, type Request, type Response, Signer } from "./bench_client.ts";
 import type { Op, Options } from "./bench_options.ts";
 
@@ -41,7 +41,7 @@ export async function startLocalServer(
       STORE_REGION: region,
       STORE_ADMIN_USER: accessKey,
       STORE_ADMIN_PASSWORD: secretKey,
-      DENO_V8_FLAGS: SERVER_V8_FLAGS,
+      ...SERVER_ENV,
       ...env,
     },
     stdin: "null",

@@ -4,6 +4,7 @@
 // starts and stops on SIGTERM; a second run (an upgrade) keeps the settings.
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "./assert.ts";
+import { SERVER_ENV } from "../../src/memory/server_env.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const decoder = new TextDecoder();
@@ -70,6 +71,8 @@ Deno.test("install.sh into a staging root; the unit verifies; the installed prog
           "Restart=on-failure",
           "RestartPreventExitStatus=2",
           "KillSignal=SIGTERM",
+          // The environment the benchmark and the tests start the server with.
+          ...Object.entries(SERVER_ENV).map(([name, value]) => `Environment=${name}=${value}`),
         ]
       ) assert(unit.split("\n").includes(line), `${line} in the unit`);
       // The unit names /opt/store; verified here with the staged copy in its place.

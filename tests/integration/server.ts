@@ -1,5 +1,5 @@
 // Starts the real server as a child process on a random port with a temp data directory.
-import { SERVER_V8_FLAGS } from "../../src/memory/gc.ts";
+import { SERVER_ENV } from "../../src/memory/server_env.ts";
 import { S3Client } from "@aws-sdk/client-s3";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -80,8 +80,8 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
       ? {}
       : { STORE_ADMIN_USER: ADMIN_USER, STORE_ADMIN_PASSWORD: ADMIN_PASSWORD }),
     ...(metaUrl ? { STORE_META_URL: metaUrl } : {}),
-    // As the start script runs it (src/memory/gc.ts).
-    DENO_V8_FLAGS: SERVER_V8_FLAGS,
+    // As the start script runs it (src/memory/server_env.ts).
+    ...SERVER_ENV,
     ...opts.env,
   };
   const [program, ...prefixArgs] = [...(opts.prefix ?? []), Deno.execPath()];

@@ -3,6 +3,7 @@
 // server imports (deno.server.lock), not the test-only ones (SDK, browser driver).
 import { dirname, join } from "node:path";
 import { assert, assertEquals, assertMatch } from "./assert.ts";
+import { SERVER_ENV } from "../../src/memory/server_env.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const TEST_ONLY = ["@aws-sdk", "@smithy", "puppeteer-core"];
@@ -56,6 +57,12 @@ Deno.test("start script: first start fetches only server packages; SIGTERM stops
     const res = await fetch(`http://127.0.0.1:${port}/`);
     await res.body?.cancel();
     assert(res.status === 403, `anonymous ListBuckets: ${res.status}`);
+    // The script execs Deno: the server is this process, with the environment the benchmark
+    // and the tests start it with.
+    const environ = (await Deno.readTextFile(`/proc/${child.pid}/environ`)).split("\0");
+    for (const [name, value] of Object.entries(SERVER_ENV)) {
+      assert(environ.includes(`${name}=${value}`), `${name}=${value} in the server's environment`);
+    }
 
     child.kill("SIGTERM");
     const status = await child.status;
