@@ -1,5 +1,5 @@
 // The benchmark's machinery: a local server to test, a pooled client and the measuring loop.
-import { SERVER_ENV } from "../src/memory/server_env.ts";
+import { SERVER_DENO_FLAGS, SERVER_ENV } from "../src/memory/server_env.ts";
 import { Connection, type Endpoint, type Request, type Response, Signer } from "./bench_client.ts";
 import type { Op, Options } from "./bench_options.ts";
 
@@ -33,7 +33,7 @@ export async function startLocalServer(
   const accessKey = "bench-admin";
   const secretKey = crypto.randomUUID();
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("../main.ts", import.meta.url).pathname],
+    args: ["run", ...SERVER_DENO_FLAGS, "-A", new URL("../main.ts", import.meta.url).pathname],
     env: {
       STORE_ADDRESS: "127.0.0.1",
       STORE_PORT: "0",

@@ -4,7 +4,7 @@
 // starts and stops on SIGTERM; a second run (an upgrade) keeps the settings.
 import { join } from "node:path";
 import { assert, assertEquals, assertMatch } from "./assert.ts";
-import { SERVER_ENV } from "../../src/memory/server_env.ts";
+import { SERVER_DENO_FLAGS, SERVER_ENV } from "../../src/memory/server_env.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const decoder = new TextDecoder();
@@ -75,6 +75,10 @@ Deno.test("install.sh into a staging root; the unit verifies; the installed prog
           ...Object.entries(SERVER_ENV).map(([name, value]) => `Environment=${name}=${value}`),
         ]
       ) assert(unit.split("\n").includes(line), `${line} in the unit`);
+      const execStart = /^ExecStart=(.*)$/m.exec(unit)![1].split(" ");
+      for (const flag of SERVER_DENO_FLAGS) {
+        assert(execStart.includes(flag), `${flag} in ExecStart`);
+      }
       // The unit names /opt/store; verified here with the staged copy in its place.
       const staged = join(root, "store.service");
       await Deno.writeTextFile(

@@ -3,7 +3,7 @@
 // server imports (deno.server.lock), not the test-only ones (SDK, browser driver).
 import { dirname, join } from "node:path";
 import { assert, assertEquals, assertMatch } from "./assert.ts";
-import { SERVER_ENV } from "../../src/memory/server_env.ts";
+import { SERVER_DENO_FLAGS, SERVER_ENV } from "../../src/memory/server_env.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const TEST_ONLY = ["@aws-sdk", "@smithy", "puppeteer-core"];
@@ -63,6 +63,8 @@ Deno.test("start script: first start fetches only server packages; SIGTERM stops
     for (const [name, value] of Object.entries(SERVER_ENV)) {
       assert(environ.includes(`${name}=${value}`), `${name}=${value} in the server's environment`);
     }
+    const args = (await Deno.readTextFile(`/proc/${child.pid}/cmdline`)).split("\0");
+    for (const flag of SERVER_DENO_FLAGS) assert(args.includes(flag), `${flag} in ${args}`);
 
     child.kill("SIGTERM");
     const status = await child.status;
