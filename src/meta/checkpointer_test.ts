@@ -60,7 +60,7 @@ Deno.test("checkpoints run in the background after commits and keep the WAL from
   }
 });
 
-Deno.test("the worker runs only while commits come", async () => {
+Deno.test("the worker runs only while checkpoints come", async () => {
   const dir = await Deno.makeTempDir();
   const path = `${dir}/meta.db`;
   const db = open(path);
@@ -80,6 +80,31 @@ Deno.test("the worker runs only while commits come", async () => {
       frames: checkpointer.last!.frames,
       copied: checkpointer.last!.frames,
     });
+  } finally {
+    await checkpointer.close();
+    db.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("commits that come slowly keep no worker between checkpoints", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/meta.db`;
+  const db = open(path);
+  // A checkpoint every 4 commits, a commit every 150 ms: ~600 ms between checkpoints, in which
+  // commits never pause for idleStopMs, yet the worker is not kept.
+  const checkpointer = new Checkpointer(path, { everyMs: 20, idleStopMs: 300, minCommits: 4 });
+  try {
+    let stoppedBetween = 0;
+    for (let i = 0; i < 16; i++) {
+      writeBatch(db, i * 10, 10);
+      checkpointer.committed();
+      await sleep(150);
+      if (checkpointer.runs >= 1 && !checkpointer.working) stoppedBetween++;
+    }
+    assert(checkpointer.runs >= 3, `checkpoints ${checkpointer.runs}`);
+    assert(stoppedBetween >= 2, `the worker was seen stopped ${stoppedBetween} times`);
+    assertEquals(db.prepare("SELECT count(*) AS n FROM t").get()?.n, 160);
   } finally {
     await checkpointer.close();
     db.close();
