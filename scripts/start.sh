@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 # and V8's gc() for the memory release (README, Memory; src/memory/gc.ts SERVER_V8_FLAGS). A
 # DENO_V8_FLAGS of the caller's replaces them.
 export DENO_V8_FLAGS="${DENO_V8_FLAGS:---max-semi-space-size=4,--expose-gc}"
-# glibc malloc with at most two arenas (src/memory/server_env.ts): less memory kept after large uploads.
+# glibc malloc with at most two arenas (src/memory/server_env.ts): less memory kept after large
+# uploads.
 # --no-code-cache: the compiled-code cache stays mapped while the server runs (~4.7 MiB).
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 source scripts/ensure_deno.sh >&2

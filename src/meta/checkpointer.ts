@@ -6,8 +6,9 @@
 // server's writes; once it has copied everything, the next write starts the WAL over. The worker
 // exists only while checkpoints come (it is stopped `idleStopMs` after the last one): an idle
 // server, one that wrote a few rows at start, or one whose writes come slowly (large uploads: a
-// batch per object, a checkpoint every several seconds) keeps no isolate for it between them. SqliteMetaStore keeps SQLite's own
-// checkpoint as a backstop at a larger threshold, for a worker that falls behind or fails.
+// batch per object, a checkpoint every several seconds) keeps no isolate for it between them.
+// SqliteMetaStore keeps SQLite's own checkpoint as a backstop at a larger threshold, for a worker
+// that falls behind or fails.
 import { log } from "../log.ts";
 import type { CheckpointReply, CheckpointRequest } from "./checkpoint_worker.ts";
 
