@@ -35,6 +35,8 @@ export const CLUSTER_DDL = `
 
 /** The advisory lock that orders queue positions (an arbitrary constant of this store). */
 const QUEUE_LOCK = 0x53540c1;
+/** The class of the per-name advisory locks (two-key form: class, hash of the bucket name). */
+const NAME_LOCK = 0x5342;
 
 type Row = Record<string, unknown>;
 
@@ -59,6 +61,15 @@ export class PgCluster extends PgQueueCursors {
       VALUES (${bucket}, ${item}, ${stamp.ms}, ${stamp.node})
       ON CONFLICT (bucket, item) DO UPDATE SET stamp_ms = excluded.stamp_ms,
         stamp_node = excluded.stamp_node`;
+  }
+
+  /**
+   * Serializes the creation of a bucket name here with merges of that name's state: a creation
+   * holds no row lock a merge could wait for until its insert, and a merge that read the local
+   * stamps before the creation committed would then take the new row over with an older state.
+   */
+  async lockName(tx: Tx, bucket: string): Promise<void> {
+    await tx`SELECT pg_advisory_xact_lock(${NAME_LOCK}, hashtext(${bucket}))`;
   }
 
   /** Moves the bucket's row to the end of the queue. */
@@ -140,9 +151,11 @@ export class PgCluster extends PgQueueCursors {
 
   /** Merges another node's state part by part, newer stamps winning; in the caller's transaction. */
   async apply(tx: Tx, s: BucketState): Promise<"applied" | "stale" | "kept"> {
-    // Every local change of a bucket locks its row first (FOR UPDATE, FOR SHARE or an UPDATE):
-    // waiting for it here means the stamps below include a change committing meanwhile, which
-    // a stamp read before it would have let this older state overwrite.
+    // Every local change of a bucket locks its row first (FOR UPDATE, FOR SHARE or an UPDATE),
+    // a creation its name: waiting for them here means the stamps below include a change
+    // committing meanwhile, which a stamp read before it would have let this older state
+    // overwrite.
+    await this.lockName(tx, s.bucket);
     await tx`SELECT 1 FROM buckets WHERE name = ${s.bucket} FOR UPDATE`;
     const local = await this.#stamps(tx, s.bucket);
     let applied = false;

@@ -235,6 +235,8 @@ export class PgMetaStore implements MetaStore {
 
   async createBucket(b: BucketRecord): Promise<"created" | "exists"> {
     return await this.#change(async (tx) => {
+      // A merged state of the same name waits for this creation (PgCluster.lockName).
+      if (this.#replicating) await this.#cluster.lockName(tx as Tx, b.name);
       const rows = await tx`
         INSERT INTO buckets (name, owner, created_at, region, versioning, object_lock)
         VALUES (${b.name}, ${b.owner}, ${b.createdAt}, ${b.region}, ${b.versioning},
