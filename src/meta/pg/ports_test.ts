@@ -10,6 +10,7 @@ import { userReplicationCases } from "../contract/user_replication.ts";
 import { recordReplicationCases } from "../contract/record_replication.ts";
 import { memberListCases } from "../contract/member_list.ts";
 import { assert, assertEquals } from "../../../tests/integration/assert.ts";
+import type { BucketRecord } from "../store.ts";
 import { PgMetaStore } from "./store.ts";
 
 Deno.test("PostgreSQL: jobs, KMS keys and the bucket-change queue", async (t) => {
@@ -58,6 +59,18 @@ Deno.test("PostgreSQL: jobs, KMS keys and the bucket-change queue", async (t) =>
   }
 });
 
+/** A store on a new database of its own, clustering on as node "n1". */
+async function clusterStore(admin: postgres.Sql, serverUrl: string, db: string, pool = 2) {
+  await admin.unsafe(`CREATE DATABASE ${db}`);
+  const url = serverUrl.replace(/\/postgres$/, `/${db}`);
+  return { url, meta: await PgMetaStore.open({ url, pool, clusterNode: "n1" }) };
+}
+
+/** A bucket's record as a creation here makes it. */
+function bucketRecord(name: string, owner = "o", createdAt = Date.now()): BucketRecord {
+  return { name, owner, createdAt, region: "us-east-1", versioning: "", objectLock: false };
+}
+
 /**
  * A queued item whose value and stamp another connection changes together (in one transaction),
  * the stamp's parity saying the value.
@@ -75,14 +88,7 @@ interface TornRead {
 const TORN_READS: TornRead[] = [{
   what: "bucket",
   async setup(meta) {
-    await meta.createBucket({
-      name: "snap",
-      owner: "o",
-      createdAt: Date.now(),
-      region: "us-east-1",
-      versioning: "",
-      objectLock: false,
-    });
+    await meta.createBucket(bucketRecord("snap"));
   },
   async write(tx, ms, even) {
     await tx`UPDATE buckets SET versioning = ${even ? "Enabled" : "Suspended"} WHERE name = 'snap'`;
@@ -123,10 +129,7 @@ const TORN_READS: TornRead[] = [{
 // under the same stamp, is then refused by every peer as not newer (a cluster test on PostgreSQL
 // saw a bucket's versioning never arrive: 87 of 450 reads here were torn before the fix).
 async function readWhileChanged(admin: postgres.Sql, serverUrl: string, torn: TornRead) {
-  const db = `torn_${torn.what}`;
-  await admin.unsafe(`CREATE DATABASE ${db}`);
-  const url = serverUrl.replace(/\/postgres$/, `/${db}`);
-  const meta = await PgMetaStore.open({ url, pool: 2, clusterNode: "n1" });
+  const { url, meta } = await clusterStore(admin, serverUrl, `torn_${torn.what}`);
   const writer = postgres(url, { max: 1, onnotice: () => {} });
   try {
     await torn.setup(meta, writer);
@@ -164,19 +167,10 @@ async function readWhileChanged(admin: postgres.Sql, serverUrl: string, torn: To
 // state is older than the local change, so it must lose. Read before that change committed, the
 // local stamps would have let it overwrite the change (the change's row lock only delayed it).
 async function applyDuringLocalChange(admin: postgres.Sql, serverUrl: string) {
-  await admin.unsafe("CREATE DATABASE apply_during_change");
-  const url = serverUrl.replace(/\/postgres$/, "/apply_during_change");
-  const meta = await PgMetaStore.open({ url, pool: 2, clusterNode: "n1" });
+  const { url, meta } = await clusterStore(admin, serverUrl, "apply_during_change");
   const local = postgres(url, { max: 1, onnotice: () => {} });
   try {
-    await meta.createBucket({
-      name: "race",
-      owner: "o",
-      createdAt: Date.now(),
-      region: "us-east-1",
-      versioning: "",
-      objectLock: false,
-    });
+    await meta.createBucket(bucketRecord("race"));
     const before = (await meta.bucketChanges(0, 10))[0].versioning!.stamp.ms;
     let applying: Promise<string> | undefined;
     // The local change as setBucketVersioning makes it, held open while the state arrives.
@@ -208,9 +202,7 @@ async function applyDuringLocalChange(admin: postgres.Sql, serverUrl: string) {
 // let the older creation take the row over once the local insert released it. Raced here many
 // times over, each on its own name.
 async function createDuringApply(admin: postgres.Sql, serverUrl: string) {
-  await admin.unsafe("CREATE DATABASE create_during_apply");
-  const url = serverUrl.replace(/\/postgres$/, "/create_during_apply");
-  const meta = await PgMetaStore.open({ url, pool: 4, clusterNode: "n1" });
+  const { meta } = await clusterStore(admin, serverUrl, "create_during_apply", 4);
   try {
     const lost: string[] = [];
     let createdHere = 0;
@@ -218,14 +210,7 @@ async function createDuringApply(admin: postgres.Sql, serverUrl: string) {
       const name = `race-${i}`;
       const now = Date.now();
       const [created] = await Promise.all([
-        meta.createBucket({
-          name,
-          owner: "local",
-          createdAt: now,
-          region: "us-east-1",
-          versioning: "",
-          objectLock: false,
-        }),
+        meta.createBucket(bucketRecord(name, "local", now)),
         meta.applyBucketState({
           bucket: name,
           record: {
