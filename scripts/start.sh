@@ -14,8 +14,8 @@ cd "$(dirname "$0")/.."
 export DENO_V8_FLAGS="${DENO_V8_FLAGS:---max-semi-space-size=4,--expose-gc}"
 # glibc malloc with at most two arenas (src/memory/server_env.ts): less memory kept after large
 # uploads.
-# --no-code-cache: the compiled-code cache stays mapped while the server runs (~4.7 MiB).
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 source scripts/ensure_deno.sh >&2
-exec deno run --no-code-cache --lock=deno.server.lock --frozen --allow-net --allow-read --allow-write --allow-ffi \
-  --allow-env --allow-sys main.ts
+# --no-code-cache: the compiled-code cache would stay mapped while the server runs (~4.7 MiB).
+exec deno run --no-code-cache --lock=deno.server.lock --frozen --allow-net --allow-read \
+  --allow-write --allow-ffi --allow-env --allow-sys main.ts

@@ -4,51 +4,20 @@
 // measured part. Run: deno bench -A src/meta/sqlite_batch_delete_bench.ts
 import { newScope, runAudited } from "../audit/scope.ts";
 import { SqliteMetaStore } from "./sqlite.ts";
-import type { BatchDelete, ChunkRecord, ObjectVersion, OutboxEvent } from "./store.ts";
+import type { BatchDelete, ObjectVersion, OutboxEvent } from "./store.ts";
+import { bucket, chunk, version as contractVersion } from "./contract/helpers.ts";
 
 const KEYS = 1000;
 
 async function store(versioning: "" | "Enabled"): Promise<SqliteMetaStore> {
   const meta = new SqliteMetaStore(":memory:");
-  await meta.createBucket({
-    name: "b",
-    owner: "o",
-    createdAt: 0,
-    region: "r",
-    versioning,
-    objectLock: false,
-  });
+  await meta.createBucket(bucket("b", { versioning }));
   return meta;
 }
 
+/** A 1 KiB version of `key` (the contract cases' record, sized as the end-to-end bench's). */
 function version(key: string, versionId: string, data: ObjectVersion["data"]): ObjectVersion {
-  return {
-    bucket: "b",
-    key,
-    versionId,
-    deleteMarker: false,
-    size: 1024,
-    etag: '"0123456789abcdef0123456789abcdef"',
-    lastModified: Date.now(),
-    contentType: "application/octet-stream",
-    userMeta: {},
-    headers: {},
-    owner: "o",
-    data,
-  };
-}
-
-function chunk(id: string): ChunkRecord {
-  return {
-    id,
-    plainSize: 1024,
-    storedSize: 1024,
-    compression: "none",
-    encrypted: false,
-    dataShards: 1,
-    parityShards: 0,
-    drives: [1],
-  };
+  return contractVersion(key, { versionId, size: 1024, lastModified: Date.now(), data });
 }
 
 function removedEvent(key: string, versionId: string): OutboxEvent {
@@ -102,7 +71,11 @@ Deno.bench("1,000 versions of one chunk each removed (chunks freed)", async (b) 
   await Promise.all(
     keys.map((key, i) =>
       plain.putObjectVersion(version(key, "null", { kind: "chunks", vid: 0 }), [
-        { chunk: chunk(`c-${round}-${i}`), offset: 0, size: 1024 },
+        {
+          chunk: chunk(`c-${round}-${i}`, { plainSize: 1024, storedSize: 1024 }),
+          offset: 0,
+          size: 1024,
+        },
       ])
     ),
   );

@@ -736,8 +736,9 @@ Deno.test("cluster: object replication with each node's metadata in PostgreSQL",
     // The nodes start together on their own databases: a sender whose calls failed while its
     // peers came up backs off (doubling, up to 60 s: src/cluster/backoff.ts), which on a loaded
     // machine can outlast the default 20 s wait; this one covers the cap.
-    // It has still timed out once in a clean-clone CI run (the bucket there, its versioning not):
-    // a failure now shows the nodes' warnings.
+    // It timed out in clean-clone CI runs (the bucket there, its versioning never): a sender read
+    // the bucket and its stamps apart, a value of before the change under the change's stamp
+    // (fixed by the snapshot read in src/meta/pg/tx.ts). A failure shows the nodes' warnings.
     await withNodeWarnings(nodes, async () => {
       for (const s of [a, c]) {
         await eventually(

@@ -10,7 +10,7 @@ import { userReplicationCases } from "../contract/user_replication.ts";
 import { recordReplicationCases } from "../contract/record_replication.ts";
 import { memberListCases } from "../contract/member_list.ts";
 import { assert, assertEquals } from "../../../tests/integration/assert.ts";
-import type { BucketRecord } from "../store.ts";
+import { bucket } from "../contract/helpers.ts";
 import { PgMetaStore } from "./store.ts";
 
 Deno.test("PostgreSQL: jobs, KMS keys and the bucket-change queue", async (t) => {
@@ -66,11 +66,6 @@ async function clusterStore(admin: postgres.Sql, serverUrl: string, db: string, 
   return { url, meta: await PgMetaStore.open({ url, pool, clusterNode: "n1" }) };
 }
 
-/** A bucket's record as a creation here makes it. */
-function bucketRecord(name: string, owner = "o", createdAt = Date.now()): BucketRecord {
-  return { name, owner, createdAt, region: "us-east-1", versioning: "", objectLock: false };
-}
-
 /**
  * A queued item whose value and stamp another connection changes together (in one transaction),
  * the stamp's parity saying the value.
@@ -88,7 +83,7 @@ interface TornRead {
 const TORN_READS: TornRead[] = [{
   what: "bucket",
   async setup(meta) {
-    await meta.createBucket(bucketRecord("snap"));
+    await meta.createBucket(bucket("snap"));
   },
   async write(tx, ms, even) {
     await tx`UPDATE buckets SET versioning = ${even ? "Enabled" : "Suspended"} WHERE name = 'snap'`;
@@ -170,7 +165,7 @@ async function applyDuringLocalChange(admin: postgres.Sql, serverUrl: string) {
   const { url, meta } = await clusterStore(admin, serverUrl, "apply_during_change");
   const local = postgres(url, { max: 1, onnotice: () => {} });
   try {
-    await meta.createBucket(bucketRecord("race"));
+    await meta.createBucket(bucket("race"));
     const before = (await meta.bucketChanges(0, 10))[0].versioning!.stamp.ms;
     let applying: Promise<string> | undefined;
     // The local change as setBucketVersioning makes it, held open while the state arrives.
@@ -210,7 +205,7 @@ async function createDuringApply(admin: postgres.Sql, serverUrl: string) {
       const name = `race-${i}`;
       const now = Date.now();
       const [created] = await Promise.all([
-        meta.createBucket(bucketRecord(name, "local", now)),
+        meta.createBucket(bucket(name, { owner: "local", createdAt: now })),
         meta.applyBucketState({
           bucket: name,
           record: {
