@@ -84,6 +84,25 @@ Deno.bench("1,000 versions of one chunk each removed (chunks freed)", async (b) 
   b.end();
 });
 
+Deno.bench("100 versions of sixteen chunks each removed (64 MiB objects)", async (b) => {
+  const keys = nextKeys().slice(0, 100);
+  await Promise.all(
+    keys.map((key, i) =>
+      plain.putObjectVersion(
+        version(key, "null", { kind: "chunks", vid: 0 }),
+        Array.from({ length: 16 }, (_, n) => ({
+          chunk: chunk(`c-${round}-${i}-${n}`),
+          offset: n * 4_194_304,
+          size: 4_194_304,
+        })),
+      )
+    ),
+  );
+  b.start();
+  await deleteBatch(plain, removals(keys));
+  b.end();
+});
+
 const versioned = await store("Enabled");
 Deno.bench("1,000 delete markers (versioning enabled)", async (b) => {
   const keys = nextKeys();

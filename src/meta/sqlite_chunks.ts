@@ -2,6 +2,7 @@
 // SqliteMetaStore). Every function here runs inside the caller's transaction where it matters.
 import type { SQLInputValue, StatementSync } from "node:sqlite";
 import type { ChunkRecord, VersionChunk } from "./store.ts";
+import { returnArrays } from "./sqlite_arrays.ts";
 
 type Row = Record<string, SQLInputValue>;
 
@@ -17,6 +18,25 @@ function toChunk(row: Row): ChunkRecord {
     parityShards: row.parity_shards as number,
     drives: (row.drives as string).split(",").map(Number),
   };
+}
+
+/** The columns `chunkOf` reads, in its order. */
+const CHUNK_COLUMNS = "id, plain_size, stored_size, compression, encrypted, segment_size, " +
+  "data_shards, parity_shards, drives";
+
+/** A chunk record from a row of CHUNK_COLUMNS read as an array. */
+function chunkOf(row: SQLInputValue[]): ChunkRecord {
+  return toChunk({
+    id: row[0],
+    plain_size: row[1],
+    stored_size: row[2],
+    compression: row[3],
+    encrypted: row[4],
+    segment_size: row[5],
+    data_shards: row[6],
+    parity_shards: row[7],
+    drives: row[8],
+  });
 }
 
 export class SqliteChunks {
@@ -53,20 +73,31 @@ export class SqliteChunks {
 
   /** Drops the chunk references of version `vid`; returns the chunks nothing refers to now. */
   dropRefs(vid: number): ChunkRecord[] {
-    // RETURNING: three statements per chunk instead of five (a 1,000-key DeleteObjects of
-    // one-chunk objects ran ~20 µs per key here).
-    const refs = this.stmt("DELETE FROM version_chunks WHERE version_id = ? RETURNING chunk_id")
-      .all(vid) as Row[];
-    const freed: ChunkRecord[] = [];
-    for (const { chunk_id: id } of refs) {
-      const row = this.stmt("UPDATE chunks SET refcount = refcount - 1 WHERE id = ? RETURNING *")
-        .get(id) as Row | undefined;
-      if (row && (row.refcount as number) <= 0) {
-        this.stmt("DELETE FROM chunks WHERE id = ?").run(id);
-        freed.push(toChunk(row));
-      }
+    const refs = returnArrays(
+      this.stmt("DELETE FROM version_chunks WHERE version_id = ? RETURNING chunk_id"),
+    ).all(vid) as unknown as [string][];
+    if (refs.length === 0) return [];
+    if (refs.length === 1) {
+      const [[id]] = refs;
+      const row = this.stmt(
+        `UPDATE chunks SET refcount = refcount - 1 WHERE id = ? RETURNING refcount, ${CHUNK_COLUMNS}`,
+      ).get(id) as Row | undefined;
+      if (!row || (row.refcount as number) > 0) return [];
+      this.stmt("DELETE FROM chunks WHERE id = ?").run(id);
+      return [toChunk(row)];
     }
-    return freed;
+    // Several chunks: two statements over all of them (a chunk held twice drops by two) instead
+    // of two or three each: ~25 µs a chunk, ~0.4 ms for a 64 MiB object's sixteen, about halved.
+    const ids = JSON.stringify(refs.map(([id]) => id));
+    this.stmt(
+      "UPDATE chunks SET refcount = refcount - r.n FROM (SELECT value AS id, count(*) AS n " +
+        "FROM json_each(?) GROUP BY value) r WHERE chunks.id = r.id",
+    ).run(ids);
+    const freed = returnArrays(this.stmt(
+      "DELETE FROM chunks WHERE refcount <= 0 AND id IN (SELECT value FROM json_each(?)) " +
+        `RETURNING ${CHUNK_COLUMNS}`,
+    )).all(ids) as unknown as SQLInputValue[][];
+    return freed.map(chunkOf);
   }
 
   versionChunks(vid: number, range?: { from: number; to: number }): VersionChunk[] {

@@ -388,6 +388,21 @@ export const OBJECT_CASES: ContractCase[] = [
     },
   },
   {
+    name: "chunk reference counts: a chunk a version holds twice is counted twice",
+    fn: async (store) => {
+      await withBucket(store);
+      // Two equal chunks of one object (zeros, say) are one chunk referred to twice.
+      await store.putObjectVersion(version("a", CHUNKED), refs("z", "z", "y"));
+      await store.putObjectVersion(version("b", CHUNKED), refs("z"));
+      const a = await removeVersion(store, "b", "a", "null");
+      assertEquals(ids(a.freed), ["y"]);
+      assertEquals(await store.hasChunk("z"), true);
+      const b = await removeVersion(store, "b", "b", "null");
+      assertEquals(ids(b.freed), ["z"]);
+      assertEquals(await store.listChunks("", 10), []);
+    },
+  },
+  {
     name: "chunks: records round-trip, ranges of a version, paged listing in id order",
     fn: async (store) => {
       await withBucket(store);
