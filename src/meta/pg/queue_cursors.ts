@@ -19,6 +19,13 @@ export class PgQueueCursors {
       ON CONFLICT (node) DO UPDATE SET seq = GREATEST(c.seq, excluded.seq)`;
   }
 
+  /** Whether any change lies after `after` (one statement, for a poll of an idle queue). */
+  async hasChanges(q: Queryable, after: number): Promise<boolean> {
+    const [row] = await q`
+      SELECT EXISTS (SELECT 1 FROM ${q(this.changeTable)} WHERE seq > ${after}) AS found`;
+    return row.found as boolean;
+  }
+
   /** How many changes lie after `after`, and when the oldest of them was queued. */
   async backlog(q: Queryable, after: number): Promise<{ depth: number; oldest?: number }> {
     const [row] = await q`
