@@ -784,11 +784,15 @@ export class SqliteMetaStore implements MetaStore {
         "WHERE v.bucket = value ->> 0 AND v.key = value ->> 1 ORDER BY v.seq DESC LIMIT 1) " +
         "FROM json_each(?))",
     ).run(JSON.stringify(latest));
+    // The chunk references of every removed version at once (three statements per key before).
+    const chunked: { outcome: { freed: ChunkRecord[] }; vid: number }[] = [];
     for (const outcome of outcomes) {
       if (outcome.ok && outcome.removed?.data.kind === "chunks") {
-        outcome.freed = this.#chunks.dropRefs(outcome.removed.data.vid);
+        chunked.push({ outcome, vid: outcome.removed.data.vid });
       }
     }
+    const freed = this.#chunks.dropRefsOfMany(chunked.map((c) => c.vid));
+    chunked.forEach((c, i) => c.outcome.freed = freed[i]);
     this.#events.appendMany(events);
     this.#audit.appendMany(facts);
     audited(facts.length);

@@ -403,6 +403,23 @@ export const OBJECT_CASES: ContractCase[] = [
     },
   },
   {
+    name: "chunk reference counts: a batch frees each chunk once, when its last reference goes",
+    fn: async (store) => {
+      await withBucket(store);
+      await store.putObjectVersion(version("a", CHUNKED), refs("z", "z", "y"));
+      await store.putObjectVersion(version("b", CHUNKED), refs("z", "x"));
+      await store.putObjectVersion(version("c", CHUNKED), refs("z", "w"));
+      await store.putObjectVersion(version("d", CHUNKED), refs("v"));
+      const removal = (key: string) => ({ bucket: "b", key, versionId: "null" });
+      const first = await store.deleteObjects(["a", "b"].map(removal));
+      assertEquals(first.map((o) => o.ok && ids(o.freed)), [["y"], ["x"]]);
+      assertEquals(await store.hasChunk("z"), true, "c still refers to z");
+      const second = await store.deleteObjects(["c", "d", "missing"].map(removal));
+      assertEquals(second.map((o) => o.ok && ids(o.freed)), [["w", "z"], ["v"], []]);
+      assertEquals(await store.listChunks("", 10), []);
+    },
+  },
+  {
     name: "chunks: records round-trip, ranges of a version, paged listing in id order",
     fn: async (store) => {
       await withBucket(store);
