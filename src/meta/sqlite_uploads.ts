@@ -151,12 +151,8 @@ export class SqliteUploads {
 
   /** Drops every part and the upload; returns the chunks nothing refers to any more. */
   remove(uploadId: string): ChunkRecord[] {
-    const freed: ChunkRecord[] = [];
-    for (
-      const row of this.stmt("SELECT data_id FROM parts WHERE upload_id = ?").all(uploadId) as Row[]
-    ) {
-      freed.push(...this.chunks.dropRefs(row.data_id as number));
-    }
+    const parts = this.stmt("SELECT data_id FROM parts WHERE upload_id = ?").all(uploadId) as Row[];
+    const freed = this.chunks.dropRefsOfMany(parts.map((row) => row.data_id as number)).flat();
     this.stmt("DELETE FROM parts WHERE upload_id = ?").run(uploadId);
     this.stmt("DELETE FROM uploads WHERE upload_id = ?").run(uploadId);
     return freed;
