@@ -81,31 +81,48 @@ export class PgChunks {
     return rows.map((r) => r.chunk_id as string);
   }
 
-  /** Applies the net changes; returns the chunks nothing refers to any more (rows deleted). */
+  /**
+   * Applies the net changes; returns the chunks nothing refers to any more (rows deleted). A few
+   * statements whatever the number of chunks (one or two per chunk before: 32 round trips for a
+   * 64 MiB object's DELETE). The rows that exist are locked first, in id order, as the statements
+   * per chunk took them: two changes sharing chunks (deduplicated content) wait for each other
+   * instead of deadlocking.
+   */
   async apply(q: Q, refs: RefChanges): Promise<ChunkRecord[]> {
-    const freed: ChunkRecord[] = [];
-    const now = Date.now();
-    for (const [id, { n, chunk }] of refs.sorted()) {
-      if (n > 0) {
-        // A net gain comes from add(), which keeps the record.
-        const c = chunk!;
-        await q`
-          INSERT INTO chunks (id, refcount, plain_size, stored_size, compression, encrypted,
-            segment_size, data_shards, parity_shards, drives, created_at)
-          VALUES (${c.id}, ${n}, ${c.plainSize}, ${c.storedSize}, ${c.compression},
-            ${c.encrypted}, ${c.segmentSize ?? 0}, ${c.dataShards}, ${c.parityShards},
-            ${c.drives}::integer[], ${now})
-          ON CONFLICT (id) DO UPDATE SET refcount = chunks.refcount + excluded.refcount`;
-        continue;
-      }
-      const [row] = await q`
-        UPDATE chunks SET refcount = refcount + ${n} WHERE id = ${id} RETURNING refcount`;
-      if (row && row.refcount <= 0) {
-        const [gone] = await q`DELETE FROM chunks WHERE id = ${id} RETURNING *`;
-        freed.push(toChunk(gone));
-      }
+    const changes = refs.sorted();
+    if (changes.length === 0) return [];
+    await q`
+      SELECT 1 FROM chunks WHERE id = ANY(${changes.map(([id]) => id)}::text[])
+      ORDER BY id FOR UPDATE`;
+    // A net gain comes from add(), which keeps the record.
+    const gains = changes.filter(([, d]) => d.n > 0).map(([, { n, chunk }]) => ({ n, c: chunk! }));
+    if (gains.length > 0) {
+      const col = <T>(f: (g: { n: number; c: ChunkRecord }) => T) => gains.map(f);
+      await q`
+        INSERT INTO chunks (id, refcount, plain_size, stored_size, compression, encrypted,
+          segment_size, data_shards, parity_shards, drives, created_at)
+        SELECT id, n, plain, stored, compression, encrypted <> 0, segment, k, m,
+          string_to_array(drives, ',')::integer[], ${Date.now()}
+        FROM unnest(${col((g) => g.c.id)}::text[], ${col((g) => g.n)}::integer[],
+          ${col((g) => g.c.plainSize)}::bigint[], ${col((g) => g.c.storedSize)}::bigint[],
+          ${col((g) => g.c.compression)}::text[], ${col((g) => g.c.encrypted ? 1 : 0)}::integer[],
+          ${col((g) => g.c.segmentSize ?? 0)}::integer[], ${col((g) => g.c.dataShards)}::integer[],
+          ${col((g) => g.c.parityShards)}::integer[], ${col((g) => g.c.drives.join(","))}::text[])
+          AS t(id, n, plain, stored, compression, encrypted, segment, k, m, drives)
+        ORDER BY id
+        ON CONFLICT (id) DO UPDATE SET refcount = chunks.refcount + excluded.refcount`;
     }
-    return freed;
+    const drops = changes.filter(([, d]) => d.n < 0);
+    if (drops.length === 0) return [];
+    const left = await q`
+      UPDATE chunks c SET refcount = c.refcount + t.n
+      FROM unnest(${drops.map(([id]) => id)}::text[], ${drops.map(([, d]) => d.n)}::integer[])
+        AS t(id, n)
+      WHERE c.id = t.id RETURNING c.id, c.refcount`;
+    const unreferenced = left.filter((r) => r.refcount <= 0).map((r) => r.id as string);
+    if (unreferenced.length === 0) return [];
+    const gone = await q`DELETE FROM chunks WHERE id = ANY(${unreferenced}::text[]) RETURNING *`;
+    return gone.map(toChunk);
   }
 
   async versionChunks(
