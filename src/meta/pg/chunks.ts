@@ -84,16 +84,18 @@ export class PgChunks {
   /**
    * Applies the net changes; returns the chunks nothing refers to any more (rows deleted). A few
    * statements whatever the number of chunks (one or two per chunk before: 32 round trips for a
-   * 64 MiB object's DELETE). The rows that exist are locked first, in id order, as the statements
-   * per chunk took them: two changes sharing chunks (deduplicated content) wait for each other
-   * instead of deadlocking.
+   * 64 MiB object's DELETE). Of several chunks, the rows that exist are locked first, in id order,
+   * as the statements per chunk took them: two changes sharing chunks (deduplicated content) wait
+   * for each other instead of deadlocking.
    */
   async apply(q: Q, refs: RefChanges): Promise<ChunkRecord[]> {
     const changes = refs.sorted();
     if (changes.length === 0) return [];
-    await q`
-      SELECT 1 FROM chunks WHERE id = ANY(${changes.map(([id]) => id)}::text[])
-      ORDER BY id FOR UPDATE`;
+    if (changes.length > 1) {
+      await q`
+        SELECT 1 FROM chunks WHERE id = ANY(${changes.map(([id]) => id)}::text[])
+        ORDER BY id FOR UPDATE`;
+    }
     // A net gain comes from add(), which keeps the record.
     const gains = changes.filter(([, d]) => d.n > 0).map(([, { n, chunk }]) => ({ n, c: chunk! }));
     if (gains.length > 0) {
