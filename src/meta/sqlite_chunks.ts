@@ -101,19 +101,22 @@ export class SqliteChunks {
   /**
    * Drops the chunk references of every version of `vids` (distinct; a DeleteObjects batch) in
    * three statements; returns, for each version, the chunks nothing refers to now (a chunk the
-   * batch frees counts for the last of its versions).
+   * batch frees counts for the last of its versions in `vids`).
    */
   dropRefsOfMany(vids: number[]): ChunkRecord[][] {
     const rows = returnArrays(this.stmt(
       "DELETE FROM version_chunks WHERE version_id IN (SELECT value FROM json_each(?)) " +
         "RETURNING version_id, chunk_id",
     )).all(JSON.stringify(vids)) as unknown as [number, string][];
-    const lastHolder = new Map<string, number>();
-    for (const [vid, id] of rows) lastHolder.set(id, vid);
-    const out = vids.map((): ChunkRecord[] => []);
+    // RETURNING comes in no set order: the holder kept is the one latest in `vids`.
     const at = new Map(vids.map((vid, i) => [vid, i]));
+    const lastHolder = new Map<string, number>();
+    for (const [vid, id] of rows) {
+      lastHolder.set(id, Math.max(at.get(vid)!, lastHolder.get(id) ?? -1));
+    }
+    const out = vids.map((): ChunkRecord[] => []);
     for (const chunk of this.#release(countRefs(rows.map(([, id]) => id)))) {
-      out[at.get(lastHolder.get(chunk.id)!)!].push(chunk);
+      out[lastHolder.get(chunk.id)!].push(chunk);
     }
     return out;
   }

@@ -410,12 +410,17 @@ export const OBJECT_CASES: ContractCase[] = [
       await store.putObjectVersion(version("b", CHUNKED), refs("z", "x"));
       await store.putObjectVersion(version("c", CHUNKED), refs("z", "w"));
       await store.putObjectVersion(version("d", CHUNKED), refs("v"));
+      await store.putObjectVersion(version("e", CHUNKED), refs("u"));
+      await store.putObjectVersion(version("f", CHUNKED), refs("u", "t"));
       const removal = (key: string) => ({ bucket: "b", key, versionId: "null" });
       const first = await store.deleteObjects(["a", "b"].map(removal));
       assertEquals(first.map((o) => o.ok && ids(o.freed)), [["y"], ["x"]]);
       assertEquals(await store.hasChunk("z"), true, "c still refers to z");
-      const second = await store.deleteObjects(["c", "d", "missing"].map(removal));
-      assertEquals(second.map((o) => o.ok && ids(o.freed)), [["w", "z"], ["v"], []]);
+      const second = await store.deleteObjects(["c", "d", "missing", "e", "f"].map(removal));
+      const freed = second.map((o) => o.ok ? ids(o.freed) : []);
+      assertEquals(freed.slice(0, 3), [["w", "z"], ["v"], []]);
+      // u, held by e and f of the same batch, is freed once, with one of them.
+      assertEquals(ids(freed.slice(3).flat().map((id) => ({ id }))), ["t", "u"]);
       assertEquals(await store.listChunks("", 10), []);
     },
   },

@@ -85,8 +85,10 @@ export class PgChunks {
    * Applies the net changes; returns the chunks nothing refers to any more (rows deleted). A few
    * statements whatever the number of chunks (one or two per chunk before: 32 round trips for a
    * 64 MiB object's DELETE). Of several chunks, the rows that exist are locked first, in id order,
-   * as the statements per chunk took them: two changes sharing chunks (deduplicated content) wait
-   * for each other instead of deadlocking.
+   * as the statements per chunk took them, so that two changes sharing chunks (deduplicated
+   * content) wait for each other. A row another change inserts between that lock and this INSERT
+   * can still close a cycle of three; PostgreSQL then aborts one after `deadlock_timeout`, and
+   * `transaction` (tx.ts) runs it again.
    */
   async apply(q: Q, refs: RefChanges): Promise<ChunkRecord[]> {
     const changes = refs.sorted();
@@ -111,7 +113,7 @@ export class PgChunks {
           ${col((g) => g.c.segmentSize ?? 0)}::integer[], ${col((g) => g.c.dataShards)}::integer[],
           ${col((g) => g.c.parityShards)}::integer[], ${col((g) => g.c.drives.join(","))}::text[])
           AS t(id, n, plain, stored, compression, encrypted, segment, k, m, drives)
-        ORDER BY id
+        ORDER BY id COLLATE "C"
         ON CONFLICT (id) DO UPDATE SET refcount = chunks.refcount + excluded.refcount`;
     }
     const drops = changes.filter(([, d]) => d.n < 0);
