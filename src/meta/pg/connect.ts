@@ -13,24 +13,33 @@ export type Q = postgres.Sql | postgres.TransactionSql;
 
 /**
  * postgres.js 3.4.9 can write a buffered message from a setImmediate callback after the
- * connection closed (porsager/postgres#1154, #1208; denoland/deno#34667): the TypeError is
- * thrown from the timer, outside any query, and would end the process. The queries of that
- * connection were already rejected (CONNECTION_CLOSED) when it closed, so the write is moot:
- * this error, and only this one, is logged and the server goes on.
+ * connection closed (porsager/postgres#1154, #1208; denoland/deno#34667): a TypeError when its
+ * socket is already gone, or Deno's node:net "This socket has been ended by the other party" when
+ * PostgreSQL ended it first (seen once when a test stopped PostgreSQL during concurrent writes).
+ * Either is thrown from the timer, outside any query (surfacing as an uncaught error or an
+ * unhandled rejection), and would end the process. The queries of that connection are rejected
+ * (CONNECTION_CLOSED) as it closes, so the write is moot: these errors, and only these, are
+ * logged and the server goes on.
  */
+export function isMootWrite(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const moot = (err instanceof TypeError && err.message.includes("reading 'write'")) ||
+    err.message === "This socket has been ended by the other party";
+  return moot && /nextWrite[^\n]*postgres/.test(err.stack ?? "");
+}
+
 function ignoreWriteAfterClose(): void {
   if (guarded) return;
   guarded = true;
-  globalThis.addEventListener("error", (event) => {
-    const err = event.error;
-    if (
-      err instanceof TypeError && err.message.includes("reading 'write'") &&
-      /nextWrite[^\n]*postgres/.test(err.stack ?? "")
-    ) {
-      event.preventDefault();
-      log("warn", "A PostgreSQL connection closed while a write to it was queued (ignored)");
-    }
-  });
+  const ignore = (event: Event, err: unknown) => {
+    if (!isMootWrite(err)) return;
+    event.preventDefault();
+    log("warn", "A PostgreSQL connection closed while a write to it was queued (ignored)", {
+      error: String(err),
+    });
+  };
+  globalThis.addEventListener("error", (event) => ignore(event, event.error));
+  globalThis.addEventListener("unhandledrejection", (event) => ignore(event, event.reason));
 }
 let guarded = false;
 

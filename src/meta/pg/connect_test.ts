@@ -22,7 +22,7 @@ Deno.test("metaUnavailable finds the error behind causes", () => {
   assertEquals(metaUnavailable(new Error("other")), undefined);
 });
 
-Deno.test("postgres.js's write after close is kept from ending the process; nothing else", async () => {
+Deno.test("postgres.js's writes after close are kept from ending the process; nothing else", async () => {
   const sql = openPool("postgres://nobody@127.0.0.1:1/none", 1);
   try {
     const event = (message: string, stack: string) => {
@@ -36,6 +36,24 @@ Deno.test("postgres.js's write after close is kept from ending the process; noth
     assert(event("Cannot read properties of null (reading 'write')", `TypeError\n${frame}`));
     assert(!event("Cannot read properties of null (reading 'write')", "TypeError\n    at mine"));
     assert(!event("something else", `TypeError\n${frame}`));
+    // The socket ended by PostgreSQL first: Deno's node:net throws, seen as an unhandled rejection.
+    const ended = "This socket has been ended by the other party";
+    const rejected = (message: string, stack: string) => {
+      const reason = Object.assign(new Error(message), { code: "EPIPE" });
+      reason.stack = stack;
+      const promise = Promise.resolve();
+      const e = new PromiseRejectionEvent("unhandledrejection", {
+        promise,
+        reason,
+        cancelable: true,
+      });
+      globalThis.dispatchEvent(e);
+      return e.defaultPrevented;
+    };
+    const afterFin = "    at Socket._writeAfterFIN [as write] (ext:deno_node/net.ts:1:10175)";
+    assert(rejected(ended, `Error: ${ended}\n${afterFin}\n${frame}`));
+    assert(!rejected(ended, `Error: ${ended}\n${afterFin}\n    at mine (file:///x/mine.ts:1:1)`));
+    assert(!rejected("read ECONNRESET", `Error\n${frame}`));
   } finally {
     await sql.end();
   }
