@@ -30,42 +30,50 @@ function writeBatch(db: DatabaseSync, from: number, rows: number): void {
   db.exec("COMMIT");
 }
 
-Deno.test("checkpoints run in the background after commits and keep the WAL from growing", async () => {
+/** Runs `fn` with a WAL database in a temp directory and a checkpointer on it; cleans up. */
+async function withCheckpointer(
+  opts: ConstructorParameters<typeof Checkpointer>[1],
+  fn: (db: DatabaseSync, checkpointer: Checkpointer, path: string) => Promise<void>,
+): Promise<void> {
   const dir = await Deno.makeTempDir();
   const path = `${dir}/meta.db`;
   const db = open(path);
-  const checkpointer = new Checkpointer(path, { everyMs: 50, idleStopMs: 60_000, minCommits: 1 });
+  const checkpointer = new Checkpointer(path, opts);
   try {
-    writeBatch(db, 0, 500); // ~250 pages
-    checkpointer.committed();
-    await until("a checkpoint", () => checkpointer.runs >= 1);
-    assert(checkpointer.last!.frames > 200, `frames ${checkpointer.last!.frames}`);
-    assertEquals(checkpointer.last!.copied, checkpointer.last!.frames);
-    const walAfterFirst = Deno.statSync(`${path}-wal`).size;
-    // Ten more such batches, each followed by its checkpoint: the WAL starts over every time
-    // instead of growing to ten times its size.
-    for (let b = 1; b <= 10; b++) {
-      const runs = checkpointer.runs;
-      writeBatch(db, b * 500, 500);
-      checkpointer.committed();
-      await until("the next checkpoint", () => checkpointer.runs > runs);
-    }
-    const wal = Deno.statSync(`${path}-wal`).size;
-    assert(wal <= walAfterFirst * 1.5, `WAL grew from ${walAfterFirst} to ${wal} bytes`);
-    assertEquals(db.prepare("SELECT count(*) AS n FROM t").get()?.n, 5_500);
+    await fn(db, checkpointer, path);
   } finally {
     await checkpointer.close();
     db.close();
     await Deno.remove(dir, { recursive: true });
   }
-});
+}
 
-Deno.test("the worker runs only while checkpoints come", async () => {
-  const dir = await Deno.makeTempDir();
-  const path = `${dir}/meta.db`;
-  const db = open(path);
-  const checkpointer = new Checkpointer(path, { everyMs: 30, idleStopMs: 200, minCommits: 1 });
-  try {
+Deno.test("checkpoints run in the background after commits and keep the WAL from growing", () =>
+  withCheckpointer(
+    { everyMs: 50, idleStopMs: 60_000, minCommits: 1 },
+    async (db, checkpointer, path) => {
+      writeBatch(db, 0, 500); // ~250 pages
+      checkpointer.committed();
+      await until("a checkpoint", () => checkpointer.runs >= 1);
+      assert(checkpointer.last!.frames > 200, `frames ${checkpointer.last!.frames}`);
+      assertEquals(checkpointer.last!.copied, checkpointer.last!.frames);
+      const walAfterFirst = Deno.statSync(`${path}-wal`).size;
+      // Ten more such batches, each followed by its checkpoint: the WAL starts over every time
+      // instead of growing to ten times its size.
+      for (let b = 1; b <= 10; b++) {
+        const runs = checkpointer.runs;
+        writeBatch(db, b * 500, 500);
+        checkpointer.committed();
+        await until("the next checkpoint", () => checkpointer.runs > runs);
+      }
+      const wal = Deno.statSync(`${path}-wal`).size;
+      assert(wal <= walAfterFirst * 1.5, `WAL grew from ${walAfterFirst} to ${wal} bytes`);
+      assertEquals(db.prepare("SELECT count(*) AS n FROM t").get()?.n, 5_500);
+    },
+  ));
+
+Deno.test("the worker runs only while checkpoints come", () =>
+  withCheckpointer({ everyMs: 30, idleStopMs: 200, minCommits: 1 }, async (db, checkpointer) => {
     assertEquals(checkpointer.working, false);
     writeBatch(db, 0, 10);
     checkpointer.committed();
@@ -80,21 +88,12 @@ Deno.test("the worker runs only while checkpoints come", async () => {
       frames: checkpointer.last!.frames,
       copied: checkpointer.last!.frames,
     });
-  } finally {
-    await checkpointer.close();
-    db.close();
-    await Deno.remove(dir, { recursive: true });
-  }
-});
+  }));
 
-Deno.test("commits that come slowly keep no worker between checkpoints", async () => {
-  const dir = await Deno.makeTempDir();
-  const path = `${dir}/meta.db`;
-  const db = open(path);
+Deno.test("commits that come slowly keep no worker between checkpoints", () =>
   // A checkpoint every 4 commits, a commit every 150 ms: ~600 ms between checkpoints, in which
   // commits never pause for idleStopMs, yet the worker is not kept.
-  const checkpointer = new Checkpointer(path, { everyMs: 20, idleStopMs: 300, minCommits: 4 });
-  try {
+  withCheckpointer({ everyMs: 20, idleStopMs: 300, minCommits: 4 }, async (db, checkpointer) => {
     let stoppedBetween = 0;
     for (let i = 0; i < 16; i++) {
       writeBatch(db, i * 10, 10);
@@ -105,12 +104,7 @@ Deno.test("commits that come slowly keep no worker between checkpoints", async (
     assert(checkpointer.runs >= 3, `checkpoints ${checkpointer.runs}`);
     assert(stoppedBetween >= 2, `the worker was seen stopped ${stoppedBetween} times`);
     assertEquals(db.prepare("SELECT count(*) AS n FROM t").get()?.n, 160);
-  } finally {
-    await checkpointer.close();
-    db.close();
-    await Deno.remove(dir, { recursive: true });
-  }
-});
+  }));
 
 Deno.test("a failed checkpoint is logged and the next commit tries again", async () => {
   const dir = await Deno.makeTempDir();
@@ -140,12 +134,8 @@ Deno.test("a failed checkpoint is logged and the next commit tries again", async
   }
 });
 
-Deno.test("a few commits call for no checkpoint and start no worker", async () => {
-  const dir = await Deno.makeTempDir();
-  const path = `${dir}/meta.db`;
-  const db = open(path);
-  const checkpointer = new Checkpointer(path, { everyMs: 20, minCommits: 5 });
-  try {
+Deno.test("a few commits call for no checkpoint and start no worker", () =>
+  withCheckpointer({ everyMs: 20, minCommits: 5 }, async (db, checkpointer) => {
     for (let i = 0; i < 4; i++) {
       writeBatch(db, i * 10, 10);
       checkpointer.committed();
@@ -155,27 +145,13 @@ Deno.test("a few commits call for no checkpoint and start no worker", async () =
     writeBatch(db, 40, 10);
     checkpointer.committed(); // the fifth
     await until("a checkpoint", () => checkpointer.runs === 1);
-  } finally {
-    await checkpointer.close();
-    db.close();
-    await Deno.remove(dir, { recursive: true });
-  }
-});
+  }));
 
-Deno.test("closing while a checkpoint runs waits for it, and each reply reaches its request", async () => {
-  const dir = await Deno.makeTempDir();
-  const path = `${dir}/meta.db`;
-  const db = open(path);
-  const checkpointer = new Checkpointer(path, { everyMs: 0, minCommits: 1 });
-  try {
+Deno.test("closing while a checkpoint runs waits for it, and each reply reaches its request", () =>
+  withCheckpointer({ everyMs: 0, minCommits: 1 }, async (db, checkpointer) => {
     writeBatch(db, 0, 2_000);
     checkpointer.committed();
     await sleep(10); // the checkpoint is asked for; the worker is still starting
     await checkpointer.close();
     assertEquals([checkpointer.runs, checkpointer.working], [1, false]);
-  } finally {
-    await checkpointer.close();
-    db.close();
-    await Deno.remove(dir, { recursive: true });
-  }
-});
+  }));
