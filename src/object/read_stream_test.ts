@@ -143,3 +143,45 @@ Deno.test("a slow client's copies come from the slice pool and go back once writ
   assert(slices.reused >= copies - 2, `${slices.reused} of ${copies} copies in a reused buffer`);
   assertEquals(slices.kept, 2, "the last two copies came back too");
 });
+
+Deno.test("a reader whose client takes nothing is ended after stallMs and gives everything back", async () => {
+  const budget = new TrackingBudget(4 * CHUNK);
+  const stream = await chunkStream(fakeStore(), chunks(8), {
+    offset: 0,
+    length: 8 * CHUNK,
+    limits: { budget, stallMs: 300 },
+  });
+  const reader = stream.getReader();
+  await reader.read();
+  const started = performance.now();
+  // Noticed by the idle watch, which looks every 250 ms: between 300 and ~550 ms.
+  await new Promise((r) => setTimeout(r, 700));
+  const error = await reader.read().then(() => undefined, (err: Error) => err);
+  assert(error?.message.includes("took no data for 300 ms"), `ended: ${error}`);
+  assert(performance.now() - started >= 300);
+  assertEquals([budget.used, budget.held.size], [0, 0]);
+});
+
+Deno.test("an idle reader gives its pieces back while another waits for the budget", async () => {
+  const budget = new ReadBudget(2 * CHUNK);
+  const limits = { budget, stallMs: 60_000 };
+  const first = await chunkStream(fakeStore(), chunks(4), { offset: 0, length: 4 * CHUNK, limits });
+  const firstReader = first.getReader();
+  await firstReader.read();
+  assertEquals(budget.used, 2 * CHUNK, "the current chunk and the one read ahead");
+  // A second read waits for the budget until the first, idle, gives its pieces back.
+  const started = performance.now();
+  const second = await chunkStream(fakeStore(), chunks(1), { offset: 0, length: CHUNK, limits });
+  const waited = performance.now() - started;
+  assert(waited >= 200 && waited < 2000, `the second read started after ${waited} ms`);
+  let bytes = 0;
+  for await (const slice of second) bytes += slice.byteLength;
+  assertEquals(bytes, CHUNK);
+  // The first goes on from where it was, its pieces read again.
+  bytes = SLICE;
+  for (let r = await firstReader.read(); !r.done; r = await firstReader.read()) {
+    assert(r.value.every((b) => b === Math.floor(bytes / CHUNK)), `byte ${bytes}`);
+    bytes += r.value.byteLength;
+  }
+  assertEquals([bytes, budget.used], [4 * CHUNK, 0]);
+});

@@ -30,6 +30,7 @@ import { join, ReedSolomon, split } from "./erasure/reed_solomon.ts";
 import { ChunkClaims } from "./chunk_claims.ts";
 import { Reclaimer } from "./reclaimer.ts";
 import { ReadPins } from "./read_pins.ts";
+import type { KeptFiles } from "./kept_files.ts";
 import {
   BLOCK_SIZE,
   readShard,
@@ -413,13 +414,14 @@ export class ChunkStore {
    * chunks, chunks in one piece, and ranges whose shards are missing or corrupt are read whole
    * (rebuilt, and queued for healing). The answer holds no more memory than heldBytes says.
    * `into`: a buffer a part of a chunk stored as it is may be read into (the answer is then a
-   * view of it; any other answer is a buffer of its own).
+   * view of it; any other answer is a buffer of its own). `files`: the reader's kept shard files,
+   * for a part read from the shards directly.
    */
   async readRange(
     rec: ChunkRecord,
     from: number,
     to: number,
-    opts: { key?: CryptoKey; into?: Uint8Array } = {},
+    opts: { key?: CryptoKey; into?: Uint8Array; files?: KeptFiles } = {},
   ): Promise<Uint8Array> {
     if (from < 0 || to > rec.plainSize || from > to) {
       throw new RangeError(`Range ${from}-${to} is outside chunk ${rec.id} (${rec.plainSize})`);
@@ -431,10 +433,10 @@ export class ChunkStore {
     // A whole chunk is read as such: every data shard verified whole (padding-only ones too).
     const whole = from === 0 && to === rec.plainSize;
     if (!whole && storedAsIs(rec)) {
-      const direct = await this.#readDirect(rec, from, to, opts.into);
+      const direct = await this.#readDirect(rec, from, to, opts.into, opts.files);
       if (direct) return direct;
     } else if (!whole && rec.segmentSize) {
-      const decoded = await this.#readSegments(rec, from, to, opts.key, opts.into);
+      const decoded = await this.#readSegments(rec, from, to, opts);
       if (decoded) return decoded;
     }
     // Whole, in one piece, or a shard is missing or corrupt: the chunk is read whole, which
@@ -487,21 +489,21 @@ export class ChunkStore {
     rec: ChunkRecord,
     from: number,
     to: number,
-    key: CryptoKey | undefined,
-    into?: Uint8Array,
+    opts: { key?: CryptoKey; into?: Uint8Array; files?: KeptFiles },
   ): Promise<Uint8Array | undefined> {
+    const { key, into, files } = opts;
     const size = rec.segmentSize!;
     const count = segmentCount(rec.plainSize, size);
     const tableSize = segmentTableSize(count);
     if (tableSize > rec.storedSize) return undefined;
-    const table = await this.#readDirect(rec, 0, tableSize);
+    const table = await this.#readDirect(rec, 0, tableSize, undefined, files);
     if (!table) return undefined;
     const first = Math.floor(from / size);
     const last = Math.ceil(to / size) - 1;
     try {
       const bounds = segmentBounds(table, rec.storedSize);
       if (bounds.length !== count + 1) return undefined;
-      const bodies = await this.#readDirect(rec, bounds[first], bounds[last + 1]);
+      const bodies = await this.#readDirect(rec, bounds[first], bounds[last + 1], undefined, files);
       if (!bodies) return undefined;
       const out = into && into.byteLength >= to - from
         ? into.subarray(0, to - from)
@@ -538,6 +540,7 @@ export class ChunkStore {
     from: number,
     to: number,
     into?: Uint8Array,
+    files?: KeptFiles,
   ): Promise<Uint8Array | undefined> {
     const shardLen = Math.ceil(rec.storedSize / rec.dataShards);
     const out = into && into.byteLength >= to - from
@@ -550,7 +553,16 @@ export class ChunkStore {
       const drive = this.drive(rec.drives[i]);
       const part = out.subarray(lo - from, hi - from);
       reads.push(
-        readShardRange(drive, rec.id, i, shardLen, lo - i * shardLen, hi - i * shardLen, part)
+        readShardRange(
+          drive,
+          rec.id,
+          i,
+          shardLen,
+          lo - i * shardLen,
+          hi - i * shardLen,
+          part,
+          files,
+        )
           .then((read) => {
             if (drive && this.options.monitor) {
               if (read.state === "error") this.options.monitor.failed(drive.id, read.reason);

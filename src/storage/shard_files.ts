@@ -10,6 +10,7 @@
 //                          the CRC-32 of the header's first 12 bytes followed by the table. A range
 //                          of the payload is read and verified by reading only the header, the
 //                          table and the blocks it overlaps (readShardRange).
+import type { KeptFiles } from "./kept_files.ts";
 import { join } from "node:path";
 import { crc32 } from "../http/crc.ts";
 import { badBlockIn } from "./block_crc.ts";
@@ -175,12 +176,13 @@ export async function readShardRange(
   from: number,
   to: number,
   into: Uint8Array,
+  files?: KeptFiles,
 ): Promise<ShardState> {
   if (!drive) return { state: "missing" };
   const path = shardPath(drive, chunkId, index);
   const kept = keptHeads.get(path);
   const shard = { drive, chunkId, index, expectedLength, path };
-  const read = await readRangeOf(shard, from, to, into, kept);
+  const read = await readRangeOf(shard, from, to, into, kept, files);
   if (!kept || read.state !== "corrupt") return read;
   // The file changed behind the kept head (it is read again before the shard is called bad).
   keptHeads.delete(path);
@@ -209,19 +211,25 @@ async function readRangeOf(
   to: number,
   into: Uint8Array,
   kept: Uint8Array | undefined,
+  files?: KeptFiles,
 ): Promise<ShardState> {
   const { drive, chunkId, index, expectedLength, path } = shard;
   let file: Deno.FsFile;
   try {
-    file = await Deno.open(path, { read: true });
+    file = files ? await files.open(path) : await Deno.open(path, { read: true });
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) return { state: "missing" };
     return { state: "error", reason: String(err) };
   }
+  /** The read went well: a kept file may serve the next one. */
+  let ok = false;
   try {
-    // Header and table in one read, sized for the block size this version writes.
+    // Header and table in one read, sized for the block size this version writes (a file just
+    // opened is at its start; a kept one is wherever its last read left it).
     let head = kept ?? new Uint8Array(HEADER_SIZE + 4 * blockCount(expectedLength));
-    if (!kept) head = head.subarray(0, await readFull(file, head));
+    if (!kept) {
+      head = head.subarray(0, await (files ? readAt(file, 0, head) : readFull(file, head)));
+    }
     const h = parseHeader(head, index, expectedLength);
     if (typeof h === "string") return corrupt(h);
     if (h.version === WHOLE_CRC) {
@@ -270,11 +278,13 @@ async function readRangeOf(
         : undefined,
     ];
     const bad = problems.find((p) => p !== undefined);
+    ok = !bad;
     return bad ? corrupt(bad) : { state: "ok" };
   } catch (err) {
     return { state: "error", reason: String(err) };
   } finally {
-    file.close();
+    if (files) files.done(path, file, ok);
+    else file.close();
   }
 }
 

@@ -14,6 +14,7 @@ import {
   type ShardRead,
   writeShard,
 } from "./shard_files.ts";
+import { keptFileCount, KeptFiles } from "./kept_files.ts";
 
 const crc32 = (zlib as unknown as { crc32: (d: Uint8Array) => number }).crc32;
 const ID = "ab" + "0".repeat(62);
@@ -25,9 +26,10 @@ async function rangeOf(
   length: number,
   from: number,
   to: number,
+  files?: KeptFiles,
 ): Promise<ShardRead> {
   const into = new Uint8Array(to - from);
-  const r = await readShardRange(drive, ID, index, length, from, to, into);
+  const r = await readShardRange(drive, ID, index, length, from, to, into, files);
   return r.state === "ok" ? { state: "ok", payload: into } : r;
 }
 
@@ -192,5 +194,40 @@ Deno.test("range reads keep a shard's head: a file replaced behind it is read ag
       assert(rewritten.state === "ok");
       assertBytesEqual(rewritten.payload, a);
     });
+  });
+});
+
+Deno.test("range reads through a reader's kept files: one file for every piece, read from its start for a head not kept", async () => {
+  await withDrive(async (drive) => {
+    const a = payloadOf(SIZE);
+    await writeShard(drive, ID, 0, a);
+    const files = new KeptFiles();
+    try {
+      for (const [from, to] of [[0, BLOCK_SIZE], [2 * BLOCK_SIZE, SIZE], [7, 9]]) {
+        const r = await rangeOf(drive, 0, SIZE, from, to, files);
+        assert(r.state === "ok", `${from}-${to}: ${r.state}`);
+        assertBytesEqual(r.payload, a.subarray(from, to));
+        assertEquals(keptFileCount(), 1, "the one file kept");
+      }
+      // Written again: its kept head goes, and the head is read from the kept file, wherever the
+      // last read left it.
+      await writeShard(drive, ID, 0, a);
+      const r = await rangeOf(drive, 0, SIZE, 5, SIZE - 7, files);
+      assert(r.state === "ok", `after the rewrite: ${r.state}`);
+      assertBytesEqual(r.payload, a.subarray(5, SIZE - 7));
+
+      // A read that finds damage does not keep its file. (The kept file is still the one
+      // replaced by the rewrite: let go of it first.)
+      files.release();
+      const path = shardPath(drive, ID, 0);
+      const bytes = await Deno.readFile(path);
+      bytes[shardFileSize(SIZE) - SIZE + 2 * BLOCK_SIZE + 3] ^= 1;
+      await Deno.writeFile(path, bytes);
+      const bad = await rangeOf(drive, 0, SIZE, 2 * BLOCK_SIZE, 3 * BLOCK_SIZE, files);
+      assertEquals(bad.state, "corrupt");
+      assertEquals(keptFileCount(), 0);
+    } finally {
+      files.close();
+    }
   });
 });
