@@ -124,8 +124,9 @@ export const uploadPartHandler: Handler = async (ctx) => {
   const checksum = partChecksum(ctx, upload);
   const part = await uploadPart(ctx.layer, upload, {
     partNumber,
-    // writeBody copies every chunk before it asks for the next.
-    body: ctx.body.chunks({ transient: true }),
+    // Read straight into the chunk buffers; else writeBody copies every chunk before it asks for
+    // the next.
+    body: ctx.body.direct() ?? ctx.body.chunks({ transient: true }),
     contentMd5: contentMd5(ctx.headers),
     checks: checksum.checks,
     checksum: checksum.record,

@@ -95,8 +95,9 @@ export const putObject: Handler = async (ctx) => {
   const version = await ctx.layer.putObject({
     bucket: ctx.bucket,
     key: ctx.key,
-    // writeBody copies every chunk before it asks for the next.
-    body: ctx.body.chunks({ transient: true }),
+    // Read straight into the chunk buffers; else writeBody copies every chunk before it asks for
+    // the next.
+    body: ctx.body.direct() ?? ctx.body.chunks({ transient: true }),
     contentType: meta.contentType ?? contentTypeFor(ctx.key),
     userMeta: meta.userMeta,
     headers: meta.headers,

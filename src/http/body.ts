@@ -6,7 +6,8 @@ import { STREAMING_UNSIGNED_TRAILER } from "../auth/sigv4.ts";
 import { type ChunkedOptions, decodeChunked } from "./chunked_body.ts";
 import { type Dialect, h } from "./dialect.ts";
 import { S3Error } from "./errors.ts";
-import { BodyStalledError, declaredLength, readWithProgress } from "./progress.ts";
+import { BodyStalledError, declaredLength, readWithProgress, withProgress } from "./progress.ts";
+import { directBody } from "../net/http1/body.ts";
 
 export interface BodyOptions {
   /** Hex SHA-256 the (raw) body must have. */
@@ -60,6 +61,44 @@ export class RequestBody {
     return this.#raw(this.#opts.sha256, opts.transient);
   }
 
+  /**
+   * The body for a consumer that brings its own buffers (the write path's chunk buffers, which
+   * may be shared memory): `readInto(view)` reads the next bytes straight into the view and
+   * answers how many (0 at the end, after the signed payload hash was checked). Saves the copy
+   * out of a read buffer that `chunks` makes. Undefined when the body cannot be read that way (a
+   * streaming upload, whose framing is decoded; a stream from elsewhere): use `chunks`.
+   */
+  direct(): { readInto(into: Uint8Array): Promise<number> } | undefined {
+    const source = this.#stream && !this.#opts.chunked ? directBody(this.#stream) : undefined;
+    if (!source) return undefined;
+    if (this.#consumed) throw new Error("Request body read twice");
+    this.#consumed = true;
+    // Held, so that nothing reads the stream meanwhile; cancelled when the body stalls.
+    const lock = this.#stream!.getReader();
+    const expected = this.#opts.sha256;
+    const hash = expected ? createHash("sha256") : undefined;
+    let ended = false;
+    return {
+      readInto: async (into) => {
+        if (ended) return 0;
+        let n: number;
+        try {
+          n = await withProgress(source.readInto(into), () => lock.cancel());
+        } catch (err) {
+          throw readError(err);
+        }
+        if (n > 0) {
+          hash?.update(into.subarray(0, n));
+          return n;
+        }
+        ended = true;
+        lock.releaseLock();
+        if (hash && hash.digest("hex") !== expected) throw sha256Mismatch();
+        return 0;
+      },
+    };
+  }
+
   /** A reader of the stream: into one reused buffer when `transient` and the stream allows. */
   #reader(transient = false) {
     const stream = this.#stream!;
@@ -103,25 +142,12 @@ export class RequestBody {
           yield value;
         }
       } catch (err) {
-        if (err instanceof S3Error) throw err;
-        if (err instanceof BodyStalledError) {
-          throw new S3Error(
-            "RequestTimeout",
-            "Your socket connection to the server was not read from or written to within the " +
-              "timeout period.",
-          );
-        }
-        throw new S3Error("IncompleteBody", "The request body ended before it was complete.");
+        throw readError(err);
       } finally {
         reader.releaseLock();
       }
     }
-    if (hash && hash.digest("hex") !== expectedSha256) {
-      throw new S3Error(
-        "ContentSHA256Mismatch",
-        "The provided content SHA-256 does not match what was computed.",
-      );
-    }
+    if (hash && hash.digest("hex") !== expectedSha256) throw sha256Mismatch();
   }
 
   /** Reads a small body whole; larger than `limit` bytes is an error. */
@@ -153,6 +179,26 @@ export class RequestBody {
     if (this.#consumed) return;
     for await (const _ of this.chunks()) { /* drain */ }
   }
+}
+
+/** What a failed read of the body answers. */
+function readError(err: unknown): S3Error {
+  if (err instanceof S3Error) return err;
+  if (err instanceof BodyStalledError) {
+    return new S3Error(
+      "RequestTimeout",
+      "Your socket connection to the server was not read from or written to within the " +
+        "timeout period.",
+    );
+  }
+  return new S3Error("IncompleteBody", "The request body ended before it was complete.");
+}
+
+function sha256Mismatch(): S3Error {
+  return new S3Error(
+    "ContentSHA256Mismatch",
+    "The provided content SHA-256 does not match what was computed.",
+  );
 }
 
 /**

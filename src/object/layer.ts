@@ -31,7 +31,7 @@ const DEFAULT_READ_BUFFER = 128 * 1024 * 1024;
 /** The upload buffers of a layer built without them (tests): 64 MiB. */
 const DEFAULT_WRITE_BUFFER = 64 * 1024 * 1024;
 import { versionIdFor } from "./versioning.ts";
-import { type BodyCheck, releaseAll, writeBody } from "./write_pipeline.ts";
+import { type BodyCheck, type DirectBody, releaseAll, writeBody } from "./write_pipeline.ts";
 import { checkWriteCondition, commitGuard, type WriteCondition } from "./write_condition.ts";
 import { type ChecksumAlgorithm, ChecksumCheck } from "../http/checksum.ts";
 import type { NewJob, WriteRecords } from "../meta/store.ts";
@@ -54,7 +54,7 @@ export interface Encryption {
 export interface PutInput {
   bucket: string;
   key: string;
-  body: AsyncIterable<Uint8Array>;
+  body: AsyncIterable<Uint8Array> | DirectBody;
   contentType: string;
   userMeta: Record<string, string>;
   headers: Record<string, string>;

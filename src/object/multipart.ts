@@ -11,7 +11,7 @@ import {
 } from "../meta/store.ts";
 import { type BodyCheck, type Encryption, type ObjectLayer, versioningChanged } from "./layer.ts";
 import { versionIdFor } from "./versioning.ts";
-import { releaseAll, writeBody } from "./write_pipeline.ts";
+import { type DirectBody, releaseAll, writeBody } from "./write_pipeline.ts";
 import {
   completeChecksum,
   type CompleteExpectations,
@@ -44,7 +44,7 @@ export async function uploadPart(
   upload: UploadRecord,
   input: {
     partNumber: number;
-    body: AsyncIterable<Uint8Array>;
+    body: AsyncIterable<Uint8Array> | DirectBody;
     contentMd5?: string;
     checks?: BodyCheck[];
     key?: CryptoKey;

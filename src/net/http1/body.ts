@@ -7,6 +7,20 @@ import type { ConnReader } from "./reader.ts";
 
 const CONTINUE = new TextEncoder().encode("HTTP/1.1 100 Continue\r\n\r\n");
 
+/** The bodies of requests in progress, by the stream a handler sees (see `directBody`). */
+const directBodies = new WeakMap<ReadableStream<Uint8Array>, RequestBody>();
+
+/**
+ * The body behind a request's stream when it comes from this server, for a reader that reads
+ * straight into its own buffer (`readInto`, once it holds the stream's lock); undefined for any
+ * other stream.
+ */
+export function directBody(
+  stream: ReadableStream<Uint8Array>,
+): Pick<RequestBody, "readInto"> | undefined {
+  return directBodies.get(stream);
+}
+
 export class RequestBody {
   /** Body bytes not yet read (fixed length), or -1 while a chunked body is not finished. */
   #remaining: number;
@@ -17,6 +31,7 @@ export class RequestBody {
   /** The `100 Continue` write in progress: the response head must not overtake it. */
   #continueWrite: Promise<void> | undefined;
   #touched = false;
+  readonly #write: (bytes: Uint8Array) => Promise<void>;
   /** Why reading the body failed (malformed framing, the client went away), if it did. */
   failure: unknown;
   /** The response head has gone out: too late for `100 Continue`. */
@@ -34,14 +49,11 @@ export class RequestBody {
     this.#continuePending = expectContinue;
     // A byte stream: a reader that brings its own buffer (BYOB, as uploads do) gets the body read
     // straight into it, reused from read to read; any other gets a buffer per read.
+    this.#write = write;
     this.stream = new ReadableStream({
       type: "bytes",
       pull: async (controller) => {
-        this.#touched = true;
-        if (this.#continuePending) {
-          this.#continuePending = false;
-          if (!this.responseStarted) await (this.#continueWrite = write(CONTINUE));
-        }
+        await this.#begin();
         const request = controller.byobRequest;
         try {
           if (request?.view) {
@@ -65,6 +77,31 @@ export class RequestBody {
         if (this.#done) controller.close();
       },
     }, { highWaterMark: 0 });
+    directBodies.set(this.stream, this);
+  }
+
+  /**
+   * Reads body bytes straight into `into`, which may be shared memory (a BYOB read of the stream
+   * cannot take a view on a SharedArrayBuffer: it would transfer the buffer); 0 at the end. Only
+   * for the holder of the stream's lock, which reads no other way.
+   */
+  async readInto(into: Uint8Array): Promise<number> {
+    await this.#begin();
+    try {
+      return await this.#nextInto(into);
+    } catch (err) {
+      this.failure = err;
+      throw err;
+    }
+  }
+
+  /** Before a read: the handler has touched the body, and the client is told to send it. */
+  async #begin(): Promise<void> {
+    this.#touched = true;
+    if (this.#continuePending) {
+      this.#continuePending = false;
+      if (!this.responseStarted) await (this.#continueWrite = this.#write(CONTINUE));
+    }
   }
 
   /** Settles once a `100 Continue` being written (if any) is out. */

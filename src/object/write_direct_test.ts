@@ -1,0 +1,108 @@
+// The write path reading a body straight into its chunk buffers (a DirectBody, as RequestBody's
+// `direct` gives for plain bodies): what is stored, where the bytes were read to, and failures.
+import { assert, assertBytesEqual, assertEquals } from "../../tests/integration/assert.ts";
+import { S3Error } from "../http/errors.ts";
+import type { ObjectLayer } from "./layer.ts";
+import type { DirectBody } from "./write_pipeline.ts";
+import { createTestBucket, withTestLayer } from "./test_layer.ts";
+
+const MiB = 1024 * 1024;
+
+/** Hands out `data` in reads of at most `most` bytes (fewer than asked, like a socket). */
+function directBody(data: Uint8Array, most: number, views: Uint8Array[] = []): DirectBody {
+  let at = 0;
+  return {
+    readInto(into) {
+      views.push(into);
+      const n = Math.min(into.byteLength, most, data.byteLength - at);
+      into.set(data.subarray(at, at + n));
+      at += n;
+      return Promise.resolve(n);
+    },
+  };
+}
+
+function put(layer: ObjectLayer, key: string, body: DirectBody) {
+  return layer.putObject({
+    bucket: "b",
+    key,
+    body,
+    contentType: "application/octet-stream",
+    userMeta: {},
+    headers: {},
+    owner: "owner-id",
+  });
+}
+
+async function stored(layer: ObjectLayer, key: string): Promise<Uint8Array> {
+  const opened = await layer.openObject(await layer.headObject("b", key));
+  const body = opened.body;
+  return body instanceof Uint8Array ? body : new Uint8Array(await new Response(body).arrayBuffer());
+}
+
+Deno.test("a direct body is read into the chunk buffers themselves and stored whole", async () => {
+  await withTestLayer(async (layer) => {
+    await createTestBucket(layer.meta, "b");
+    const data = crypto.getRandomValues(new Uint8Array(65536));
+    const big = new Uint8Array(2 * MiB + 12345);
+    for (let at = 0; at < big.length; at += data.length) {
+      big.set(data.subarray(0, big.length - at), at);
+    }
+    const views: Uint8Array[] = [];
+    const version = await put(layer, "k", directBody(big, 100_003, views));
+    assertEquals(version.size, big.byteLength);
+    assertBytesEqual(await stored(layer, "k"), big);
+    // Every read but the first (a small buffer, for bodies that turn out inline) and the one
+    // after each full chunk (which may find the end) went into a chunk buffer in shared memory,
+    // which the CPU workers and the shard writes use as it is.
+    const intoChunks = views.filter((v) => v.buffer instanceof SharedArrayBuffer);
+    assert(intoChunks.length > 20, `${intoChunks.length} of ${views.length} reads`);
+    for (const view of intoChunks) assertEquals(view.buffer.byteLength, MiB, "a chunk buffer");
+    assertEquals(views.length - intoChunks.length, 1 + 2, "reads anywhere else");
+
+    // A body of whole chunks ends without taking another chunk buffer (all go back).
+    const exact = big.subarray(0, 2 * MiB);
+    await put(layer, "exact", directBody(exact, 300_007));
+    assertBytesEqual(await stored(layer, "exact"), exact);
+    // (Given back once their writes settle, a moment after the PUT answered.)
+    const inUse = () => layer.writeBuffers.held - layer.writeBuffers.kept;
+    for (let i = 0; i < 100 && inUse() > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assertEquals(inUse(), 0, "chunk buffers still held by uploads that ended");
+
+    // Small: stored inline, the same way.
+    await put(layer, "small", directBody(big.subarray(0, 1000), 7));
+    assertBytesEqual(await stored(layer, "small"), big.subarray(0, 1000));
+    await put(layer, "empty", directBody(new Uint8Array(0), 7));
+    assertEquals((await stored(layer, "empty")).byteLength, 0);
+  }, { prefix: "write-direct-" });
+});
+
+Deno.test("a direct body that fails midway stores nothing and leaves no chunk behind", async () => {
+  await withTestLayer(async (layer, dir) => {
+    await createTestBucket(layer.meta, "b");
+    let reads = 0;
+    const failing: DirectBody = {
+      readInto(into) {
+        if (++reads > 40) {
+          return Promise.reject(new S3Error("IncompleteBody", "The request body ended."));
+        }
+        into.fill(reads, 0, Math.min(into.byteLength, 65536));
+        return Promise.resolve(Math.min(into.byteLength, 65536));
+      },
+    };
+    const err = await put(layer, "k", failing).then(() => undefined, (e) => e);
+    assert(err instanceof S3Error && err.code === "IncompleteBody", `${err}`);
+    const missing = await layer.headObject("b", "k").then(() => undefined, (e) => e);
+    assert(missing instanceof S3Error && missing.code === "NoSuchKey", `${missing}`);
+    await layer.chunks.reclaimer.drained();
+    assertEquals(await filesUnder(`${dir}/chunks`), 0, "the chunks written before are removed");
+  }, { prefix: "write-direct-" });
+});
+
+async function filesUnder(path: string): Promise<number> {
+  let n = 0;
+  for await (const entry of Deno.readDir(path)) {
+    n += entry.isDirectory ? await filesUnder(`${path}/${entry.name}`) : 1;
+  }
+  return n;
+}
