@@ -64,11 +64,12 @@ export class RequestBody {
   /**
    * The body for a consumer that brings its own buffers (the write path's chunk buffers, which
    * may be shared memory): `readInto(view)` reads the next bytes straight into the view and
-   * answers how many (0 at the end, after the signed payload hash was checked). Saves the copy
+   * answers how many (0 at the end, after the signed payload hash was checked); `settled()` waits
+   * for a read given up on when the body stalled, which may still land in its view. Saves the copy
    * out of a read buffer that `chunks` makes. Undefined when the body cannot be read that way (a
    * streaming upload, whose framing is decoded; a stream from elsewhere): use `chunks`.
    */
-  direct(): { readInto(into: Uint8Array): Promise<number> } | undefined {
+  direct(): { readInto(into: Uint8Array): Promise<number>; settled(): Promise<void> } | undefined {
     const source = this.#stream && !this.#opts.chunked ? directBody(this.#stream) : undefined;
     if (!source) return undefined;
     if (this.#consumed) throw new Error("Request body read twice");
@@ -78,12 +79,16 @@ export class RequestBody {
     const expected = this.#opts.sha256;
     const hash = expected ? createHash("sha256") : undefined;
     let ended = false;
+    /** The last read from the connection: given up on when the body stalls, it still runs. */
+    let reading: Promise<unknown> = Promise.resolve();
     return {
       readInto: async (into) => {
         if (ended) return 0;
         let n: number;
         try {
-          n = await withProgress(source.readInto(into), () => lock.cancel());
+          const read = source.readInto(into);
+          reading = read.catch(() => {});
+          n = await withProgress(read, () => lock.cancel());
         } catch (err) {
           throw readError(err);
         }
@@ -95,6 +100,9 @@ export class RequestBody {
         lock.releaseLock();
         if (hash && hash.digest("hex") !== expected) throw sha256Mismatch();
         return 0;
+      },
+      settled: async () => {
+        await reading;
       },
     };
   }

@@ -159,7 +159,13 @@ class RangeReader {
       return;
     }
     const chunk = this.chunks[this.#index];
-    this.#current ??= await this.#take(this.#index);
+    try {
+      this.#current ??= await this.#take(this.#index);
+    } catch (err) {
+      // The stream errors, and nothing cancels an errored stream: everything is let go here.
+      this.close();
+      throw err;
+    }
     const chunkEnd = Math.min(chunk.offset + chunk.size, this.#end);
     const { plain, from: base } = this.#current;
     const pieceEnd = Math.min(chunk.offset + base + plain.byteLength, chunkEnd);
@@ -334,7 +340,15 @@ class IdleWatch {
 
   add(reader: RangeReader): void {
     this.#readers.add(reader);
-    this.#timer ??= setInterval(() => this.#check(), YIELD_AFTER_MS);
+    if (this.#timer !== undefined) return;
+    this.#timer = setInterval(() => this.#check(), YIELD_AFTER_MS);
+    // The server's listener keeps the process alive; this timer should not.
+    Deno.unrefTimer(this.#timer);
+  }
+
+  /** Readers watched now (tests). */
+  get size(): number {
+    return this.#readers.size;
   }
 
   delete(reader: RangeReader): void {
@@ -351,6 +365,11 @@ class IdleWatch {
 }
 
 const idleWatch = new IdleWatch();
+
+/** Readers whose idle time is watched now: every reader not yet closed (tests). */
+export function watchedReaders(): number {
+  return idleWatch.size;
+}
 
 /** A piece that will not be sent (any more): its grant and its buffer go back. */
 function drop(held: Held): void {

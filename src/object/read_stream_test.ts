@@ -5,7 +5,7 @@ import { assert, assertEquals } from "../../tests/integration/assert.ts";
 import type { ChunkRecord, VersionChunk } from "../meta/store.ts";
 import type { ChunkStore } from "../storage/chunk_store.ts";
 import { type Grant, ReadBudget } from "./read_budget.ts";
-import { chunkStream, SLICE } from "./read_stream.ts";
+import { chunkStream, SLICE, watchedReaders } from "./read_stream.ts";
 import { PiecePool } from "./piece_pool.ts";
 import { reportWritten } from "../http/written.ts";
 
@@ -169,9 +169,12 @@ Deno.test("an idle reader gives its pieces back while another waits for the budg
   const firstReader = first.getReader();
   await firstReader.read();
   assertEquals(budget.used, 2 * CHUNK, "the current chunk and the one read ahead");
-  // A second read waits for the budget until the first, idle, gives its pieces back.
+  // A second read waits for the budget until the first, idle, gives its pieces back. (The idle
+  // watch's timer does not keep a process alive; a server's listener does, this timer here.)
   const started = performance.now();
+  const alive = setTimeout(() => {}, 5000);
   const second = await chunkStream(fakeStore(), chunks(1), { offset: 0, length: CHUNK, limits });
+  clearTimeout(alive);
   const waited = performance.now() - started;
   assert(waited >= 200 && waited < 2000, `the second read started after ${waited} ms`);
   let bytes = 0;
@@ -184,4 +187,30 @@ Deno.test("an idle reader gives its pieces back while another waits for the budg
     bytes += r.value.byteLength;
   }
   assertEquals([bytes, budget.used], [4 * CHUNK, 0]);
+});
+
+Deno.test("a read that fails midway lets go of everything it held", async () => {
+  const budget = new TrackingBudget(4 * CHUNK);
+  const store = fakeStore();
+  const read = store.readRange;
+  // Chunk 2 cannot be read (shards lost beyond repair, say).
+  store.readRange = (rec, from, to, opts) =>
+    rec.id === "2" ? Promise.reject(new Error("chunk 2 is lost")) : read(rec, from, to, opts);
+  const stream = await chunkStream(store, chunks(4), {
+    offset: 0,
+    length: 4 * CHUNK,
+    limits: { budget, stallMs: 60_000 },
+  });
+  assertEquals(watchedReaders(), 1);
+  const reader = stream.getReader();
+  let error: Error | undefined;
+  try {
+    while (!(await reader.read()).done) { /* read on */ }
+  } catch (err) {
+    error = err as Error;
+  }
+  assert(error?.message.includes("chunk 2 is lost"), `the read ended with ${error}`);
+  // An errored stream is never cancelled: the reader must have closed itself.
+  assertEquals(watchedReaders(), 0, "the reader is still watched");
+  assertEquals([budget.used, budget.held.size], [0, 0], "read budget still held");
 });

@@ -53,12 +53,12 @@ Deno.test("a direct body is read into the chunk buffers themselves and stored wh
     assertEquals(version.size, big.byteLength);
     assertBytesEqual(await stored(layer, "k"), big);
     // Every read but the first (a small buffer, for bodies that turn out inline) and the one
-    // after each full chunk (which may find the end) went into a chunk buffer in shared memory,
-    // which the CPU workers and the shard writes use as it is.
+    // after each full buffer, that one and the two chunks (which may find the end), went into a
+    // chunk buffer in shared memory, which the CPU workers and the shard writes use as it is.
     const intoChunks = views.filter((v) => v.buffer instanceof SharedArrayBuffer);
     assert(intoChunks.length > 20, `${intoChunks.length} of ${views.length} reads`);
     for (const view of intoChunks) assertEquals(view.buffer.byteLength, MiB, "a chunk buffer");
-    assertEquals(views.length - intoChunks.length, 1 + 2, "reads anywhere else");
+    assertEquals(views.length - intoChunks.length, 1 + 3, "reads anywhere else");
 
     // A body of whole chunks ends without taking another chunk buffer (all go back).
     const exact = big.subarray(0, 2 * MiB);
@@ -96,6 +96,52 @@ Deno.test("a direct body that fails midway stores nothing and leaves no chunk be
     assert(missing instanceof S3Error && missing.code === "NoSuchKey", `${missing}`);
     await layer.chunks.reclaimer.drained();
     assertEquals(await filesUnder(`${dir}/chunks`), 0, "the chunks written before are removed");
+  }, { prefix: "write-direct-" });
+});
+
+Deno.test("a read given up on when the body stalled keeps its chunk buffer from other uploads", async () => {
+  await withTestLayer(async (layer) => {
+    await createTestBucket(layer.meta, "b");
+    // The stalled upload: its third read into a chunk buffer is given up on (RequestTimeout)
+    // while the read from the connection still runs, and lands 50 ms later, as a late client's
+    // bytes would.
+    let reads = 0;
+    let late: Promise<void> = Promise.resolve();
+    const stalled: DirectBody = {
+      readInto(into) {
+        if (into.buffer instanceof SharedArrayBuffer) reads++;
+        if (reads === 3) {
+          late = new Promise((r) => setTimeout(() => (into.fill(0xee), r()), 50));
+          return Promise.reject(new S3Error("RequestTimeout", "The body stalled."));
+        }
+        const n = Math.min(into.byteLength, 65536);
+        into.fill(reads + 1, 0, n);
+        return Promise.resolve(n);
+      },
+      settled: () => late,
+    };
+    const err = await put(layer, "stalled", stalled).then(() => undefined, (e) => e);
+    assert(err instanceof S3Error && err.code === "RequestTimeout", `${err}`);
+    // Another upload right after, which has all but its last bytes in its chunk buffer when the
+    // late bytes land (its last read waits 100 ms): it must not have been given the stalled
+    // upload's buffer.
+    const data = crypto.getRandomValues(new Uint8Array(65536));
+    const body = new Uint8Array(MiB - 1000);
+    for (let at = 0; at < body.length; at += data.length) {
+      body.set(data.subarray(0, body.length - at), at);
+    }
+    let given = 0;
+    const fast = directBody(body, 65536);
+    const next: DirectBody = {
+      async readInto(into) {
+        if (body.byteLength - given < 65536) await new Promise((r) => setTimeout(r, 100));
+        const n = await fast.readInto(into);
+        given += n;
+        return n;
+      },
+    };
+    await put(layer, "next", next);
+    assertBytesEqual(await stored(layer, "next"), body, "the next upload's bytes");
   }, { prefix: "write-direct-" });
 });
 

@@ -23,6 +23,11 @@ export interface BodyCheck {
  */
 export interface DirectBody {
   readInto(into: Uint8Array): Promise<number>;
+  /**
+   * Settles once no read into a buffer the caller gave is under way: a read given up on (the body
+   * stalled) may still write into it until then, so the buffer must not serve anyone else before.
+   */
+  settled?(): Promise<void>;
 }
 
 export interface WrittenBody {
@@ -40,8 +45,9 @@ export interface WrittenBody {
  * `body` is copied (or hashed) before the next is asked for, so the body may reuse one buffer.
  *
  * A DirectBody is read straight into chunk buffers; an iterable one is copied into them once
- * (about a quarter of the event loop's time in 64 MiB uploads). The MD5 stream is fed from them as they fill, in
- * order, so that a worker reads a chunk for its MD5 and for its SHA-256 without further copies.
+ * (about a quarter of the event loop's time in 64 MiB uploads). The MD5 stream is fed from them as
+ * they fill, in order, so that a worker reads a chunk for its MD5 and for its SHA-256 without
+ * further copies.
  * A chunk buffer serves another chunk only once its write and its MD5 are done. Chunk-sized
  * buffers come from `opts.buffers`, in shared memory unless the body is encrypted (the CPU pool's
  * workers read shared ones in place; WebCrypto does not take views on shared memory).
@@ -108,20 +114,19 @@ export async function writeBody(
   };
   try {
     if ("readInto" in body) {
-      // Read where the bytes belong: no copy. Except after a full chunk: whether the body goes
+      // Read where the bytes belong: no copy. Except after a full buffer: whether the body goes
       // on is known only by reading, and the end of a body must not take (or wait for) a chunk
       // buffer it will not use, so that read goes to a small buffer and is copied.
       let probe: Uint8Array | undefined;
       for (;;) {
-        const chunkFull = filled === opts.chunkSize;
-        if (!chunkFull) await room();
-        const into = chunkFull ? (probe ??= new Uint8Array(PROBE_BYTES)) : buffer.subarray(filled);
+        const full = filled === buffer.byteLength;
+        const into = full ? (probe ??= new Uint8Array(PROBE_BYTES)) : buffer.subarray(filled);
         const n = await body.readInto(into);
         if (n === 0) break;
         if (offset + filled + n > opts.maxSize) throw opts.tooLarge();
         const part = into.subarray(0, n);
         for (const c of opts.checks ?? []) c.update(part);
-        if (chunkFull) {
+        if (full) {
           await room();
           copyInto(buffer, part, filled);
         }
@@ -152,7 +157,12 @@ export async function writeBody(
     // The worker finishes the digest while the last chunk is stored.
     return { size, md5: await md5.digest(), chunks: await Promise.all(chunks) };
   } catch (err) {
-    if (pooled) opts.buffers.give(buffer.buffer);
+    if (pooled) {
+      const whole = buffer.buffer;
+      const settled = "readInto" in body ? body.settled?.() : undefined;
+      if (settled) settled.then(() => opts.buffers.give(whole));
+      else opts.buffers.give(whole);
+    }
     pooled = false;
     md5.abort();
     await releaseAll(store, chunks);

@@ -183,8 +183,9 @@ export async function readShardRange(
   const kept = keptHeads.get(path);
   const shard = { drive, chunkId, index, expectedLength, path };
   const read = await readRangeOf(shard, from, to, into, kept, files);
-  if (!kept || read.state !== "corrupt") return read;
-  // The file changed behind the kept head (it is read again before the shard is called bad).
+  if (read.state !== "corrupt" || (!kept && !files)) return read;
+  // The file may have changed behind the kept head, or been replaced (healed) behind a kept file,
+  // which still reads the file it opened: read again, afresh, before the shard is called bad.
   keptHeads.delete(path);
   return await readRangeOf(shard, from, to, into, undefined);
 }

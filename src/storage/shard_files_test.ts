@@ -209,6 +209,7 @@ Deno.test("range reads through a reader's kept files: one file for every piece, 
         assertBytesEqual(r.payload, a.subarray(from, to));
         assertEquals(keptFileCount(), 1, "the one file kept");
       }
+      const path = shardPath(drive, ID, 0);
       // Written again: its kept head goes, and the head is read from the kept file, wherever the
       // last read left it.
       await writeShard(drive, ID, 0, a);
@@ -216,10 +217,26 @@ Deno.test("range reads through a reader's kept files: one file for every piece, 
       assert(r.state === "ok", `after the rewrite: ${r.state}`);
       assertBytesEqual(r.payload, a.subarray(5, SIZE - 7));
 
+      // Healed behind a kept file: the kept file still reads the one it opened, damaged since
+      // here; the read is made again afresh and finds the good file.
+      files.release();
+      await rangeOf(drive, 0, SIZE, 0, 1, files);
+      assertEquals(keptFileCount(), 1);
+      const replaced = await Deno.open(path, { write: true });
+      try {
+        await writeShard(drive, ID, 0, a);
+        replaced.seekSync(shardFileSize(SIZE) - SIZE + 10, Deno.SeekMode.Start);
+        await replaced.write(new Uint8Array([1, 2, 3]));
+      } finally {
+        replaced.close();
+      }
+      const healed = await rangeOf(drive, 0, SIZE, 0, BLOCK_SIZE, files);
+      assert(healed.state === "ok", `read through a kept file of a healed shard: ${healed.state}`);
+      assertBytesEqual(healed.payload, a.subarray(0, BLOCK_SIZE));
+
       // A read that finds damage does not keep its file. (The kept file is still the one
       // replaced by the rewrite: let go of it first.)
       files.release();
-      const path = shardPath(drive, ID, 0);
       const bytes = await Deno.readFile(path);
       bytes[shardFileSize(SIZE) - SIZE + 2 * BLOCK_SIZE + 3] ^= 1;
       await Deno.writeFile(path, bytes);

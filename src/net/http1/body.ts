@@ -47,8 +47,9 @@ export class RequestBody {
     this.#remaining = framing.kind === "length" ? framing.length : -1;
     this.#done = framing.kind === "none";
     this.#continuePending = expectContinue;
-    // A byte stream: a reader that brings its own buffer (BYOB, as uploads do) gets the body read
-    // straight into it, reused from read to read; any other gets a buffer per read.
+    // A byte stream: a reader that brings its own buffer (BYOB, as streaming uploads do) gets the
+    // body read straight into it, reused from read to read; any other gets a buffer per read.
+    // (Plain uploads read through `readInto`, into shared memory.)
     this.#write = write;
     this.stream = new ReadableStream({
       type: "bytes",
@@ -88,7 +89,10 @@ export class RequestBody {
   async readInto(into: Uint8Array): Promise<number> {
     await this.#begin();
     try {
-      return await this.#nextInto(into);
+      const n = await this.#nextInto(into);
+      // 0 means the end to the caller: never for a body still going on.
+      if (n === 0 && !this.#done) throw new Error("An empty read of a body not finished");
+      return n;
     } catch (err) {
       this.failure = err;
       throw err;
