@@ -12,6 +12,8 @@ export async function withTestLayer(
     layout?: ErasureLayout;
     dedup?: boolean;
     prefix?: string;
+    /** Chunk size of the layer's uploads (1 MiB unless given). */
+    chunkSize?: number;
     /** What the layer sees of the metadata store (e.g. a Proxy that reports calls). */
     wrapMeta?: (meta: MetaStore) => MetaStore;
   } = {},
@@ -30,7 +32,13 @@ export async function withTestLayer(
       dedup: opts.dedup ?? false,
     });
     const seen = opts.wrapMeta?.(meta) ?? meta;
-    await fn(new ObjectLayer(seen, chunks, { inlineMax: 65536, chunkSize: 1024 * 1024 }), dir);
+    await fn(
+      new ObjectLayer(seen, chunks, {
+        inlineMax: 65536,
+        chunkSize: opts.chunkSize ?? 1024 * 1024,
+      }),
+      dir,
+    );
     await chunks.reclaimer.drained();
   } finally {
     await meta.close();

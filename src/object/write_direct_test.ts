@@ -77,6 +77,25 @@ Deno.test("a direct body is read into the chunk buffers themselves and stored wh
   }, { prefix: "write-direct-" });
 });
 
+Deno.test("a direct body with chunks hardly larger than the first buffer", async () => {
+  // The first buffer holds 64 KiB + 1 (the inline limit and a byte): once it is full, the chunk
+  // buffer it grows into has less than 64 KiB of room left.
+  for (const chunkSize of [64 * 1024 + 1, 100 * 1024, 128 * 1024]) {
+    await withTestLayer(async (layer) => {
+      await createTestBucket(layer.meta, "b");
+      const data = crypto.getRandomValues(new Uint8Array(65536));
+      const body = new Uint8Array(5 * chunkSize + 777);
+      for (let at = 0; at < body.length; at += data.length) {
+        body.set(data.subarray(0, body.length - at), at);
+      }
+      for (const most of [65536, 100_000, 1 << 20]) {
+        await put(layer, `k${most}`, directBody(body, most));
+        assertBytesEqual(await stored(layer, `k${most}`), body, `${chunkSize}, reads of ${most}`);
+      }
+    }, { prefix: "write-direct-", chunkSize });
+  }
+});
+
 Deno.test("a direct body that fails midway stores nothing and leaves no chunk behind", async () => {
   await withTestLayer(async (layer, dir) => {
     await createTestBucket(layer.meta, "b");

@@ -120,7 +120,11 @@ export async function writeBody(
       let probe: Uint8Array | undefined;
       for (;;) {
         const full = filled === buffer.byteLength;
-        const into = full ? (probe ??= new Uint8Array(PROBE_BYTES)) : buffer.subarray(filled);
+        // At most what the chunk buffer `room` makes has space for after what it keeps.
+        const space = filled === opts.chunkSize ? opts.chunkSize : opts.chunkSize - filled;
+        const into = full
+          ? (probe ??= new Uint8Array(PROBE_BYTES)).subarray(0, Math.min(PROBE_BYTES, space))
+          : buffer.subarray(filled);
         const n = await body.readInto(into);
         if (n === 0) break;
         if (offset + filled + n > opts.maxSize) throw opts.tooLarge();
