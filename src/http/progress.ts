@@ -1,6 +1,7 @@
 // Request bodies that stop arriving: every read of a body waits at most the body-progress
 // timeout (STORE_BODY_TIMEOUT) for its next piece, so a client that declares more than it sends
 // cannot hold a request (and its memory) open.
+import { SweepTimer } from "../sweep_timer.ts";
 
 let bodyTimeoutMs = 30_000;
 
@@ -59,43 +60,13 @@ const WATCH_MS = 250;
 
 /**
  * The reads of request bodies waiting for data, looked at together by one timer instead of a
- * timer per read: setting and clearing one per read cost ~4% of the event loop's time in large
- * uploads. The timer runs while there are reads (it stops at the first tick that finds none)
- * and does not keep the process alive.
+ * timer per read. A read noted at tick t has waited at least (ticks - t - 1) whole periods.
  */
-class ProgressWatch {
-  /** WATCH_MS periods counted: what a read's start is noted in (no clock read per read). */
-  ticks = 0;
-  readonly #reads = new Set<PendingRead>();
-  #timer: ReturnType<typeof setInterval> | undefined;
-
-  add(read: PendingRead): void {
-    this.#reads.add(read);
-    if (this.#timer !== undefined) return;
-    this.#timer = setInterval(() => this.#check(), WATCH_MS);
-    Deno.unrefTimer(this.#timer);
+const watch: SweepTimer<PendingRead> = new SweepTimer(WATCH_MS, (read) => {
+  if (watch.ticks - read.since >= Math.ceil(bodyTimeoutMs / WATCH_MS) + 1) {
+    read.fail(new BodyStalledError());
   }
-
-  delete(read: PendingRead): void {
-    this.#reads.delete(read);
-  }
-
-  #check(): void {
-    this.ticks++;
-    if (this.#reads.size === 0) {
-      clearInterval(this.#timer);
-      this.#timer = undefined;
-      return;
-    }
-    // A read noted at tick t has waited at least (ticks - t - 1) whole periods.
-    const limit = Math.ceil(bodyTimeoutMs / WATCH_MS) + 1;
-    for (const read of this.#reads) {
-      if (this.ticks - read.since >= limit) read.fail(new BodyStalledError());
-    }
-  }
-}
-
-const watch = new ProgressWatch();
+});
 
 /** The declared Content-Length of a request, or undefined (absent, chunked, malformed). */
 export function declaredLength(headers: Headers): number | undefined {

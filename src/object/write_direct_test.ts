@@ -8,6 +8,14 @@ import { createTestBucket, withTestLayer } from "./test_layer.ts";
 
 const MiB = 1024 * 1024;
 
+/** `size` bytes: a random 64 KiB block over and over (random data, quick to make). */
+function randomBytes(size: number): Uint8Array {
+  const block = crypto.getRandomValues(new Uint8Array(65536));
+  const out = new Uint8Array(size);
+  for (let at = 0; at < size; at += block.length) out.set(block.subarray(0, size - at), at);
+  return out;
+}
+
 /** Hands out `data` in reads of at most `most` bytes (fewer than asked, like a socket). */
 function directBody(data: Uint8Array, most: number, views: Uint8Array[] = []): DirectBody {
   let at = 0;
@@ -43,11 +51,7 @@ async function stored(layer: ObjectLayer, key: string): Promise<Uint8Array> {
 Deno.test("a direct body is read into the chunk buffers themselves and stored whole", async () => {
   await withTestLayer(async (layer) => {
     await createTestBucket(layer.meta, "b");
-    const data = crypto.getRandomValues(new Uint8Array(65536));
-    const big = new Uint8Array(2 * MiB + 12345);
-    for (let at = 0; at < big.length; at += data.length) {
-      big.set(data.subarray(0, big.length - at), at);
-    }
+    const big = randomBytes(2 * MiB + 12345);
     const views: Uint8Array[] = [];
     const version = await put(layer, "k", directBody(big, 100_003, views));
     assertEquals(version.size, big.byteLength);
@@ -83,11 +87,7 @@ Deno.test("a direct body with chunks hardly larger than the first buffer", async
   for (const chunkSize of [64 * 1024 + 1, 100 * 1024, 128 * 1024]) {
     await withTestLayer(async (layer) => {
       await createTestBucket(layer.meta, "b");
-      const data = crypto.getRandomValues(new Uint8Array(65536));
-      const body = new Uint8Array(5 * chunkSize + 777);
-      for (let at = 0; at < body.length; at += data.length) {
-        body.set(data.subarray(0, body.length - at), at);
-      }
+      const body = randomBytes(5 * chunkSize + 777);
       for (const most of [65536, 100_000, 1 << 20]) {
         await put(layer, `k${most}`, directBody(body, most));
         assertBytesEqual(await stored(layer, `k${most}`), body, `${chunkSize}, reads of ${most}`);
@@ -144,11 +144,7 @@ Deno.test("a read given up on when the body stalled keeps its chunk buffer from 
     // Another upload right after, which has all but its last bytes in its chunk buffer when the
     // late bytes land (its last read waits 100 ms): it must not have been given the stalled
     // upload's buffer.
-    const data = crypto.getRandomValues(new Uint8Array(65536));
-    const body = new Uint8Array(MiB - 1000);
-    for (let at = 0; at < body.length; at += data.length) {
-      body.set(data.subarray(0, body.length - at), at);
-    }
+    const body = randomBytes(MiB - 1000);
     let given = 0;
     const fast = directBody(body, 65536);
     const next: DirectBody = {
